@@ -1,0 +1,85 @@
+"""Settings: every key starts with ``A2A_``; defaults and parsing live here."""
+
+import os
+
+DEFAULTS = {
+    "A2A_DATABASE": None,  # None: a2a.sqlite3 in the Flask instance folder
+    "A2A_URL_PREFIX": "/api/v1",
+    "A2A_DEFAULT_AGENT": None,
+    "A2A_STRICT_JSONRPC": False,
+    "A2A_MAX_CONTENT_LENGTH": 1024 * 1024,
+    "A2A_PUBLIC_BASE_URL": None,
+    "A2A_AUTH": "required",
+    "A2A_API_KEY_HEADER": "X-API-Key",
+    "A2A_PUBLIC_CARDS": True,
+    "A2A_DISABLED_AGENTS": "",
+    "A2A_BUSY_TIMEOUT_MS": 5000,
+    "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
+}
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def parse_value(key, text):
+    """An environment string as the type of the setting's default."""
+    default = DEFAULTS.get(key)
+    if isinstance(default, bool):
+        lowered = text.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError("%s=%r: expected one of 1/0, true/false, yes/no, on/off"
+                         % (key, text))
+    if isinstance(default, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("%s=%r: expected an integer" % (key, text)) from None
+    return text
+
+
+def config_from_env(environ=None):
+    """Every ``A2A_*`` environment variable, parsed, for ``app.config``."""
+    environ = os.environ if environ is None else environ
+    return {key: parse_value(key, value)
+            for key, value in environ.items() if key.startswith("A2A_")}
+
+
+def _names(value):
+    if isinstance(value, str):
+        return {name.strip() for name in value.split(",") if name.strip()}
+    return set(value or ())
+
+
+class Settings:
+    """The extension's settings, read once from ``app.config`` in ``init_app``."""
+
+    def __init__(self, config, instance_path):
+        get = lambda key: config.get(key, DEFAULTS[key])  # noqa: E731
+        self.database = get("A2A_DATABASE") or os.path.join(instance_path,
+                                                             "a2a.sqlite3")
+        self.url_prefix = "/" + get("A2A_URL_PREFIX").strip("/")
+        if self.url_prefix == "/":
+            self.url_prefix = ""
+        self.default_agent = get("A2A_DEFAULT_AGENT") or None
+        self.strict_jsonrpc = bool(get("A2A_STRICT_JSONRPC"))
+        self.max_content_length = int(get("A2A_MAX_CONTENT_LENGTH"))
+        base_url = get("A2A_PUBLIC_BASE_URL")
+        self.public_base_url = base_url.rstrip("/") if base_url else None
+        self.auth = get("A2A_AUTH")
+        if self.auth not in ("required", "off"):
+            raise ValueError("A2A_AUTH=%r: expected 'required' or 'off'" % self.auth)
+        self.api_key_header = get("A2A_API_KEY_HEADER")
+        self.public_cards = bool(get("A2A_PUBLIC_CARDS"))
+        self.disabled_agents = _names(get("A2A_DISABLED_AGENTS"))
+        self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
+        self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
+        if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "
+                             "EXTRA or OFF" % self.sqlite_synchronous)
+
+    @property
+    def auth_off(self):
+        return self.auth == "off"

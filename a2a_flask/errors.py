@@ -1,0 +1,109 @@
+"""Exceptions carrying their JSON-RPC / A2A error code.
+
+Raise one of these anywhere on the request path; ``jsonrpc.error_response``
+is the one place that turns them into an answer.
+"""
+
+
+class A2AError(Exception):
+    """Base class: a JSON-RPC error with a code, a sentence and optional data."""
+
+    code = -32603
+    default_message = "Internal error."
+    #: HTTP status of the answer; JSON-RPC errors are 200 unless said otherwise.
+    http_status = 200
+
+    def __init__(self, message=None, data=None, http_status=None):
+        self.message = message or self.default_message
+        self.data = data
+        if http_status is not None:
+            self.http_status = http_status
+        super().__init__(self.message)
+
+    def to_dict(self):
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(A2AError):
+    code = -32700
+    default_message = "The request body is not valid JSON."
+
+
+class InvalidRequest(A2AError):
+    code = -32600
+    default_message = "The request is not a valid JSON-RPC 2.0 request."
+
+
+class MethodNotFound(A2AError):
+    code = -32601
+    default_message = "Method not found."
+
+
+class InvalidParams(A2AError):
+    code = -32602
+    default_message = "Invalid params."
+
+
+class InternalError(A2AError):
+    code = -32603
+    default_message = "Internal error."
+
+
+class TaskNotFound(A2AError):
+    code = -32001
+    default_message = "Task not found."
+
+
+class TaskNotCancelable(A2AError):
+    code = -32002
+    default_message = "Task cannot be canceled."
+
+
+class PushNotificationNotSupported(A2AError):
+    code = -32003
+    default_message = (
+        "Push notifications are not supported by this agent; poll tasks/get instead."
+    )
+
+
+class UnsupportedOperation(A2AError):
+    code = -32004
+    default_message = "This operation is not supported."
+
+
+class ContentTypeNotSupported(A2AError):
+    code = -32005
+    default_message = "The agent cannot take this kind of content."
+
+
+class AuthenticatedExtendedCardNotConfigured(A2AError):
+    code = -32007
+    default_message = "This agent has no authenticated extended card."
+
+
+# Refusals before the method runs: HTTP status other than 200, code -32600.
+
+
+class Unauthenticated(InvalidRequest):
+    """No credentials, or wrong ones: HTTP 401 with a bare error object."""
+
+    http_status = 401
+    default_message = "Authentication required: send an API key or HTTP Basic credentials."
+
+
+class Forbidden(InvalidRequest):
+    http_status = 403
+    default_message = "These credentials may not talk to this agent."
+
+
+class AgentNotFound(InvalidRequest):
+    http_status = 404
+    default_message = "No agent of that name can be talked to here."
+
+
+class PayloadTooLarge(InvalidRequest):
+    http_status = 413
+    default_message = "The request body is larger than this service accepts."

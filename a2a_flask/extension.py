@@ -1,0 +1,77 @@
+"""The Flask extension: agent registry, ``init_app``, per-app state."""
+
+import logging
+
+from . import errors
+from .agents import Agent
+from .config import DEFAULTS, Settings
+from .store import Store
+from .views import make_blueprint, register_error_handlers
+
+log = logging.getLogger("a2a_flask")
+
+
+class State:
+    """What one app's requests need; kept in ``app.extensions["a2a"]``."""
+
+    def __init__(self, extension, settings, store):
+        self.extension = extension
+        self.settings = settings
+        self.store = store
+
+    def agent(self, name):
+        """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
+        agent = self.extension.agents.get(name)
+        if (agent is None or not agent.enabled
+                or name in self.settings.disabled_agents):
+            raise errors.AgentNotFound(
+                "No agent named %r can be talked to here." % name,
+                data={"agent": name})
+        return agent
+
+    def agents(self):
+        return [agent for name, agent in sorted(self.extension.agents.items())
+                if agent.enabled and name not in self.settings.disabled_agents]
+
+
+class A2A:
+    """Serve registered agents over A2A JSON-RPC from a Flask app.
+
+    ``A2A(app)`` or ``A2A()`` then ``init_app(app)``. Agents are registered on
+    this object (``@a2a.agent("name")``), before or after ``init_app``.
+    """
+
+    def __init__(self, app=None):
+        self.agents = {}
+        #: Host hooks (see the README, "Securing it"); None when not set.
+        self.session_loader = None
+        self.password_checker = None
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app):
+        for key, value in DEFAULTS.items():
+            app.config.setdefault(key, value)
+        settings = Settings(app.config, app.instance_path)
+        store = Store(settings.database, settings.busy_timeout_ms,
+                      settings.sqlite_synchronous)
+        store.migrate()
+        app.extensions["a2a"] = State(self, settings, store)
+        app.register_blueprint(make_blueprint(settings))
+        register_error_handlers(app, settings)
+        if settings.auth_off:
+            log.warning("A2A_AUTH=off: every caller is one anonymous caller; "
+                        "do not expose this service.")
+
+    def add_agent(self, name, func, **options):
+        """Register ``func`` as agent ``name``; see ``Agent`` for the options."""
+        if name in self.agents:
+            raise ValueError("an agent named %r is already registered" % name)
+        self.agents[name] = Agent(name, func, **options)
+        return func
+
+    def agent(self, name, **options):
+        """Decorator form of ``add_agent``."""
+        def register(func):
+            return self.add_agent(name, func, **options)
+        return register

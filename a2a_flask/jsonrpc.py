@@ -1,0 +1,101 @@
+"""The JSON-RPC 2.0 envelope: reading a call, writing an answer.
+
+``Envelope.parse`` never raises: it keeps the first problem (PROFILE section
+3, checked in order) so that the view can first say 401/403/404 with the id
+echoed, then raise it. ``error_response`` is the one place where an
+``A2AError`` becomes an HTTP answer.
+"""
+
+import json
+
+from flask import Response
+from marshmallow import ValidationError
+
+from . import errors
+from .schemas import ENVELOPE, STRICT_ENVELOPE
+
+# The order of PROFILE 3: the first failing member answers.
+_MEMBER_ORDER = ("id", "method", "jsonrpc")
+
+
+def _reject_constant(name):
+    # NaN and Infinity are not JSON, whatever Python's json module accepts.
+    raise ValueError("%s is not valid JSON" % name)
+
+
+def _decode(body):
+    text = body.decode("utf-8")  # strict: other encodings are parse errors
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+class Envelope:
+    """One JSON-RPC call, as far as it could be read."""
+
+    __slots__ = ("id", "method", "params", "error")
+
+    def __init__(self, id=None, method=None, params=None, error=None):
+        self.id = id
+        self.method = method
+        self.params = params
+        #: The first problem found, raised by ``check``; None when valid.
+        self.error = error
+
+    @classmethod
+    def parse(cls, body, strict=False):
+        try:
+            data = _decode(body)
+        except ValueError:  # UnicodeDecodeError and JSONDecodeError too
+            return cls(error=errors.ParseError(
+                "The request body is not valid UTF-8 JSON."))
+        if isinstance(data, list):
+            return cls(error=errors.InvalidRequest(
+                "Batch requests are not supported: send one JSON-RPC call per "
+                "request."))
+        if not isinstance(data, dict):
+            return cls(error=errors.InvalidRequest(
+                "The request must be a JSON object (a JSON-RPC 2.0 call)."))
+        schema = STRICT_ENVELOPE if strict else ENVELOPE
+        try:
+            call = schema.load(data)
+        except ValidationError as exc:
+            problems = exc.messages
+            # An invalid id cannot be echoed; a valid one is, whatever else failed.
+            request_id = None if "id" in problems else data.get("id")
+            member = next(m for m in _MEMBER_ORDER if m in problems)
+            return cls(id=request_id, error=errors.InvalidRequest(
+                "Invalid JSON-RPC request: %s: %s" % (member, problems[member][0]),
+                data={"field": member}))
+        return cls(call.get("id"), call["method"], call.get("params"))
+
+    def check(self):
+        if self.error is not None:
+            raise self.error
+
+
+def _json_response(payload, status=200, headers=None):
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return Response(body, status=status, headers=headers,
+                    mimetype="application/json")
+
+
+def result_response(request_id, result):
+    return _json_response({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def error_response(exc, request_id=None, bare=False):
+    """The answer for an ``A2AError``.
+
+    A 401 answers the bare error object with ``WWW-Authenticate`` (PROFILE 6),
+    as do the card endpoints (``bare=True``); everything else is a JSON-RPC
+    error response.
+    """
+    headers = getattr(exc, "headers", None)
+    if bare or exc.http_status == 401:
+        return _json_response(exc.to_dict(), exc.http_status, headers)
+    payload = {"jsonrpc": "2.0", "id": request_id, "error": exc.to_dict()}
+    return _json_response(payload, exc.http_status, headers)
+
+
+def json_response(payload, status=200):
+    """A plain JSON answer (cards, the agent list)."""
+    return _json_response(payload, status)

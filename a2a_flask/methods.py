@@ -1,0 +1,115 @@
+"""The A2A methods, each a function of (call, params) returning the result.
+
+``dispatch`` looks a method up in ``METHODS``; an unknown one is -32601.
+"""
+
+from . import errors
+from .agents import Turn, run_turn
+from .cards import agent_card
+from .schemas import (
+    MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS, load_params,
+)
+
+METHODS = {}
+
+
+class Call:
+    """What a method needs to know about the request it serves."""
+
+    __slots__ = ("state", "agent", "caller", "endpoint_url")
+
+    def __init__(self, state, agent, caller, endpoint_url):
+        self.state = state
+        self.agent = agent
+        self.caller = caller
+        self.endpoint_url = endpoint_url
+
+    @property
+    def store(self):
+        return self.state.store
+
+
+def method(name):
+    def register(func):
+        METHODS[name] = func
+        return func
+    return register
+
+
+def dispatch(call, name, params):
+    handler = METHODS.get(name)
+    if handler is None:
+        raise errors.MethodNotFound(
+            "Method not found: %r. This agent answers message/send, tasks/get, "
+            "tasks/cancel and agent/getAuthenticatedExtendedCard." % name,
+            data={"method": name})
+    return handler(call, params)
+
+
+@method("message/send")
+def message_send(call, params):
+    params = load_params(MESSAGE_SEND_PARAMS, params)
+    message = params["message"]
+    configuration = params.get("configuration") or {}
+    if configuration.get("pushNotificationConfig") is not None:
+        raise errors.PushNotificationNotSupported(
+            "configuration.pushNotificationConfig: push notifications are not "
+            "supported; poll tasks/get instead.",
+            data={"field": "configuration.pushNotificationConfig"})
+    call.agent.check_accepts(message, configuration.get("acceptedOutputModes"))
+    owner, agent_name = call.caller.id, call.agent.name
+    start = call.store.start_turn(
+        owner, agent_name, message, context_id=message.get("contextId"),
+        task_id=message.get("taskId"), metadata=params.get("metadata"))
+    if not start.replayed:
+        # Synchronous whatever `blocking` says: the turn ends before the answer.
+        run_turn(Turn(call.store, call.agent, call.caller, start.task_id,
+                      start.context_id, message, start.message_seq,
+                      params.get("metadata")))
+    return call.store.get_task(start.task_id, owner, agent_name,
+                               configuration.get("historyLength"))
+
+
+@method("tasks/get")
+def tasks_get(call, params):
+    params = load_params(TASK_QUERY_PARAMS, params)
+    return call.store.get_task(params["id"], call.caller.id, call.agent.name,
+                               params.get("historyLength"))
+
+
+@method("tasks/cancel")
+def tasks_cancel(call, params):
+    params = load_params(TASK_ID_PARAMS, params)
+    call.store.cancel_task(params["id"], call.caller.id, call.agent.name)
+    return call.store.get_task(params["id"], call.caller.id, call.agent.name)
+
+
+@method("agent/getAuthenticatedExtendedCard")
+def get_extended_card(call, params):
+    if not call.agent.has_extended_card:
+        raise errors.AuthenticatedExtendedCardNotConfigured(
+            "Agent %s has no authenticated extended card; its public card is "
+            "all there is." % call.agent.name)
+    if not call.caller.authenticated:
+        raise errors.AuthenticatedExtendedCardNotConfigured(
+            "The extended card of agent %s is shown only to authenticated "
+            "callers, and authentication is off here." % call.agent.name)
+    return agent_card(call.state, call.agent, call.endpoint_url, extended=True)
+
+
+def _unsupported(error_class, text):
+    def handler(call, params):
+        raise error_class(text)
+    return handler
+
+
+method("message/stream")(_unsupported(
+    errors.UnsupportedOperation,
+    "Streaming is not supported by this agent: use message/send, then tasks/get."))
+method("tasks/resubscribe")(_unsupported(
+    errors.UnsupportedOperation,
+    "Resubscribing is not supported, as there is no stream: poll tasks/get."))
+for _name in ("set", "get", "list", "delete"):
+    method("tasks/pushNotificationConfig/" + _name)(_unsupported(
+        errors.PushNotificationNotSupported,
+        "Push notifications are not supported by this agent: poll tasks/get."))

@@ -1,0 +1,64 @@
+"""The versioned schema of the store, migrated forward on start.
+
+Each entry of ``MIGRATIONS`` takes a ``sqlite_utils.Database`` inside the
+caller's write transaction and brings the schema one version forward. Add new
+versions at the end; never edit one that has shipped.
+"""
+
+
+def _v1_tasks(db):
+    db.execute(db.create_table_sql("a2a_tasks", {
+        "id": str, "agent": str, "owner": str, "context_id": str, "state": str,
+        "status_message": str, "updated_at": str, "created_at": str,
+        "metadata": str,
+    }, pk="id", not_null={"agent", "owner", "context_id", "state",
+                          "updated_at", "created_at"}))
+    # seq orders history; the indexes serve a task's history and a context's.
+    db.execute(db.create_table_sql("a2a_messages", {
+        "seq": int, "task_id": str, "context_id": str, "owner": str,
+        "agent": str, "role": str, "message_id": str, "body": str,
+    }, pk="seq", not_null={"task_id", "context_id", "owner", "agent", "role",
+                           "message_id", "body"}))
+    db.execute("CREATE INDEX a2a_messages_task ON a2a_messages (task_id, seq)")
+    db.execute(
+        "CREATE INDEX a2a_messages_context ON a2a_messages (context_id, seq)")
+    db.execute(db.create_table_sql("a2a_artifacts", {
+        "seq": int, "task_id": str, "artifact_id": str, "body": str,
+    }, pk="seq", not_null={"task_id", "artifact_id", "body"}))
+    db.execute("CREATE INDEX a2a_artifacts_task ON a2a_artifacts (task_id, seq)")
+    # One row per (caller, agent, messageId): what makes retries safe.
+    db.execute(
+        "CREATE TABLE a2a_deliveries (owner TEXT NOT NULL, agent TEXT NOT NULL,"
+        " message_id TEXT NOT NULL, fingerprint TEXT NOT NULL,"
+        " task_id TEXT NOT NULL, PRIMARY KEY (owner, agent, message_id))"
+        " WITHOUT ROWID")
+
+
+MIGRATIONS = [_v1_tasks]
+
+
+def schema_version(db):
+    if not db["a2a_schema_version"].exists():
+        return 0
+    row = db.execute("SELECT version FROM a2a_schema_version").fetchone()
+    return row[0] if row else 0
+
+
+def migrate(db):
+    """Apply the migrations this database lacks; returns the new version."""
+    version = schema_version(db)
+    if version > len(MIGRATIONS):
+        raise RuntimeError(
+            "The database schema is version %d, newer than this a2a_flask "
+            "(version %d): upgrade a2a_flask." % (version, len(MIGRATIONS)))
+    if version == len(MIGRATIONS):
+        return version
+    if version == 0:
+        db.execute("CREATE TABLE IF NOT EXISTS a2a_schema_version"
+                   " (version INTEGER NOT NULL)")
+    for step in MIGRATIONS[version:]:
+        step(db)
+    db.execute("DELETE FROM a2a_schema_version")
+    db.execute("INSERT INTO a2a_schema_version (version) VALUES (?)",
+               (len(MIGRATIONS),))
+    return len(MIGRATIONS)

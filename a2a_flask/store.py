@@ -1,0 +1,336 @@
+"""Durable storage of tasks, messages and artifacts in one SQLite file.
+
+Safe under several gunicorn worker processes at once: WAL journal, a busy
+timeout, short ``BEGIN IMMEDIATE`` write transactions (so a writer takes the
+lock up front instead of failing to upgrade a read lock), and state changes
+made by conditional updates, so a terminal state is never overwritten.
+
+The API speaks tasks and messages; rows and SQL stay in this module.
+"""
+
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+import sqlite_utils
+
+from . import errors
+from .migrations import migrate
+
+TERMINAL_STATES = frozenset(("completed", "canceled", "failed", "rejected"))
+WAITING_STATES = frozenset(("input-required", "auth-required"))
+
+
+def new_id(prefix):
+    """An opaque, unguessable id (128 random bits) with a readable prefix."""
+    return prefix + secrets.token_hex(16)
+
+
+def now_iso():
+    """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+
+
+def dumps(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint(message):
+    """A stable digest of a message, to tell a retry from a different message."""
+    canonical = json.dumps(message, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class TurnStart:
+    """What ``Store.start_turn`` did: which task, and whether it was a retry."""
+
+    __slots__ = ("task_id", "context_id", "message_seq", "replayed")
+
+    def __init__(self, task_id, context_id, message_seq, replayed):
+        self.task_id = task_id
+        self.context_id = context_id
+        self.message_seq = message_seq
+        #: True when this messageId was seen before: nothing was written.
+        self.replayed = replayed
+
+
+class Store:
+    """Tasks of one SQLite file; one connection per process and thread."""
+
+    def __init__(self, path, busy_timeout_ms=5000, synchronous="NORMAL"):
+        self.path = path
+        self.busy_timeout_ms = int(busy_timeout_ms)
+        self.synchronous = synchronous
+        self._local = threading.local()
+
+    # -- connections and transactions ----------------------------------
+
+    def connection(self):
+        """This thread's connection, opened on first use.
+
+        Keyed by process id too: a connection must never cross a fork (gunicorn
+        --preload forks workers after the app is built).
+        """
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is None or local.pid != os.getpid():
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+            conn.execute("PRAGMA synchronous = %s" % self.synchronous)
+            local.conn, local.pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def _write(self):
+        conn = self.connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def migrate(self):
+        """Create or upgrade the schema; safe to call from every worker."""
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        conn = self.connection()
+        # WAL is a property of the file: set once, kept by every later opener.
+        conn.execute("PRAGMA journal_mode = WAL")
+        with self._write():
+            migrate(sqlite_utils.Database(conn))
+
+    def database(self):
+        """A ``sqlite_utils.Database`` on this thread's connection."""
+        return sqlite_utils.Database(self.connection())
+
+    # -- a turn of message/send ------------------------------------------
+
+    def start_turn(self, owner, agent, message, context_id=None, task_id=None,
+                   metadata=None):
+        """Record an incoming user message and mark its task ``working``.
+
+        Continues ``task_id`` when given (it must be waiting for input), else
+        creates a task, joining ``context_id`` when given. One short
+        transaction; once it commits, other workers see the task ``working``.
+        A messageId this caller already sent to this agent writes nothing and
+        answers the task it went to (``replayed``).
+        """
+        message_id = message["messageId"]
+        digest = fingerprint(message)
+        now = now_iso()
+        with self._write() as conn:
+            seen = conn.execute(
+                "SELECT fingerprint, task_id FROM a2a_deliveries"
+                " WHERE owner = ? AND agent = ? AND message_id = ?",
+                (owner, agent, message_id),
+            ).fetchone()
+            if seen is not None:
+                if seen[0] != digest:
+                    raise errors.InvalidParams(
+                        "message.messageId: this messageId was already used for "
+                        "a different message; send a new messageId.",
+                        data={"field": "message.messageId"},
+                    )
+                task_id = seen[1]
+                context_id = conn.execute(
+                    "SELECT context_id FROM a2a_tasks WHERE id = ?", (task_id,)
+                ).fetchone()[0]
+                return TurnStart(task_id, context_id, None, True)
+
+            if task_id is not None:
+                context_id = self._claim_waiting_task(
+                    conn, owner, agent, task_id, context_id, now
+                )
+            else:
+                task_id = new_id("task_")
+                context_id = context_id or new_id("ctx_")
+                conn.execute(
+                    "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
+                    " updated_at, created_at, metadata)"
+                    " VALUES (?, ?, ?, ?, 'working', ?, ?, ?)",
+                    (task_id, agent, owner, context_id, now, now,
+                     dumps(metadata) if metadata else None),
+                )
+            conn.execute(
+                "INSERT INTO a2a_deliveries (owner, agent, message_id, fingerprint,"
+                " task_id) VALUES (?, ?, ?, ?, ?)",
+                (owner, agent, message_id, digest, task_id),
+            )
+            stored = dict(message, kind="message", taskId=task_id,
+                          contextId=context_id)
+            seq = self._insert_message(conn, task_id, context_id, owner, agent,
+                                       stored)
+        return TurnStart(task_id, context_id, seq, False)
+
+    def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now):
+        row = conn.execute(
+            "SELECT state, context_id FROM a2a_tasks"
+            " WHERE id = ? AND owner = ? AND agent = ?",
+            (task_id, owner, agent),
+        ).fetchone()
+        if row is None:
+            raise errors.TaskNotFound(data={"taskId": task_id})
+        state, task_context = row
+        if context_id is not None and context_id != task_context:
+            raise errors.InvalidParams(
+                "message.contextId does not match the contextId of task %s."
+                % task_id,
+                data={"field": "message.contextId", "taskContextId": task_context},
+            )
+        if state in TERMINAL_STATES:
+            raise errors.InvalidParams(
+                "message.taskId: task %s is %s, a terminal state, and takes no "
+                "more messages; send a new message with its contextId %s to "
+                "continue the conversation." % (task_id, state, task_context),
+                data={"field": "message.taskId", "state": state,
+                      "contextId": task_context},
+            )
+        if state not in WAITING_STATES:
+            raise errors.InvalidParams(
+                "message.taskId: task %s is %s: another request is running it "
+                "now; poll tasks/get until it waits for input." % (task_id, state),
+                data={"field": "message.taskId", "state": state},
+            )
+        conn.execute(
+            "UPDATE a2a_tasks SET state = 'working', updated_at = ?"
+            " WHERE id = ? AND state IN ('input-required', 'auth-required')",
+            (now, task_id),
+        )
+        return task_context
+
+    def finish_turn(self, task_id, owner, agent, state, status_message=None,
+                    artifacts=()):
+        """Store the outcome of a turn, unless the task left ``working``.
+
+        Returns False when the task was canceled meanwhile: the outcome is
+        discarded, since a terminal state is never overwritten.
+        """
+        now = now_iso()
+        with self._write() as conn:
+            changed = conn.execute(
+                "UPDATE a2a_tasks SET state = ?, status_message = ?, updated_at = ?"
+                " WHERE id = ? AND state = 'working'",
+                (state, dumps(status_message) if status_message else None, now,
+                 task_id),
+            ).rowcount
+            if not changed:
+                return False
+            if status_message is not None:
+                self._insert_message(conn, task_id, status_message["contextId"],
+                                     owner, agent, status_message)
+            if artifacts:
+                conn.executemany(
+                    "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                    " VALUES (?, ?, ?)",
+                    [(task_id, a["artifactId"], dumps(a)) for a in artifacts],
+                )
+        return True
+
+    @staticmethod
+    def _insert_message(conn, task_id, context_id, owner, agent, message):
+        return conn.execute(
+            "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
+            " message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (task_id, context_id, owner, agent, message["role"],
+             message["messageId"], dumps(message)),
+        ).lastrowid
+
+    # -- reading -----------------------------------------------------------
+
+    def get_task(self, task_id, owner, agent, history_length=None):
+        """The Task as A2A shows it; ``TaskNotFound`` if not this caller's."""
+        conn = self.connection()
+        row = conn.execute(
+            "SELECT context_id, state, status_message, updated_at, metadata"
+            " FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?",
+            (task_id, owner, agent),
+        ).fetchone()
+        if row is None:
+            raise errors.TaskNotFound(data={"taskId": task_id})
+        context_id, state, status_message, updated_at, metadata = row
+        status = {"state": state, "timestamp": updated_at}
+        if status_message:
+            status["message"] = json.loads(status_message)
+        task = {
+            "kind": "task",
+            "id": task_id,
+            "contextId": context_id,
+            "status": status,
+            "artifacts": [
+                json.loads(body) for (body,) in conn.execute(
+                    "SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY seq",
+                    (task_id,),
+                )
+            ],
+            "history": self.task_history(task_id, limit=history_length),
+        }
+        if metadata:
+            task["metadata"] = json.loads(metadata)
+        return task
+
+    def task_history(self, task_id, before_seq=None, limit=None):
+        """Messages of a task, oldest first; the last ``limit`` if given."""
+        if limit == 0:
+            return []
+        sql = "SELECT body FROM a2a_messages WHERE task_id = ?"
+        args = [task_id]
+        if before_seq is not None:
+            sql += " AND seq < ?"
+            args.append(before_seq)
+        sql += " ORDER BY seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        rows = self.connection().execute(sql, args).fetchall()
+        return [json.loads(body) for (body,) in reversed(rows)]
+
+    def context_history(self, owner, agent, context_id, before_seq=None):
+        """Messages of a conversation (all its tasks), oldest first."""
+        sql = ("SELECT body FROM a2a_messages WHERE context_id = ?"
+               " AND owner = ? AND agent = ?")
+        args = [context_id, owner, agent]
+        if before_seq is not None:
+            sql += " AND seq < ?"
+            args.append(before_seq)
+        rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
+        return [json.loads(body) for (body,) in rows]
+
+    def task_state(self, task_id):
+        row = self.connection().execute(
+            "SELECT state FROM a2a_tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+        return row[0] if row else None
+
+    # -- cancel --------------------------------------------------------------
+
+    def cancel_task(self, task_id, owner, agent):
+        """Cancel a task that is not terminal; ``TaskNotCancelable`` if it is."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?",
+                (task_id, owner, agent),
+            ).fetchone()
+            if row is None:
+                raise errors.TaskNotFound(data={"taskId": task_id})
+            if row[0] in TERMINAL_STATES:
+                raise errors.TaskNotCancelable(
+                    "Task %s is %s, a terminal state, and cannot be canceled."
+                    % (task_id, row[0]),
+                    data={"taskId": task_id, "state": row[0]},
+                )
+            conn.execute(
+                "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
+                " updated_at = ? WHERE id = ? AND state NOT IN"
+                " ('completed', 'canceled', 'failed', 'rejected')",
+                (now_iso(), task_id),
+            )

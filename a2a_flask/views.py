@@ -1,0 +1,148 @@
+"""The routes: JSON-RPC endpoints, Agent Cards, the agent list.
+
+Every request to an agent goes: authenticate -> read the envelope -> find
+the agent -> authorize -> check the envelope -> the method.
+"""
+
+import logging
+
+from flask import Blueprint, current_app, request
+from werkzeug.exceptions import HTTPException
+
+from . import errors
+from .auth import authenticate, authorize
+from .cards import agent_card
+from .jsonrpc import Envelope, error_response, json_response, result_response
+from .methods import Call, dispatch
+
+log = logging.getLogger("a2a_flask")
+
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+
+
+
+def _state():
+    return current_app.extensions["a2a"]
+
+
+def _base_url(settings):
+    return settings.public_base_url or request.url_root.rstrip("/")
+
+
+def agent_url(settings, name):
+    return "%s%s/agents/%s/a2a" % (_base_url(settings), settings.url_prefix, name)
+
+
+def _read_body(limit):
+    if request.content_length is not None and request.content_length > limit:
+        raise errors.PayloadTooLarge(
+            "The request body is %d bytes; this service accepts at most %d."
+            % (request.content_length, limit))
+    body = request.stream.read(limit + 1)
+    if len(body) > limit:
+        raise errors.PayloadTooLarge(
+            "The request body is over %d bytes, the most this service accepts."
+            % limit)
+    return body
+
+
+def _rpc(name, endpoint_url):
+    state = _state()
+    envelope = None
+    try:
+        caller = authenticate(state, request)
+        envelope = Envelope.parse(_read_body(state.settings.max_content_length),
+                                  state.settings.strict_jsonrpc)
+        agent = state.agent(name)
+        authorize(caller, agent)
+        envelope.check()
+        call = Call(state, agent, caller, endpoint_url or agent_url(state.settings, name))
+        return result_response(envelope.id, dispatch(call, envelope.method,
+                                                     envelope.params))
+    except errors.A2AError as exc:
+        return error_response(exc, envelope.id if envelope else None)
+    except Exception:
+        log.exception("internal error answering agent %r", name)
+        return error_response(errors.InternalError(
+            "Internal error: the service could not answer this request."),
+            envelope.id if envelope else None)
+
+
+def _card(name, endpoint_url=None):
+    state = _state()
+    try:
+        caller = None if state.settings.public_cards else authenticate(state, request)
+        agent = state.agent(name)
+        if caller is not None:
+            authorize(caller, agent)
+        return json_response(agent_card(
+            state, agent, endpoint_url or agent_url(state.settings, name)))
+    except errors.A2AError as exc:
+        return error_response(exc, bare=True)
+
+
+def make_blueprint(settings):
+    bp = Blueprint("a2a", __name__)
+    prefix = settings.url_prefix
+
+    @bp.post(prefix + "/agents/<name>/a2a")
+    def rpc(name):
+        return _rpc(name, None)
+
+    def card(name):
+        return _card(name)
+
+    for path, endpoint in zip(CARD_PATHS, ("card", "legacy_card")):
+        bp.add_url_rule(prefix + "/agents/<name>" + path, endpoint, card,
+                        methods=["GET"])
+
+    @bp.get(prefix + "/agents")
+    def agent_list():
+        state = _state()
+        try:
+            caller = authenticate(state, request)
+        except errors.A2AError as exc:
+            return error_response(exc, bare=True)
+        base = _base_url(state.settings) + prefix + "/agents/"
+        return json_response({"agents": [
+            {"name": agent.name, "description": agent.description,
+             "url": base + agent.name + "/a2a",
+             "card": base + agent.name + CARD_PATHS[0]}
+            for agent in state.agents() if caller.may_reach(agent.name)]})
+
+    if settings.default_agent:
+        # The single-endpoint shape: the default agent at the host root.
+        @bp.post("/a2a")
+        def default_rpc():
+            state = _state()
+            return _rpc(state.settings.default_agent,
+                        _base_url(state.settings) + "/a2a")
+
+        def default_card():
+            state = _state()
+            return _card(state.settings.default_agent,
+                         _base_url(state.settings) + "/a2a")
+
+        for path, endpoint in zip(CARD_PATHS, ("card", "legacy_card")):
+            bp.add_url_rule(path, "default_" + endpoint, default_card,
+                            methods=["GET"])
+    return bp
+
+
+def register_error_handlers(app, settings):
+    """JSON, never an HTML page, for 404/405/500 on the service's own paths."""
+    prefix = settings.url_prefix + "/agents"
+    own = ("/a2a",) + CARD_PATHS if settings.default_agent else ()
+
+    def handle(exc):
+        path = request.path
+        if not (path == prefix or path.startswith(prefix + "/") or path in own):
+            return exc  # the host app's page, as before
+        code = -32603 if exc.code >= 500 else -32600
+        response = json_response({"code": code, "message": "%s: %s" % (
+            exc.name, exc.description)}, exc.code)
+        if exc.code == 405 and hasattr(exc, "valid_methods") and exc.valid_methods:
+            response.headers["Allow"] = ", ".join(exc.valid_methods)
+        return response
+
+    app.register_error_handler(HTTPException, handle)

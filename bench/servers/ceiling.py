@@ -1,0 +1,85 @@
+"""CEILING and DURABLE CEILING servers for the benchmark.
+
+A bare Flask JSON-RPC-shaped route, run by gunicorn exactly like the package:
+
+    gunicorn -w 2 -b 127.0.0.1:PORT --chdir bench/servers ceiling:app
+
+Without ``BENCH_DB`` it touches no database (CEILING).  With
+``BENCH_DB=/path/file.sqlite3`` (DURABLE CEILING) every ``message/send``
+does one SQLite INSERT of the request body (WAL, synchronous=NORMAL, one
+connection per worker process) and ``tasks/get`` one SELECT by primary key.
+The answer has the shape of an A2A Task so the load generator's checks
+(state completed, asked id echoed) apply unchanged.
+"""
+
+import os
+import sqlite3
+import uuid
+
+from flask import Flask, json, jsonify, request
+
+app = Flask(__name__)
+
+DB_PATH = os.environ.get("BENCH_DB") or None
+_conn = None
+
+
+def db():
+    """One connection per worker process, opened lazily after the fork."""
+    global _conn
+    if _conn is None:
+        conn = sqlite3.connect(DB_PATH, timeout=10, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=10000")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, body TEXT NOT NULL)")
+        _conn = conn
+    return _conn
+
+
+def _task(task_id, message):
+    text = ""
+    for part in message.get("parts") or []:
+        if part.get("kind") == "text":
+            text += part.get("text", "")
+    return {
+        "kind": "task",
+        "id": task_id,
+        "contextId": "ctx_" + task_id[5:],
+        "status": {"state": "completed"},
+        "artifacts": [{"artifactId": "art_" + task_id[5:], "parts": [{"kind": "text", "text": text}]}],
+        "history": [message],
+    }
+
+
+def _error(rid, code, message):
+    return jsonify({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+
+
+@app.post("/rpc")
+def rpc():
+    raw = request.get_data()
+    try:
+        req = json.loads(raw)
+    except ValueError:
+        return _error(None, -32700, "Parse error")
+    rid = req.get("id")
+    method = req.get("method")
+    params = req.get("params") or {}
+    if method == "message/send":
+        message = params.get("message") or {}
+        task_id = "task_" + uuid.uuid4().hex
+        if DB_PATH:
+            db().execute("INSERT INTO requests (id, body) VALUES (?, ?)", (task_id, raw))
+        return jsonify({"jsonrpc": "2.0", "id": rid, "result": _task(task_id, message)})
+    if method == "tasks/get":
+        task_id = params.get("id") or ""
+        if DB_PATH:
+            row = db().execute("SELECT body FROM requests WHERE id = ?", (task_id,)).fetchone()
+            if row is None:
+                return _error(rid, -32001, "Task not found")
+            message = json.loads(row[0])["params"]["message"]
+        else:
+            message = {"kind": "message", "role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "hello"}]}
+        return jsonify({"jsonrpc": "2.0", "id": rid, "result": _task(task_id, message)})
+    return _error(rid, -32601, "Method not found")

@@ -1,0 +1,93 @@
+"""PEER server: the official a2a-sdk 0.3.x server with an echo executor.
+
+Run by uvicorn (the SDK's documented way):
+
+    PEER_STORE=sqlite PEER_DB=/tmp/x.sqlite3 \
+        uvicorn --app-dir bench/servers peer:app --host 127.0.0.1 --port PORT --workers 2
+
+``PEER_STORE=sqlite`` uses the SDK's ``DatabaseTaskStore`` on
+``sqlite+aiosqlite:///$PEER_DB`` (the SDK's defaults: no pragmas added);
+``PEER_STORE=memory`` uses ``InMemoryTaskStore`` (process-local).
+
+The executor follows the SDK samples: it publishes the new Task, adds an
+artifact echoing the user's text and completes the task, so ``message/send``
+answers a Task in state ``completed`` with one artifact, and ``tasks/get``
+finds it in the store.
+
+``python peer.py --init-db PATH`` creates the SDK's table before the workers
+start, so that several uvicorn workers do not race on ``CREATE TABLE``.
+"""
+
+import asyncio
+import os
+import sys
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.apps import A2AStarletteApplication
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentSkill, Part, TextPart
+from a2a.utils import new_task
+
+
+class EchoExecutor(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task or new_task(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.add_artifact([Part(root=TextPart(text=context.get_user_input()))], name="echo")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def _engine(path):
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    return create_async_engine(f"sqlite+aiosqlite:///{path}")
+
+
+def make_store():
+    kind = os.environ.get("PEER_STORE", "memory")
+    if kind == "memory":
+        return InMemoryTaskStore()
+    if kind == "sqlite":
+        from a2a.server.tasks import DatabaseTaskStore
+
+        return DatabaseTaskStore(_engine(os.environ["PEER_DB"]))
+    raise SystemExit(f"PEER_STORE must be memory or sqlite, not {kind!r}")
+
+
+def make_app():
+    port = os.environ.get("PEER_PORT", "0")
+    card = AgentCard(
+        name="echo",
+        description="Echoes the user's text as an artifact.",
+        url=f"http://127.0.0.1:{port}/",
+        version="1.0.0",
+        default_input_modes=["text"],
+        default_output_modes=["text"],
+        capabilities=AgentCapabilities(streaming=False),
+        skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=EchoExecutor(), task_store=make_store())
+    return A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+
+
+async def _init_db(path):
+    from a2a.server.tasks import DatabaseTaskStore
+
+    engine = _engine(path)
+    await DatabaseTaskStore(engine).initialize()
+    await engine.dispose()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--init-db":
+        asyncio.run(_init_db(sys.argv[2]))
+    else:
+        raise SystemExit("usage: peer.py --init-db PATH  (serve with uvicorn peer:app)")
+else:
+    app = make_app()

@@ -1,0 +1,13 @@
+"""The demo service: ``gunicorn wsgi:app``. Every A2A_* environment variable
+becomes a setting (see the README); the demo's default agent is ``chat``."""
+
+from flask import Flask
+
+from a2a_flask import A2A, config_from_env
+from a2a_flask.demo import register_demo_agents
+
+app = Flask(__name__)
+app.config["A2A_DEFAULT_AGENT"] = "chat"
+app.config.update(config_from_env())
+a2a = A2A(app)
+register_demo_agents(a2a)
