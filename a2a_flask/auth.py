@@ -1,6 +1,17 @@
-"""Who is calling: credentials to a ``Caller``, and what a caller may reach."""
+"""Who is calling: credentials to a ``Caller``, and what a caller may reach.
+
+Accepted, in this order: an API key (``Authorization: Bearer`` or the
+``A2A_API_KEY_HEADER`` header), HTTP Basic (built-in users, or the host app's
+password hook), the host app's login session (its session hook). With
+``A2A_AUTH=off`` every caller is one anonymous caller.
+"""
+
+import base64
+import binascii
 
 from . import errors
+
+CHALLENGE = 'Basic realm="a2a", Bearer realm="a2a"'
 
 
 class Caller:
@@ -22,25 +33,110 @@ class Caller:
     def may_reach(self, agent_name):
         return self.scope is None or agent_name in self.scope
 
+    def __repr__(self):
+        return "Caller(%r)" % self.id
+
 
 ANONYMOUS = Caller("anonymous", "anonymous", "anonymous", authenticated=False)
+
+
+def _unauthenticated(text):
+    exc = errors.Unauthenticated(text)
+    exc.headers = {"WWW-Authenticate": CHALLENGE}
+    return exc
+
+
+def _host_caller(value, kind):
+    """A host hook's answer (a user id, or a Caller) as a Caller, or None."""
+    if value is None or value is False:
+        return None
+    if isinstance(value, Caller):
+        return value
+    return Caller("host:%s" % value, kind, str(value))
+
+
+def _basic(header):
+    try:
+        decoded = base64.b64decode(header, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    name, sep, password = decoded.partition(":")
+    return (name, password) if sep else None
 
 
 def authenticate(state, request):
     """The caller of ``request``, or ``Unauthenticated`` (HTTP 401)."""
     if state.settings.auth_off:
         return ANONYMOUS
-    raise errors.Unauthenticated()
+    authorization = request.headers.get("Authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    scheme, credentials = scheme.lower(), credentials.strip()
+    key = request.headers.get(state.settings.api_key_header)
+    if scheme == "bearer":
+        key = credentials
+    if key:
+        found = state.credentials.find_key(key)
+        if found is None:
+            raise _unauthenticated("The API key is not valid: unknown or revoked.")
+        return Caller("key:" + found.id, "key", found.label or found.id,
+                      scope=found.scope)
+    if scheme == "basic":
+        pair = _basic(credentials)
+        if pair is None:
+            raise _unauthenticated("The HTTP Basic credentials are malformed.")
+        caller = _check_password(state, *pair)
+        if caller is None:
+            raise _unauthenticated("Wrong username or password.")
+        return caller
+    if authorization:
+        raise _unauthenticated("Unsupported Authorization scheme: use Bearer "
+                               "(an API key) or Basic.")
+    loader = state.extension.session_loader
+    # A session rides on a cookie the browser sends by itself: only a JSON body
+    # (which a cross-site form cannot send without a CORS preflight) may use it.
+    if loader is not None and (request.method == "GET"
+                               or request.mimetype == "application/json"):
+        caller = _host_caller(loader(), "session")
+        if caller is not None:
+            return caller
+    raise _unauthenticated("Authentication required: send an API key "
+                           "(Authorization: Bearer, or the %s header) or HTTP "
+                           "Basic credentials." % state.settings.api_key_header)
+
+
+def _check_password(state, name, password):
+    checker = state.extension.password_checker
+    if checker is not None:
+        return _host_caller(checker(name, password), "user")
+    if state.credentials.check_user(name, password):
+        return Caller("user:" + name, "user", name)
+    return None
 
 
 def authorize(caller, agent):
     if not caller.may_reach(agent.name):
         raise errors.Forbidden(
-            "These credentials may not talk to agent %s." % agent.name)
+            "These credentials may not talk to agent %s." % agent.name,
+            data={"agent": agent.name})
 
 
-def security_requirements(settings):
-    """(securitySchemes, security) for the card: what the service accepts."""
-    if settings.auth_off:
+def security_requirements(state):
+    """(securitySchemes, security) for the cards: what this service accepts."""
+    if state.settings.auth_off:
         return {}, []
-    return {}, []
+    schemes = {
+        "apiKey": {"type": "apiKey", "in": "header",
+                   "name": state.settings.api_key_header,
+                   "description": "An API key made with `flask a2a keys create`."},
+        "bearer": {"type": "http", "scheme": "bearer",
+                   "description": "The same API key, as a bearer token."},
+    }
+    if state.extension.password_checker is not None or state.credentials.has_users():
+        schemes["basic"] = {"type": "http", "scheme": "basic",
+                            "description": "A username and password."}
+    if state.extension.session_loader is not None:
+        schemes["session"] = {"type": "apiKey", "in": "cookie",
+                              "name": state.session_cookie_name,
+                              "description": "A logged-in session of the host "
+                                             "application (JSON bodies only)."}
+    return schemes, [{name: []} for name in schemes]

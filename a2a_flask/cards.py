@@ -7,7 +7,7 @@ PROTOCOL_VERSION = "0.3.0"
 
 def agent_card(state, agent, url, extended=False):
     """The AgentCard of ``agent`` reached at JSON-RPC endpoint ``url``."""
-    schemes, security = security_requirements(state.settings)
+    schemes, security = security_requirements(state)
     description = agent.description
     if state.settings.auth_off:
         description += " (Authentication is off on this service.)"

@@ -4,7 +4,9 @@ import logging
 
 from . import errors
 from .agents import Agent
+from .cli import a2a_cli
 from .config import DEFAULTS, Settings
+from .credentials import Credentials
 from .store import Store
 from .views import make_blueprint, register_error_handlers
 
@@ -14,10 +16,12 @@ log = logging.getLogger("a2a_flask")
 class State:
     """What one app's requests need; kept in ``app.extensions["a2a"]``."""
 
-    def __init__(self, extension, settings, store):
+    def __init__(self, extension, settings, store, session_cookie_name):
         self.extension = extension
         self.settings = settings
         self.store = store
+        self.credentials = Credentials(store)
+        self.session_cookie_name = session_cookie_name
 
     def agent(self, name):
         """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
@@ -56,9 +60,11 @@ class A2A:
         store = Store(settings.database, settings.busy_timeout_ms,
                       settings.sqlite_synchronous)
         store.migrate()
-        app.extensions["a2a"] = State(self, settings, store)
+        app.extensions["a2a"] = State(self, settings, store,
+                                      app.config.get("SESSION_COOKIE_NAME", "session"))
         app.register_blueprint(make_blueprint(settings))
         register_error_handlers(app, settings)
+        app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "
                         "do not expose this service.")
@@ -75,3 +81,20 @@ class A2A:
         def register(func):
             return self.add_agent(name, func, **options)
         return register
+
+    def session_caller(self, func):
+        """Decorator: ``func()`` names the host app's logged-in user, or None.
+
+        Called (in the request) when a request carries no key and no Basic
+        credentials; return a user id (str) or a ``Caller``.
+        """
+        self.session_loader = func
+        return func
+
+    def password_check(self, func):
+        """Decorator: ``func(username, password)`` checks HTTP Basic credentials
+        against the host app's users instead of the built-in ones; return a
+        user id (str) or a ``Caller`` when right, None when wrong.
+        """
+        self.password_checker = func
+        return func

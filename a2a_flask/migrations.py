@@ -34,7 +34,19 @@ def _v1_tasks(db):
         " WITHOUT ROWID")
 
 
-MIGRATIONS = [_v1_tasks]
+def _v2_credentials(db):
+    # Keys are found by the SHA-256 of the whole key: never stored in clear.
+    db.execute(db.create_table_sql("a2a_api_keys", {
+        "id": str, "prefix": str, "key_hash": str, "label": str, "scope": str,
+        "created_at": str, "last_used_at": str, "revoked_at": str,
+    }, pk="id", not_null={"prefix", "key_hash", "scope", "created_at"}))
+    db.execute("CREATE UNIQUE INDEX a2a_api_keys_hash ON a2a_api_keys (key_hash)")
+    db.execute(db.create_table_sql("a2a_users", {
+        "name": str, "password_hash": str, "created_at": str,
+    }, pk="name", not_null={"password_hash", "created_at"}))
+
+
+MIGRATIONS = [_v1_tasks, _v2_credentials]
 
 
 def schema_version(db):

@@ -1,0 +1,122 @@
+"""The ``flask a2a`` command group: API keys and built-in users."""
+
+import sys
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from .credentials import CredentialError
+
+a2a_cli = AppGroup("a2a", help="Manage the A2A service: API keys and users.")
+keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
+users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
+a2a_cli.add_command(keys_cli)
+a2a_cli.add_command(users_cli)
+
+
+def _state():
+    return current_app.extensions["a2a"]
+
+
+def _fail(exc):
+    raise click.ClickException(str(exc))
+
+
+def _scope(agents):
+    """None for '*', else the set of names, each a registered agent."""
+    if agents.strip() == "*":
+        return None
+    names = {name.strip() for name in agents.split(",") if name.strip()}
+    if not names:
+        raise click.ClickException("--agents needs '*' or agent names, "
+                                   "comma-separated")
+    known = _state().extension.agents
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise click.ClickException("unknown agent %s; registered agents: %s" % (
+            ", ".join(repr(n) for n in unknown), ", ".join(sorted(known)) or "none"))
+    return names
+
+
+@keys_cli.command("create")
+@click.option("--agents", default="*", show_default=True,
+              help="'*' for every agent, or agent names separated by commas.")
+@click.option("--label", default=None, help="Who or what the key is for.")
+@click.option("--quiet", is_flag=True, help="Print only the key.")
+def keys_create(agents, label, quiet):
+    """Create an API key; it is printed once and never stored in clear."""
+    key, secret = _state().credentials.create_key(_scope(agents), label)
+    if quiet:
+        click.echo(secret)
+        return
+    click.echo("Created API key %s (scope: %s%s)." % (
+        key.id, key.scope_text, ", label: %s" % label if label else ""))
+    click.echo(secret)
+    click.echo("This key is shown once: store it now. Only its hash is kept.",
+               err=True)
+
+
+@keys_cli.command("list")
+def keys_list():
+    """List API keys (never the keys themselves)."""
+    keys = _state().credentials.keys()
+    if not keys:
+        click.echo("No API keys. Create one with: flask a2a keys create")
+        return
+    rows = [("ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED")]
+    rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text, k.created_at,
+              k.last_used_at or "never", k.revoked_at or "-") for k in keys]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+@keys_cli.command("revoke")
+@click.argument("key_id")
+def keys_revoke(key_id):
+    """Revoke a key: every worker refuses it from the next request on."""
+    try:
+        _state().credentials.revoke_key(key_id)
+    except CredentialError as exc:
+        _fail(exc)
+    click.echo("Revoked API key %s." % key_id)
+
+
+@users_cli.command("create")
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True,
+              help="Read the password from the first line of standard input.")
+def users_create(name, password_stdin):
+    """Create a user for HTTP Basic; the password is stored hashed."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True,
+                                confirmation_prompt=True)
+    try:
+        _state().credentials.create_user(name, password)
+    except CredentialError as exc:
+        _fail(exc)
+    click.echo("Created user %s." % name)
+
+
+@users_cli.command("list")
+def users_list():
+    """List the built-in users."""
+    users = _state().credentials.users()
+    if not users:
+        click.echo("No users. Create one with: flask a2a users create NAME")
+    for name, created in users:
+        click.echo("%s  created %s" % (name, created))
+
+
+@users_cli.command("delete")
+@click.argument("name")
+def users_delete(name):
+    """Delete a built-in user."""
+    try:
+        _state().credentials.delete_user(name)
+    except CredentialError as exc:
+        _fail(exc)
+    click.echo("Deleted user %s." % name)

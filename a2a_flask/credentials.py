@@ -1,0 +1,156 @@
+"""API keys and built-in users, stored in the service's SQLite file.
+
+Secrets never reach the database in clear: a key is stored as its SHA-256
+(a 256-bit random key needs no slow hash) and found by it, so a wrong key
+costs the same lookup as a right one; passwords are hashed with werkzeug.
+"""
+
+import hashlib
+import json
+import secrets
+from datetime import datetime, timedelta, timezone
+
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from .store import new_id, now_iso
+
+KEY_PREFIX = "a2a_"
+#: Last use is recorded to the minute: a write per request would cost more.
+LAST_USED_GRANULARITY = timedelta(minutes=1)
+# Checked when the user does not exist, so that the answer takes as long.
+_DUMMY_HASH = generate_password_hash("not a password")
+
+
+class CredentialError(Exception):
+    """A credential command could not be carried out; the text says why."""
+
+
+def hash_key(key):
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class ApiKey:
+    """A stored key, without its secret."""
+
+    __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
+                 "revoked_at")
+
+    def __init__(self, id, prefix, label, scope, created_at, last_used_at,
+                 revoked_at):
+        self.id = id
+        self.prefix = prefix
+        self.label = label
+        #: None for every agent, else a frozenset of agent names.
+        self.scope = None if scope == "*" else frozenset(json.loads(scope))
+        self.created_at = created_at
+        self.last_used_at = last_used_at
+        self.revoked_at = revoked_at
+
+    @property
+    def scope_text(self):
+        return "*" if self.scope is None else ",".join(sorted(self.scope))
+
+
+_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+
+
+class Credentials:
+    """Keys and users of one ``Store``."""
+
+    def __init__(self, store):
+        self.store = store
+
+    # -- API keys ----------------------------------------------------------
+
+    def create_key(self, agents=None, label=None):
+        """A new key for ``agents`` (None: every agent): (ApiKey, secret).
+
+        The secret is returned once, here, and never stored.
+        """
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)  # 256 bits
+        scope = "*" if agents is None else json.dumps(sorted(set(agents)))
+        row = (new_id("key_")[:16], secret[:10], label, scope, now_iso(), None, None)
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
+                " last_used_at, revoked_at, key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                row + (hash_key(secret),))
+        return ApiKey(*row), secret
+
+    def keys(self):
+        rows = self.store.connection().execute(
+            "SELECT %s FROM a2a_api_keys ORDER BY created_at, id" % _KEY_COLUMNS)
+        return [ApiKey(*row) for row in rows]
+
+    def revoke_key(self, key_id):
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT revoked_at FROM a2a_api_keys WHERE id = ?",
+                               (key_id,)).fetchone()
+            if row is None:
+                raise CredentialError("no API key with id %r (see: a2a keys list)"
+                                      % key_id)
+            if row[0] is None:
+                conn.execute("UPDATE a2a_api_keys SET revoked_at = ? WHERE id = ?",
+                             (now_iso(), key_id))
+
+    def find_key(self, secret):
+        """The live key with this secret, or None; records its use."""
+        conn = self.store.connection()
+        row = conn.execute(
+            "SELECT %s FROM a2a_api_keys WHERE key_hash = ? AND revoked_at IS NULL"
+            % _KEY_COLUMNS, (hash_key(secret),)).fetchone()
+        if row is None:
+            return None
+        key = ApiKey(*row)
+        now = datetime.now(timezone.utc)
+        last = key.last_used_at
+        if last is None or now - _parse(last) >= LAST_USED_GRANULARITY:
+            key.last_used_at = now_iso()
+            with self.store.transaction() as conn:
+                conn.execute("UPDATE a2a_api_keys SET last_used_at = ? WHERE id = ?",
+                             (key.last_used_at, key.id))
+        return key
+
+    # -- built-in users --------------------------------------------------------
+
+    def create_user(self, name, password):
+        if not name or ":" in name:
+            raise CredentialError("user name %r must be non-empty, without ':'"
+                                  % name)
+        if not password:
+            raise CredentialError("the password must not be empty")
+        with self.store.transaction() as conn:
+            if conn.execute("SELECT 1 FROM a2a_users WHERE name = ?",
+                            (name,)).fetchone():
+                raise CredentialError("a user named %r already exists" % name)
+            conn.execute("INSERT INTO a2a_users (name, password_hash, created_at)"
+                         " VALUES (?, ?, ?)",
+                         (name, generate_password_hash(password), now_iso()))
+
+    def users(self):
+        """(name, created_at) of every built-in user."""
+        return self.store.connection().execute(
+            "SELECT name, created_at FROM a2a_users ORDER BY name").fetchall()
+
+    def has_users(self):
+        return self.store.connection().execute(
+            "SELECT EXISTS (SELECT 1 FROM a2a_users)").fetchone()[0] == 1
+
+    def delete_user(self, name):
+        with self.store.transaction() as conn:
+            if not conn.execute("DELETE FROM a2a_users WHERE name = ?",
+                                (name,)).rowcount:
+                raise CredentialError("no user named %r" % name)
+
+    def check_user(self, name, password):
+        row = self.store.connection().execute(
+            "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            check_password_hash(_DUMMY_HASH, password)
+            return False
+        return check_password_hash(row[0], password)
+
+
+def _parse(timestamp):
+    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=timezone.utc)
