@@ -89,7 +89,8 @@ class Store:
         return conn
 
     @contextmanager
-    def _write(self):
+    def transaction(self):
+        """A short write transaction, holding the write lock from the start."""
         conn = self.connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -106,12 +107,8 @@ class Store:
         conn = self.connection()
         # WAL is a property of the file: set once, kept by every later opener.
         conn.execute("PRAGMA journal_mode = WAL")
-        with self._write():
+        with self.transaction():
             migrate(sqlite_utils.Database(conn))
-
-    def database(self):
-        """A ``sqlite_utils.Database`` on this thread's connection."""
-        return sqlite_utils.Database(self.connection())
 
     # -- a turn of message/send ------------------------------------------
 
@@ -128,7 +125,7 @@ class Store:
         message_id = message["messageId"]
         digest = fingerprint(message)
         now = now_iso()
-        with self._write() as conn:
+        with self.transaction() as conn:
             seen = conn.execute(
                 "SELECT fingerprint, task_id FROM a2a_deliveries"
                 " WHERE owner = ? AND agent = ? AND message_id = ?",
@@ -216,7 +213,7 @@ class Store:
         discarded, since a terminal state is never overwritten.
         """
         now = now_iso()
-        with self._write() as conn:
+        with self.transaction() as conn:
             changed = conn.execute(
                 "UPDATE a2a_tasks SET state = ?, status_message = ?, updated_at = ?"
                 " WHERE id = ? AND state = 'working'",
@@ -315,7 +312,7 @@ class Store:
 
     def cancel_task(self, task_id, owner, agent):
         """Cancel a task that is not terminal; ``TaskNotCancelable`` if it is."""
-        with self._write() as conn:
+        with self.transaction() as conn:
             row = conn.execute(
                 "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?",
                 (task_id, owner, agent),
