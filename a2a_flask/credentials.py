@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from .store import new_id, now_iso
+from .store import now_iso
 
 KEY_PREFIX = "a2a_"
 #: Last use is recorded to the minute: a write per request would cost more.
@@ -69,7 +69,10 @@ class Credentials:
         """
         secret = KEY_PREFIX + secrets.token_urlsafe(32)  # 256 bits
         scope = "*" if agents is None else json.dumps(sorted(set(agents)))
-        row = (new_id("key_")[:16], secret[:10], label, scope, now_iso(), None, None)
+        # Not new_id()[:16]: new_id starts with the time, so that would be a
+        # timestamp, the same for two keys made in one millisecond.
+        row = ("key_" + secrets.token_hex(6), secret[:10], label, scope, now_iso(),
+               None, None)
         with self.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
@@ -102,9 +105,9 @@ class Credentials:
         if row is None:
             return None
         key = ApiKey(*row)
-        now = datetime.now(timezone.utc)
-        last = key.last_used_at
-        if last is None or now - _parse(last) >= LAST_USED_GRANULARITY:
+        # ISO timestamps of one format sort as text: no parsing per request.
+        cutoff = now_iso(datetime.now(timezone.utc) - LAST_USED_GRANULARITY)
+        if key.last_used_at is None or key.last_used_at < cutoff:
             key.last_used_at = now_iso()
             with self.store.transaction() as conn:
                 conn.execute("UPDATE a2a_api_keys SET last_used_at = ? WHERE id = ?",
@@ -149,8 +152,3 @@ class Credentials:
             check_password_hash(_DUMMY_HASH, password)
             return False
         return check_password_hash(row[0], password)
-
-
-def _parse(timestamp):
-    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-        tzinfo=timezone.utc)

@@ -16,13 +16,14 @@ METHODS = {}
 class Call:
     """What a method needs to know about the request it serves."""
 
-    __slots__ = ("state", "agent", "caller", "endpoint_url")
+    __slots__ = ("state", "agent", "caller", "at_root")
 
-    def __init__(self, state, agent, caller, endpoint_url):
+    def __init__(self, state, agent, caller, at_root=False):
         self.state = state
         self.agent = agent
         self.caller = caller
-        self.endpoint_url = endpoint_url
+        #: Reached as the default agent at /a2a rather than under the prefix.
+        self.at_root = at_root
 
     @property
     def store(self):
@@ -94,7 +95,7 @@ def get_extended_card(call, params):
         raise errors.AuthenticatedExtendedCardNotConfigured(
             "The extended card of agent %s is shown only to authenticated "
             "callers, and authentication is off here." % call.agent.name)
-    return agent_card(call.state, call.agent, call.endpoint_url, extended=True)
+    return agent_card(call.state, call.agent, call.at_root, extended=True)
 
 
 def _unsupported(error_class, text):

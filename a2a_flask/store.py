@@ -14,6 +14,7 @@ import os
 import secrets
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
@@ -27,13 +28,18 @@ WAITING_STATES = frozenset(("input-required", "auth-required"))
 
 
 def new_id(prefix):
-    """An opaque, unguessable id (128 random bits) with a readable prefix."""
-    return prefix + secrets.token_hex(16)
+    """An opaque, unguessable id (128 random bits) with a readable prefix.
+
+    The random part follows the time in milliseconds, so that new rows land at
+    the end of the indexes instead of on random pages: inserts stay cheap and
+    local however many millions of tasks the file holds.
+    """
+    return "%s%012x%s" % (prefix, time.time_ns() // 1000000, secrets.token_hex(16))
 
 
-def now_iso():
+def now_iso(moment=None):
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
-    now = datetime.now(timezone.utc)
+    now = moment or datetime.now(timezone.utc)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
 
 
@@ -85,6 +91,9 @@ class Store:
             )
             conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
             conn.execute("PRAGMA synchronous = %s" % self.synchronous)
+            # Checkpoint (and fsync) every ~40 MB of WAL rather than every 4 MB:
+            # pages rewritten in between are copied back once, not many times.
+            conn.execute("PRAGMA wal_autocheckpoint = 10000")
             local.conn, local.pid = conn, os.getpid()
         return conn
 

@@ -11,7 +11,7 @@ from werkzeug.exceptions import HTTPException
 
 from . import errors
 from .auth import authenticate, authorize
-from .cards import agent_card
+from .cards import agent_card, base_url
 from .jsonrpc import Envelope, error_response, json_response, result_response
 from .methods import Call, dispatch
 
@@ -23,14 +23,6 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 def _state():
     return current_app.extensions["a2a"]
-
-
-def _base_url(settings):
-    return settings.public_base_url or request.url_root.rstrip("/")
-
-
-def agent_url(settings, name):
-    return "%s%s/agents/%s/a2a" % (_base_url(settings), settings.url_prefix, name)
 
 
 def _read_body(limit):
@@ -46,7 +38,7 @@ def _read_body(limit):
     return body
 
 
-def _rpc(name, endpoint_url):
+def _rpc(name, at_root=False):
     state = _state()
     envelope = None
     try:
@@ -56,7 +48,7 @@ def _rpc(name, endpoint_url):
         agent = state.agent(name)
         authorize(caller, agent)
         envelope.check()
-        call = Call(state, agent, caller, endpoint_url or agent_url(state.settings, name))
+        call = Call(state, agent, caller, at_root)
         return result_response(envelope.id, dispatch(call, envelope.method,
                                                      envelope.params))
     except errors.A2AError as exc:
@@ -68,15 +60,14 @@ def _rpc(name, endpoint_url):
             envelope.id if envelope else None)
 
 
-def _card(name, endpoint_url=None):
+def _card(name, at_root=False):
     state = _state()
     try:
         caller = None if state.settings.public_cards else authenticate(state, request)
         agent = state.agent(name)
         if caller is not None:
             authorize(caller, agent)
-        return json_response(agent_card(
-            state, agent, endpoint_url or agent_url(state.settings, name)))
+        return json_response(agent_card(state, agent, at_root))
     except errors.A2AError as exc:
         return error_response(exc, bare=True)
 
@@ -87,7 +78,7 @@ def make_blueprint(settings):
 
     @bp.post(prefix + "/agents/<name>/a2a")
     def rpc(name):
-        return _rpc(name, None)
+        return _rpc(name)
 
     def card(name):
         return _card(name)
@@ -103,7 +94,7 @@ def make_blueprint(settings):
             caller = authenticate(state, request)
         except errors.A2AError as exc:
             return error_response(exc, bare=True)
-        base = _base_url(state.settings) + prefix + "/agents/"
+        base = base_url(state.settings) + prefix + "/agents/"
         return json_response({"agents": [
             {"name": agent.name, "description": agent.description,
              "url": base + agent.name + "/a2a",
@@ -114,14 +105,10 @@ def make_blueprint(settings):
         # The single-endpoint shape: the default agent at the host root.
         @bp.post("/a2a")
         def default_rpc():
-            state = _state()
-            return _rpc(state.settings.default_agent,
-                        _base_url(state.settings) + "/a2a")
+            return _rpc(_state().settings.default_agent, at_root=True)
 
         def default_card():
-            state = _state()
-            return _card(state.settings.default_agent,
-                         _base_url(state.settings) + "/a2a")
+            return _card(_state().settings.default_agent, at_root=True)
 
         for path, endpoint in zip(CARD_PATHS, ("card", "legacy_card")):
             bp.add_url_rule(path, "default_" + endpoint, default_card,
