@@ -160,6 +160,10 @@ def _outcome(turn, result):
         "or Reject" % (turn.agent.name, type(result).__name__))
 
 
+def _failed_message(turn):
+    return _agent_message(turn, [{"kind": "text", "text": FAILED_TEXT}])
+
+
 def run_turn(turn):
     """Run the agent on ``turn`` and store the outcome (unless canceled)."""
     try:
@@ -167,8 +171,15 @@ def run_turn(turn):
     except Exception:
         # The caller gets a failed task naming no internals; the log gets why.
         log.exception("agent %r failed on task %s", turn.agent.name, turn.task_id)
-        state, message, artifacts = "failed", _agent_message(
-            turn, [{"kind": "text", "text": FAILED_TEXT}]), []
+        state, message, artifacts = "failed", _failed_message(turn), []
+    except BaseException:
+        # The worker is being stopped mid-turn (gunicorn's --timeout raises
+        # SystemExit in it): fail the task, or it would stay working for ever.
+        log.exception("agent %r interrupted on task %s", turn.agent.name,
+                      turn.task_id)
+        turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
+                                "failed", _failed_message(turn))
+        raise
     stored = turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
                                      state, message, artifacts)
     if not stored:

@@ -17,8 +17,15 @@ from .store import now_iso
 KEY_PREFIX = "a2a_"
 #: Last use is recorded to the minute: a write per request would cost more.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
-# Checked when the user does not exist, so that the answer takes as long.
-_DUMMY_HASH = generate_password_hash("not a password")
+_dummy_hash = []  # made on first need: hashing at import slows every start
+
+
+def _check_dummy_password(password):
+    """Spend a password check when the user does not exist, so that the answer
+    takes as long and tells nothing about which users exist."""
+    if not _dummy_hash:
+        _dummy_hash.append(generate_password_hash("not a password"))
+    check_password_hash(_dummy_hash[0], password)
 
 
 class CredentialError(Exception):
@@ -149,6 +156,6 @@ class Credentials:
         row = self.store.connection().execute(
             "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
         if row is None:
-            check_password_hash(_DUMMY_HASH, password)
+            _check_dummy_password(password)
             return False
         return check_password_hash(row[0], password)

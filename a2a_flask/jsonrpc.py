@@ -7,6 +7,7 @@ echoed, then raise it. ``error_response`` is the one place where an
 """
 
 import json
+import math
 
 from flask import Response
 from marshmallow import ValidationError
@@ -23,9 +24,49 @@ def _reject_constant(name):
     raise ValueError("%s is not valid JSON" % name)
 
 
+def _finite_float(text):
+    # 1e400 would read as inf, then be written back as Infinity: not JSON.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError("%s is out of range" % text)
+    return value
+
+
+#: Deeper JSON is refused: storing and answering it must not hit the
+#: recursion limit (an internal error) further down.
+MAX_DEPTH = 100
+
+
+class _TooDeep(ValueError):
+    pass
+
+
+def _check_depth(data):
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise _TooDeep()
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
 def _decode(body):
     text = body.decode("utf-8")  # strict: other encodings are parse errors
-    return json.loads(text, parse_constant=_reject_constant)
+    try:
+        data = json.loads(text, parse_constant=_reject_constant,
+                          parse_float=_finite_float)
+    except RecursionError:
+        raise _TooDeep() from None
+    # Both checks below walk the whole value; the cheap scans of the text keep
+    # them off the hot path (a body that cannot be too deep or hold a surrogate).
+    if text.count("{") + text.count("[") > MAX_DEPTH:
+        _check_depth(data)
+    if "\\ud" in text or "\\uD" in text:
+        # A lone surrogate (\ud800) is no Unicode text: no UTF-8 can carry it.
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    return data
 
 
 class Envelope:
@@ -44,6 +85,10 @@ class Envelope:
     def parse(cls, body, strict=False):
         try:
             data = _decode(body)
+        except _TooDeep:
+            return cls(error=errors.ParseError(
+                "The request body is JSON nested more than %d levels deep, more "
+                "than this service reads." % MAX_DEPTH))
         except ValueError:  # UnicodeDecodeError and JSONDecodeError too
             return cls(error=errors.ParseError(
                 "The request body is not valid UTF-8 JSON."))

@@ -8,7 +8,8 @@ import base64
 import binascii
 
 from marshmallow import (
-    EXCLUDE, INCLUDE, Schema, ValidationError, fields, validate, validates_schema,
+    EXCLUDE, INCLUDE, Schema, ValidationError, fields, post_load, validate,
+    validates_schema,
 )
 
 from . import errors
@@ -65,7 +66,17 @@ class StrictEnvelopeSchema(EnvelopeSchema):
 # -- parts and messages ---------------------------------------------------------
 
 
-class _PartSchema(Schema):
+class _StoredSchema(Schema):
+    """Loads an object that is stored and shown as sent: a declared field sent
+    as null is dropped, as the A2A schema has no null for them."""
+
+    @post_load
+    def _drop_nulls(self, data, **kwargs):
+        return {key: value for key, value in data.items()
+                if value is not None or key not in self.fields}
+
+
+class _PartSchema(_StoredSchema):
     class Meta:
         unknown = INCLUDE  # stored as sent
 
@@ -77,7 +88,7 @@ class TextPartSchema(_PartSchema):
     text = fields.String(required=True)
 
 
-class FileContentSchema(Schema):
+class FileContentSchema(_StoredSchema):
     class Meta:
         unknown = INCLUDE
 
@@ -120,15 +131,16 @@ class PartField(fields.Field):
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, dict):
             raise ValidationError("a part must be an object.")
-        schema = PART_SCHEMAS.get(value.get("kind"))
+        kind = value.get("kind")
+        schema = PART_SCHEMAS.get(kind) if isinstance(kind, str) else None
         if schema is None:
             raise ValidationError({"kind": ['must be one of "text", "file", "data".']})
         return schema.load(value)
 
 
-class MessageSchema(Schema):
+class MessageSchema(_StoredSchema):
     class Meta:
-        unknown = INCLUDE  # extensions, referenceTaskIds...: stored as sent
+        unknown = INCLUDE  # other members: stored as sent
 
     kind = fields.String(validate=validate.Equal("message", error='must be "message".'))
     role = fields.String(
@@ -139,6 +151,9 @@ class MessageSchema(Schema):
     contextId = fields.String(allow_none=True, validate=NON_EMPTY)
     taskId = fields.String(allow_none=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
+    # Stored and shown as sent: they must be what the A2A schema says they are.
+    extensions = fields.List(fields.String())
+    referenceTaskIds = fields.List(fields.String())
 
 
 class SendConfigurationSchema(Schema):

@@ -296,7 +296,7 @@ class Store:
         sql += " ORDER BY seq DESC"
         if limit is not None:
             sql += " LIMIT ?"
-            args.append(limit)
+            args.append(min(limit, 2 ** 63 - 1))  # an SQLite integer is 64-bit
         rows = self.connection().execute(sql, args).fetchall()
         return [json.loads(body) for (body,) in reversed(rows)]
 

@@ -7,7 +7,7 @@ the agent -> authorize -> check the envelope -> the method.
 import logging
 
 from flask import Blueprint, current_app, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from . import errors
 from .auth import authenticate, authorize
@@ -26,12 +26,17 @@ def _state():
 
 
 def _read_body(limit):
+    if request.max_content_length is not None:  # the host app's own limit
+        limit = min(limit, request.max_content_length)
     if request.content_length is not None and request.content_length > limit:
         raise errors.PayloadTooLarge(
             "The request body is %d bytes; this service accepts at most %d."
             % (request.content_length, limit))
-    body = request.stream.read(limit + 1)
-    if len(body) > limit:
+    try:
+        body = request.stream.read(limit + 1)
+    except RequestEntityTooLarge:  # werkzeug enforcing the host app's limit
+        body = None
+    if body is None or len(body) > limit:
         raise errors.PayloadTooLarge(
             "The request body is over %d bytes, the most this service accepts."
             % limit)

@@ -17,12 +17,22 @@ with open(SCHEMA_PATH) as f:
     SCHEMA = json.load(f)
 
 
+jsonschema.Draft7Validator.check_schema(SCHEMA)
+_validators = {}
+
+
 def validate(definition, instance):
     """Raise unless ``instance`` is a valid A2A ``definition``."""
-    jsonschema.validate(
-        instance, {"$ref": "#/definitions/" + definition,
-                   "definitions": SCHEMA["definitions"]},
-        cls=jsonschema.Draft7Validator)
+    # One validator per definition: checking the (large) schema on every
+    # call, as jsonschema.validate does, costs ~60 ms an answer.
+    validator = _validators.get(definition)
+    if validator is None:
+        validator = _validators[definition] = jsonschema.Draft7Validator(
+            {"$ref": "#/definitions/" + definition,
+             "definitions": SCHEMA["definitions"]})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    if error is not None:
+        raise error
 
 
 def check_answer(status, body):
@@ -130,3 +140,142 @@ def app(make_app):
 @pytest.fixture
 def rpc(app):
     return Rpc(app.test_client())
+
+
+# -- real gunicorn processes (tests/servers.py, tests/test_server_*.py) --------
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """``start_server(app="server_app:app", workers=1, env=None, headers=None,
+    database=None, auth=None) -> GunicornServer``, started and answering;
+    every server it started is stopped (its process group killed) at teardown."""
+    from servers import GunicornServer
+
+    servers = []
+
+    def start(app="server_app:app", workers=1, **options):
+        server = GunicornServer(tmp_path / ("server%d" % len(servers)), app=app,
+                                workers=workers, **options)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()
+        print("server log:", server.log_path)  # shown when the test failed
+
+
+def _module_server(tmp_path_factory, app, workers):
+    from servers import GunicornServer
+
+    server = GunicornServer(tmp_path_factory.mktemp("server"), app=app,
+                            workers=workers)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        print("server log:", server.log_path)
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    """One ``server_app:app`` (demo + test agents), 2 workers, per test module."""
+    yield from _module_server(tmp_path_factory, "server_app:app", 2)
+
+
+@pytest.fixture(scope="module")
+def demo_server(tmp_path_factory):
+    """One demo service (``wsgi:app``), 2 workers, per test module."""
+    yield from _module_server(tmp_path_factory, "wsgi:app", 2)
+
+
+# -- helpers for the in-process protocol tests ----------------------------------
+
+import re  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+
+from a2a_flask import AuthRequired, InputRequired, Reject, Reply  # noqa: E402
+
+TERMINAL_STATES = ("completed", "canceled", "failed", "rejected")
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+SECRET = "secret-internal-detail-7f3a"
+
+
+def scripted(turn):
+    """Does what the first word of the text says: ask, auth, reject, fail;
+    anything else is a reply."""
+    command = (turn.text.split() or [""])[0]
+    if command == "ask":
+        return InputRequired("What else?")
+    if command == "auth":
+        return AuthRequired("Please authorize me first.")
+    if command == "reject":
+        return Reject("I will not do that.")
+    if command == "fail":
+        raise RuntimeError(SECRET)
+    return Reply("done: " + turn.text)
+
+
+def register_scripted(a2a):
+    """Agent ``script``: ``scripted``, recording every Turn in ``a2a.turns``."""
+    a2a.turns = []
+
+    def script(turn):
+        a2a.turns.append(turn)
+        return scripted(turn)
+
+    a2a.add_agent("script", script, description="Does what it is told.")
+
+
+@pytest.fixture
+def make_rpc(make_app):
+    """``make_rpc(register=None, agent="echo", **config) -> Rpc``; the app and
+    the extension are ``rpc.app`` and ``rpc.a2a``."""
+
+    def build(register=None, agent="echo", **config):
+        app, a2a = make_app(register, **config)
+        client = Rpc(app.test_client(), agent=agent)
+        client.app, client.a2a = app, a2a
+        return client
+
+    return build
+
+
+@pytest.fixture
+def script(make_rpc):
+    """An Rpc on agent ``script`` (see ``scripted``); ``script.a2a.turns``."""
+    return make_rpc(register_scripted, agent="script")
+
+
+def task_in_state(rpc, state):
+    """A task of agent ``script`` (``rpc`` must be on it) in ``state``."""
+    command = {"completed": "hello", "input-required": "ask",
+               "auth-required": "auth", "rejected": "reject", "failed": "fail",
+               "canceled": "ask"}[state]
+    task = rpc.send(command)
+    if state == "canceled":
+        task = rpc.result("tasks/cancel", {"id": task["id"]})
+    assert task["status"]["state"] == state, task
+    return task
+
+
+def texts(message):
+    """The text parts of a message, joined with newlines."""
+    return "\n".join(p["text"] for p in message["parts"] if p["kind"] == "text")
+
+
+def random_bits(value, prefix):
+    """How many random bits an id ``prefix...`` can carry at most."""
+    assert value.startswith(prefix), value
+    rest = value[len(prefix):]
+    if re.fullmatch(r"[0-9a-f]+", rest):
+        return 4 * len(rest)
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", rest), value
+    return 6 * len(rest)
+
+
+def parse_timestamp(text):
+    assert TIMESTAMP.match(text), text
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=timezone.utc)
