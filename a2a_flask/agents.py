@@ -165,7 +165,11 @@ def _failed_message(turn):
 
 
 def run_turn(turn):
-    """Run the agent on ``turn`` and store the outcome (unless canceled)."""
+    """Run the agent on ``turn`` and store the outcome.
+
+    Returns (state, status message, artifacts, timestamp) as stored, or None
+    when the task was canceled meanwhile and the outcome discarded.
+    """
     try:
         state, message, artifacts = _outcome(turn, turn.agent.func(turn))
     except Exception:
@@ -180,11 +184,13 @@ def run_turn(turn):
         turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
                                 "failed", _failed_message(turn))
         raise
-    stored = turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
-                                     state, message, artifacts)
-    if not stored:
+    timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
+                                        turn.agent.name, state, message, artifacts)
+    if timestamp is None:
         log.info("task %s was canceled while agent %r ran; its result is discarded",
                  turn.task_id, turn.agent.name)
+        return None
+    return state, message, artifacts, timestamp
 
 
 def _mime_matches(pattern, mime):

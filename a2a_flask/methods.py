@@ -9,6 +9,7 @@ from .cards import agent_card
 from .schemas import (
     MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS, load_params,
 )
+from .store import clamp_history, task_view
 
 METHODS = {}
 
@@ -62,13 +63,22 @@ def message_send(call, params):
     start = call.store.start_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=params.get("metadata"))
-    if not start.replayed:
-        # Synchronous whatever `blocking` says: the turn ends before the answer.
-        run_turn(Turn(call.store, call.agent, call.caller, start.task_id,
-                      start.context_id, message, start.message_seq,
-                      params.get("metadata")))
-    return call.store.get_task(start.task_id, owner, agent_name,
-                               configuration.get("historyLength"))
+    history_length = configuration.get("historyLength")
+    if start.replayed:
+        return call.store.get_task(start.task_id, owner, agent_name, history_length)
+    # Synchronous whatever `blocking` says: the turn ends before the answer.
+    outcome = run_turn(Turn(call.store, call.agent, call.caller, start.task_id,
+                            start.context_id, message, start.message_seq,
+                            params.get("metadata")))
+    if outcome is None or not start.created:
+        # Canceled meanwhile, or a task with earlier turns: read it as stored.
+        return call.store.get_task(start.task_id, owner, agent_name, history_length)
+    # A new task holds exactly what this turn wrote: no need to read it back.
+    state, status_message, artifacts, timestamp = outcome
+    return task_view(start.task_id, start.context_id, state, timestamp,
+                     status_message, artifacts,
+                     clamp_history([start.message, status_message], history_length),
+                     params.get("metadata"))
 
 
 @method("tasks/get")

@@ -53,15 +53,41 @@ def fingerprint(message):
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def task_view(task_id, context_id, state, timestamp, status_message, artifacts,
+              history, metadata=None):
+    """A Task as A2A shows it, from its parts."""
+    status = {"state": state, "timestamp": timestamp}
+    if status_message:
+        status["message"] = status_message
+    task = {"kind": "task", "id": task_id, "contextId": context_id,
+            "status": status, "artifacts": artifacts, "history": history}
+    if metadata:
+        task["metadata"] = metadata
+    return task
+
+
+def clamp_history(history, limit):
+    """The last ``limit`` messages (all of them when ``limit`` is None)."""
+    if limit is None:
+        return history
+    return history[len(history) - limit:] if limit else []
+
+
 class TurnStart:
     """What ``Store.start_turn`` did: which task, and whether it was a retry."""
 
-    __slots__ = ("task_id", "context_id", "message_seq", "replayed")
+    __slots__ = ("task_id", "context_id", "message", "message_seq", "created",
+                 "replayed")
 
-    def __init__(self, task_id, context_id, message_seq, replayed):
+    def __init__(self, task_id, context_id, message=None, message_seq=None,
+                 created=False, replayed=False):
         self.task_id = task_id
         self.context_id = context_id
+        #: The user message as stored (with taskId and contextId).
+        self.message = message
         self.message_seq = message_seq
+        #: True when the task was created by this message (no earlier history).
+        self.created = created
         #: True when this messageId was seen before: nothing was written.
         self.replayed = replayed
 
@@ -151,9 +177,10 @@ class Store:
                 context_id = conn.execute(
                     "SELECT context_id FROM a2a_tasks WHERE id = ?", (task_id,)
                 ).fetchone()[0]
-                return TurnStart(task_id, context_id, None, True)
+                return TurnStart(task_id, context_id, replayed=True)
 
-            if task_id is not None:
+            created = task_id is None
+            if not created:
                 context_id = self._claim_waiting_task(
                     conn, owner, agent, task_id, context_id, now
                 )
@@ -176,7 +203,7 @@ class Store:
                           contextId=context_id)
             seq = self._insert_message(conn, task_id, context_id, owner, agent,
                                        stored)
-        return TurnStart(task_id, context_id, seq, False)
+        return TurnStart(task_id, context_id, stored, seq, created=created)
 
     def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now):
         row = conn.execute(
@@ -218,8 +245,9 @@ class Store:
                     artifacts=()):
         """Store the outcome of a turn, unless the task left ``working``.
 
-        Returns False when the task was canceled meanwhile: the outcome is
-        discarded, since a terminal state is never overwritten.
+        Returns the status timestamp, or None when the task was canceled
+        meanwhile: the outcome is discarded, since a terminal state is never
+        overwritten.
         """
         now = now_iso()
         with self.transaction() as conn:
@@ -230,7 +258,7 @@ class Store:
                  task_id),
             ).rowcount
             if not changed:
-                return False
+                return None
             if status_message is not None:
                 self._insert_message(conn, task_id, status_message["contextId"],
                                      owner, agent, status_message)
@@ -240,7 +268,7 @@ class Store:
                     " VALUES (?, ?, ?)",
                     [(task_id, a["artifactId"], dumps(a)) for a in artifacts],
                 )
-        return True
+        return now
 
     @staticmethod
     def _insert_message(conn, task_id, context_id, owner, agent, message):
@@ -264,25 +292,14 @@ class Store:
         if row is None:
             raise errors.TaskNotFound(data={"taskId": task_id})
         context_id, state, status_message, updated_at, metadata = row
-        status = {"state": state, "timestamp": updated_at}
-        if status_message:
-            status["message"] = json.loads(status_message)
-        task = {
-            "kind": "task",
-            "id": task_id,
-            "contextId": context_id,
-            "status": status,
-            "artifacts": [
-                json.loads(body) for (body,) in conn.execute(
-                    "SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY seq",
-                    (task_id,),
-                )
-            ],
-            "history": self.task_history(task_id, limit=history_length),
-        }
-        if metadata:
-            task["metadata"] = json.loads(metadata)
-        return task
+        artifacts = [json.loads(body) for (body,) in conn.execute(
+            "SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY seq",
+            (task_id,))]
+        return task_view(
+            task_id, context_id, state, updated_at,
+            json.loads(status_message) if status_message else None, artifacts,
+            self.task_history(task_id, limit=history_length),
+            json.loads(metadata) if metadata else None)
 
     def task_history(self, task_id, before_seq=None, limit=None):
         """Messages of a task, oldest first; the last ``limit`` if given."""

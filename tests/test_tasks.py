@@ -331,3 +331,23 @@ def test_sent_message_is_stored_with_task_and_context_even_without_them(rpc):
     assert sent["messageId"] == msg["messageId"]
     assert (sent["kind"], sent["taskId"], sent["contextId"]) == (
         "message", task["id"], task["contextId"])
+
+
+@pytest.mark.parametrize("state", ["completed", "input-required", "auth-required",
+                                   "rejected", "failed"])
+@pytest.mark.parametrize("history_length", [None, 0, 1])
+def test_send_answers_the_new_task_exactly_as_tasks_get_reads_it(
+        script, state, history_length):
+    # message/send builds a new task's answer from what it wrote, without
+    # reading it back: it must be the stored task, field for field.
+    command = {"completed": "hello", "input-required": "ask",
+               "auth-required": "auth", "rejected": "reject", "failed": "fail"}
+    configuration = {} if history_length is None else {"historyLength": history_length}
+    params = {"message": message(command[state]), "configuration": configuration,
+              "metadata": {"origin": "test"}}
+    sent = script.result("message/send", params)
+    query = {"id": sent["id"]}
+    if history_length is not None:
+        query["historyLength"] = history_length
+    assert sent["status"]["state"] == state
+    assert sent == script.result("tasks/get", query)
