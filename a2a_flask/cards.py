@@ -33,6 +33,9 @@ def agent_card(state, agent, at_root=False, extended=False):
         "description": description,
         "url": url,
         "preferredTransport": "JSONRPC",
+        # The spec asks the main URL to be repeated here; some clients (and
+        # conformance kits) find the JSON-RPC endpoint only through it.
+        "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}],
         "version": agent.version,
         "capabilities": {"streaming": False, "pushNotifications": False,
                          "stateTransitionHistory": False},

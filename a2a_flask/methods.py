@@ -1,6 +1,8 @@
 """The A2A methods, each a function of (call, params) returning the result.
 
-``dispatch`` looks a method up in ``METHODS``; an unknown one is -32601.
+``find_method`` looks a method up in ``METHODS`` (an unknown one is -32601);
+``Method.load`` checks its params with its schema (-32602). Both are static
+checks, made before the caller is authenticated; ``Method.run`` comes after.
 """
 
 from . import errors
@@ -12,6 +14,23 @@ from .schemas import (
 from .store import clamp_history, task_view
 
 METHODS = {}
+
+
+class Method:
+    """A method: the schema of its params, and the function that runs it."""
+
+    __slots__ = ("name", "schema", "run")
+
+    def __init__(self, name, schema, run):
+        self.name = name
+        self.schema = schema
+        self.run = run
+
+    def load(self, params):
+        """The validated params, or ``InvalidParams`` naming the bad field."""
+        if self.schema is None:
+            return params
+        return load_params(self.schema, params)
 
 
 class Call:
@@ -31,26 +50,25 @@ class Call:
         return self.state.store
 
 
-def method(name):
+def method(name, schema=None):
     def register(func):
-        METHODS[name] = func
+        METHODS[name] = Method(name, schema, func)
         return func
     return register
 
 
-def dispatch(call, name, params):
-    handler = METHODS.get(name)
-    if handler is None:
+def find_method(name):
+    found = METHODS.get(name)
+    if found is None:
         raise errors.MethodNotFound(
             "Method not found: %r. This agent answers message/send, tasks/get, "
             "tasks/cancel and agent/getAuthenticatedExtendedCard." % name,
             data={"method": name})
-    return handler(call, params)
+    return found
 
 
-@method("message/send")
+@method("message/send", MESSAGE_SEND_PARAMS)
 def message_send(call, params):
-    params = load_params(MESSAGE_SEND_PARAMS, params)
     message = params["message"]
     configuration = params.get("configuration") or {}
     if configuration.get("pushNotificationConfig") is not None:
@@ -81,16 +99,14 @@ def message_send(call, params):
                      params.get("metadata"))
 
 
-@method("tasks/get")
+@method("tasks/get", TASK_QUERY_PARAMS)
 def tasks_get(call, params):
-    params = load_params(TASK_QUERY_PARAMS, params)
     return call.store.get_task(params["id"], call.caller.id, call.agent.name,
                                params.get("historyLength"))
 
 
-@method("tasks/cancel")
+@method("tasks/cancel", TASK_ID_PARAMS)
 def tasks_cancel(call, params):
-    params = load_params(TASK_ID_PARAMS, params)
     call.store.cancel_task(params["id"], call.caller.id, call.agent.name)
     return call.store.get_task(params["id"], call.caller.id, call.agent.name)
 
@@ -116,10 +132,12 @@ def _unsupported(error_class, text):
 
 method("message/stream")(_unsupported(
     errors.UnsupportedOperation,
-    "Streaming is not supported by this agent: use message/send, then tasks/get."))
+    "This operation is not supported: streaming is not available from this agent; "
+    "use message/send, then tasks/get."))
 method("tasks/resubscribe")(_unsupported(
     errors.UnsupportedOperation,
-    "Resubscribing is not supported, as there is no stream: poll tasks/get."))
+    "This operation is not supported: there is no stream to resubscribe to; "
+    "poll tasks/get."))
 for _name in ("set", "get", "list", "delete"):
     method("tasks/pushNotificationConfig/" + _name)(_unsupported(
         errors.PushNotificationNotSupported,

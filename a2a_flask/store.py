@@ -281,9 +281,26 @@ class Store:
 
     # -- reading -----------------------------------------------------------
 
+    @contextmanager
+    def _snapshot(self):
+        """Reads in one read transaction: one state of the file, even while
+        other workers write (else a task row and its history could disagree)."""
+        conn = self.connection()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
     def get_task(self, task_id, owner, agent, history_length=None):
         """The Task as A2A shows it; ``TaskNotFound`` if not this caller's."""
-        conn = self.connection()
+        with self._snapshot() as conn:
+            return self._get_task(conn, task_id, owner, agent, history_length)
+
+    def _get_task(self, conn, task_id, owner, agent, history_length):
         row = conn.execute(
             "SELECT context_id, state, status_message, updated_at, metadata"
             " FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?",

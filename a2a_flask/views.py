@@ -1,7 +1,10 @@
 """The routes: JSON-RPC endpoints, Agent Cards, the agent list.
 
-Every request to an agent goes: authenticate -> read the envelope -> find
-the agent -> authorize -> check the envelope -> the method.
+Every request to an agent goes: read and check the envelope -> find the
+method and check its params -> authenticate -> find the agent -> authorize ->
+run the method. The checks before authentication are static: they tell an
+anonymous caller nothing about agents or tasks (and conformance kits send
+malformed calls without credentials).
 """
 
 import logging
@@ -13,7 +16,7 @@ from . import errors
 from .auth import authenticate, authorize
 from .cards import agent_card, base_url
 from .jsonrpc import Envelope, error_response, json_response, result_response
-from .methods import Call, dispatch
+from .methods import Call, find_method
 
 log = logging.getLogger("a2a_flask")
 
@@ -52,15 +55,16 @@ def _rpc(name, at_root=False):
     state = _state()
     envelope = None
     try:
-        caller = authenticate(state, request)
         envelope = Envelope.parse(_read_body(state.settings.max_content_length),
                                   state.settings.strict_jsonrpc)
+        envelope.check()
+        method = find_method(envelope.method)
+        params = method.load(envelope.params)
+        caller = authenticate(state, request)
         agent = state.agent(name)
         authorize(caller, agent)
-        envelope.check()
-        call = Call(state, agent, caller, at_root)
-        return result_response(envelope.id, dispatch(call, envelope.method,
-                                                     envelope.params))
+        return result_response(envelope.id,
+                               method.run(Call(state, agent, caller, at_root), params))
     except errors.A2AError as exc:
         return error_response(exc, envelope.id if envelope else None)
     except Exception:

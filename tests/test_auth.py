@@ -240,13 +240,34 @@ def test_every_kind_of_missing_or_wrong_credentials_is_401(svc):
     "/api/v1/agents/off/a2a",       # switched off by configuration
     "/api/v1/agents/hidden/a2a",    # registered with enabled=False
 ])
-@pytest.mark.parametrize("body", [send(), b"not json", call("no/such/method")])
 def test_credentials_are_checked_before_anything_is_said_about_the_agent(
-        service, path, body):
+        service, path):
+    svc = service(_register_hidden, A2A_DISABLED_AGENTS="off")
+    assert_401(svc.post(path, send(), {}))
+    assert_401(svc.post(path, send(), bearer("a2a_wrong")))
+
+
+@pytest.mark.parametrize("body, code", [
+    (b"not json", -32700),
+    (call("no/such/method"), -32601),
+    (call("tasks/get", {"historyLength": 1}), -32602),
+])
+def test_malformed_calls_answer_the_same_whatever_the_agent(service, body, code):
+    # The static checks of the envelope, method and params come before the
+    # credentials (conformance kits send malformed calls without any), so they
+    # must tell an anonymous caller nothing: the same answer for an agent that
+    # exists, one that does not, and ones switched off.
     svc = service(_register_hidden, A2A_DISABLED_AGENTS="off")
     kwargs = {"data": body} if isinstance(body, bytes) else {}
-    assert_401(svc.post(path, body, {}, **kwargs))
-    assert_401(svc.post(path, body, bearer("a2a_wrong"), **kwargs))
+    answers = set()
+    for path in (ECHO, "/api/v1/agents/nope/a2a", "/api/v1/agents/off/a2a",
+                 "/api/v1/agents/hidden/a2a"):
+        for headers in ({}, bearer("a2a_wrong")):
+            response = svc.post(path, body, headers, **kwargs)
+            assert response.status_code == 200, response.data
+            answers.add(response.data)
+    assert len(answers) == 1, answers
+    assert json.loads(answers.pop())["error"]["code"] == code
 
 
 def _register_hidden(a2a):
@@ -266,10 +287,11 @@ def test_agent_that_cannot_be_talked_to_is_404_with_id_echoed(service, request_i
         body["id"] = request_id
         assert_rpc_refusal(svc.post("/api/v1/agents/%s/a2a" % name, body,
                                     bearer(key)), 404, request_id)
-        # Even when the call itself is bad: the agent is looked at first.
-        bad = call("no/such/method", id=request_id)
-        assert_rpc_refusal(svc.post("/api/v1/agents/%s/a2a" % name, bad,
-                                    bearer(key)), 404, request_id)
+        # Every method that needs an agent, with valid params, gets the 404.
+        for other in (call("tasks/get", {"id": NO_SUCH_TASK}, id=request_id),
+                      call("message/stream", {}, id=request_id)):
+            assert_rpc_refusal(svc.post("/api/v1/agents/%s/a2a" % name, other,
+                                        bearer(key)), 404, request_id)
     svc.result(CHAT, send(), bearer(key))  # the others still answer
 
 
@@ -283,9 +305,9 @@ def test_key_scoped_to_echo_gets_403_from_chat(svc):
             assert_rpc_refusal(svc.post(path, body, bearer(key)), 403, request_id)
             assert_rpc_refusal(svc.post(path, body, {"X-API-Key": key}), 403,
                                request_id)
-        # Scope is checked before the call itself.
-        assert_rpc_refusal(svc.post(path, call("no/such/method", id=9),
-                                    bearer(key)), 403, 9)
+        # Scope is checked before any method runs.
+        assert_rpc_refusal(svc.post(path, call("tasks/get", {"id": NO_SUCH_TASK},
+                                                id=9), bearer(key)), 403, 9)
         assert_rpc_refusal(svc.post(path, call(
             "agent/getAuthenticatedExtendedCard", id=10), bearer(key)), 403, 10)
 

@@ -317,12 +317,18 @@ def assert_agent_off(app, name):
         "input-required"
 
 
-def test_agent_404_comes_before_envelope_errors(rpc):
-    """An unknown agent is the answer even to a broken call (id echoed if valid)."""
+def test_static_envelope_errors_come_before_the_agent_404(rpc):
+    """A broken call is refused for what it is, whatever agent it names: the
+    static checks (envelope, method, params) come first (see views.py)."""
     status, answer = rpc.post({"id": 8}, agent="nobody")
-    assert status == 404 and answer["id"] == 8
+    assert status == 200 and answer["id"] == 8
+    assert answer["error"]["code"] == -32600
     status, answer = rpc.post(b"not json", agent="nobody", raw=True)
-    assert status == 404 and answer["id"] is None
+    assert status == 200 and answer["id"] is None
+    assert answer["error"]["code"] == -32700
+    status, answer = rpc.call("tasks/get", {"id": "task_x"}, id=9, agent="nobody")
+    assert status == 404 and answer["id"] == 9
+    assert answer["error"]["code"] == -32600
 
 
 def test_every_answer_is_schema_checked(app):

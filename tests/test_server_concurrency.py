@@ -168,25 +168,34 @@ def test_races_on_one_task_across_workers(start_server):
     waiting = chat.send("start")
 
     def go_on(rpc, i):
-        status, answer = rpc.call("message/send", {"message": message(
-            "more %d" % i, taskId=waiting["id"])})
+        sent = message("more %d" % i, message_id="more-%d" % i, taskId=waiting["id"])
+        status, answer = rpc.call("message/send", {"message": sent})
         assert status == 200
         return answer
 
     answers = _parallel(server, "chat", go_on)
-    taken = sorted(a["result"]["history"][-2]["parts"][0]["text"]
-                   for a in answers if "result" in a)
-    for answer in answers:
+    taken = []
+    for i, answer in enumerate(answers):
         if "error" in answer:
             error = answer["error"]
             assert (error["code"], error["data"]["state"]) == (-32602, "working")
+            continue
+        task = answer["result"]
+        taken.append("more %d" % i)
+        assert task["id"] == waiting["id"]
+        assert "more-%d" % i in [m["messageId"] for m in task["history"]]
+        # The task as it stands when answered (another turn may have begun),
+        # read in one snapshot: the status message is the last message.
+        if task["status"]["state"] == "working":
+            assert task["history"][-1]["role"] == "user"
         else:
-            assert answer["result"]["id"] == waiting["id"]
-            assert answer["result"]["status"]["state"] == "input-required"
+            assert task["status"]["state"] == "input-required"
+            assert task["status"]["message"] == task["history"][-1]
     assert taken
     task = chat.result("tasks/get", {"id": waiting["id"]})
     _check_task(task, "input-required", 2 + 2 * len(taken))
-    assert sorted(m["parts"][0]["text"] for m in task["history"][2::2]) == taken
+    assert sorted(m["parts"][0]["text"] for m in task["history"][2::2]) \
+        == sorted(taken)
     turns = sorted(int(m["parts"][0]["text"].split(";")[0].split()[1])
                    for m in task["history"][1::2])
     assert turns == list(range(1, len(taken) + 2))  # each turn saw the others
