@@ -15,6 +15,7 @@ DEFAULTS = {
     "A2A_DISABLED_AGENTS": "",
     "A2A_BUSY_TIMEOUT_MS": 5000,
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
+    "A2A_STALE_TURN_SECONDS": 3600,
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -75,6 +76,10 @@ class Settings:
         self.public_cards = bool(get("A2A_PUBLIC_CARDS"))
         self.disabled_agents = _names(get("A2A_DISABLED_AGENTS"))
         self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
+        self.stale_turn_seconds = int(get("A2A_STALE_TURN_SECONDS"))
+        if self.stale_turn_seconds <= 0:
+            raise ValueError("A2A_STALE_TURN_SECONDS=%r: expected a number of "
+                             "seconds above 0" % self.stale_turn_seconds)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "

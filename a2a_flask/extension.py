@@ -58,7 +58,7 @@ class A2A:
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
         store = Store(settings.database, settings.busy_timeout_ms,
-                      settings.sqlite_synchronous)
+                      settings.sqlite_synchronous, settings.stale_turn_seconds)
         store.migrate()
         app.extensions["a2a"] = State(self, settings, store,
                                       app.config.get("SESSION_COOKIE_NAME", "session"))

@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import sqlite_utils
 
@@ -24,6 +24,9 @@ from . import errors
 from .migrations import migrate
 
 TERMINAL_STATES = frozenset(("completed", "canceled", "failed", "rejected"))
+STALE_TURN_TEXT = ("The agent stopped before finishing this turn: its worker "
+                   "process ended. Send a new message with this contextId to "
+                   "try again.")
 WAITING_STATES = frozenset(("input-required", "auth-required"))
 
 
@@ -95,10 +98,13 @@ class TurnStart:
 class Store:
     """Tasks of one SQLite file; one connection per process and thread."""
 
-    def __init__(self, path, busy_timeout_ms=5000, synchronous="NORMAL"):
+    def __init__(self, path, busy_timeout_ms=5000, synchronous="NORMAL",
+                 stale_turn_seconds=3600):
         self.path = path
         self.busy_timeout_ms = int(busy_timeout_ms)
         self.synchronous = synchronous
+        #: A turn ``working`` for longer lost its worker (killed mid-turn).
+        self.stale_turn = timedelta(seconds=stale_turn_seconds)
         self._local = threading.local()
 
     # -- connections and transactions ----------------------------------
@@ -296,9 +302,35 @@ class Store:
             conn.execute("COMMIT")
 
     def get_task(self, task_id, owner, agent, history_length=None):
-        """The Task as A2A shows it; ``TaskNotFound`` if not this caller's."""
+        """The Task as A2A shows it; ``TaskNotFound`` if not this caller's.
+
+        A task still ``working`` long after its turn began lost its worker
+        (killed mid-turn): it is failed here, or it would stay working for ever.
+        """
         with self._snapshot() as conn:
-            return self._get_task(conn, task_id, owner, agent, history_length)
+            task = self._get_task(conn, task_id, owner, agent, history_length)
+        status = task["status"]
+        if status["state"] == "working" and status["timestamp"] < self._stale_cutoff():
+            self._fail_stale_turn(task_id, owner, agent, task["contextId"])
+            with self._snapshot() as conn:
+                task = self._get_task(conn, task_id, owner, agent, history_length)
+        return task
+
+    def _stale_cutoff(self):
+        return now_iso(datetime.now(timezone.utc) - self.stale_turn)
+
+    def _fail_stale_turn(self, task_id, owner, agent, context_id):
+        message = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
+                   "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
+                   "taskId": task_id, "contextId": context_id}
+        with self.transaction() as conn:
+            if conn.execute(
+                    "UPDATE a2a_tasks SET state = 'failed', status_message = ?,"
+                    " updated_at = ? WHERE id = ? AND state = 'working'"
+                    " AND updated_at < ?",
+                    (dumps(message), now_iso(), task_id, self._stale_cutoff()),
+            ).rowcount:
+                self._insert_message(conn, task_id, context_id, owner, agent, message)
 
     def _get_task(self, conn, task_id, owner, agent, history_length):
         row = conn.execute(

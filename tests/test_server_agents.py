@@ -2,6 +2,8 @@
 
 import json
 import os
+import signal
+import subprocess
 import threading
 import time
 
@@ -9,6 +11,7 @@ import pytest
 import requests
 
 from a2a_flask.agents import FAILED_TEXT
+from a2a_flask.store import STALE_TURN_TEXT
 from conftest import message
 from server_app import LATE, SECRET
 from servers import assert_clean_log
@@ -166,3 +169,47 @@ def test_worker_killed_mid_turn_leaves_no_task_working(start_server, tmp_path):
     assert LATE not in json.dumps(task)
     log = server.log()
     assert "WORKER TIMEOUT" in log and task_id in log
+
+
+def test_worker_sigkilled_mid_turn_fails_its_task_once_stale(start_server, tmp_path):
+    # SIGKILL (out of memory, a graceful timeout run out) leaves no chance to
+    # store anything: the task is failed by the first tasks/get once it has
+    # been working for longer than A2A_STALE_TURN_SECONDS.
+    server = start_server("server_app:app", workers=1,
+                          env={"A2A_STALE_TURN_SECONDS": "2"})
+    announce = str(tmp_path / "task-id")
+    slow = server.rpc("slow")
+    request = _Background(lambda: slow.client.session.post(
+        server.url + "/api/v1/agents/slow/a2a", timeout=30, json={
+            "jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": message("sleep 15",
+                                          metadata={"announce": announce})}}))
+    task_id = _wait_file(announce)
+    workers = subprocess.run(["pgrep", "-P", str(server.process.pid)],
+                             capture_output=True, text=True).stdout.split()
+    assert len(workers) == 1, workers
+    os.kill(int(workers[0]), signal.SIGKILL)
+    with pytest.raises(requests.ConnectionError):
+        request.join(10)
+
+    rpc = server.rpc("slow")
+    # The master starts a new worker; the turn is not stale yet.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            task = rpc.result("tasks/get", {"id": task_id})
+            break
+        except requests.ConnectionError:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    assert task["status"]["state"] == "working"
+    time.sleep(2.2)
+    task = rpc.result("tasks/get", {"id": task_id})
+    assert task["status"]["state"] == "failed"
+    assert task["status"]["message"]["parts"] == [
+        {"kind": "text", "text": STALE_TURN_TEXT}]
+    assert [m["role"] for m in task["history"]] == ["user", "agent"]
+    assert rpc.result("tasks/get", {"id": task_id}) == task  # failed once, stays
+    status, error = rpc.error("message/send", {"message": message(
+        "again", taskId=task_id)})
+    assert (status, error["code"], error["data"]["state"]) == (200, -32602, "failed")
