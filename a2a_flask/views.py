@@ -29,17 +29,19 @@ def _state():
 
 
 def _read_body(limit):
-    if request.max_content_length is not None:  # the host app's own limit
-        limit = min(limit, request.max_content_length)
-    if request.content_length is not None and request.content_length > limit:
+    host_limit = request.max_content_length  # the host app's own, if any
+    if host_limit is not None:
+        limit = min(limit, host_limit)
+    length = request.content_length
+    if length is not None and length > limit:
         raise errors.PayloadTooLarge(
             "The request body is %d bytes; this service accepts at most %d."
-            % (request.content_length, limit))
+            % (length, limit))
     try:
-        if request.content_length is not None:
+        if length is not None:
             # The length is known and within the limit: read it straight from
             # the server, without werkzeug's limited-stream wrapper.
-            body = request.environ["wsgi.input"].read(request.content_length)
+            body = request.environ["wsgi.input"].read(length)
         else:
             body = request.stream.read(limit + 1)
     except RequestEntityTooLarge:  # werkzeug enforcing the host app's limit
