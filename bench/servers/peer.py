@@ -1,9 +1,8 @@
 """PEER server: the official a2a-sdk 0.3.x server with an echo executor.
 
-Run by uvicorn (the SDK's documented way):
+Run by uvicorn (the SDK's documented way), through ``--serve`` below:
 
-    PEER_STORE=sqlite PEER_DB=/tmp/x.sqlite3 \
-        uvicorn --app-dir bench/servers peer:app --host 127.0.0.1 --port PORT --workers 2
+    PEER_STORE=sqlite PEER_DB=/tmp/x.sqlite3 python bench/servers/peer.py --serve 127.0.0.1 PORT 2
 
 ``PEER_STORE=sqlite`` uses the SDK's ``DatabaseTaskStore`` on
 ``sqlite+aiosqlite:///$PEER_DB`` (the SDK's defaults: no pragmas added);
@@ -16,6 +15,14 @@ finds it in the store.
 
 ``python peer.py --init-db PATH`` creates the SDK's table before the workers
 start, so that several uvicorn workers do not race on ``CREATE TABLE``.
+
+``python peer.py --serve HOST PORT WORKERS`` runs ``uvicorn.run("peer:app")``
+the same way, with one fix for several workers: uvicorn's supervisor binds the
+listening socket with ``proto`` 0, so asyncio never sets TCP_NODELAY on the
+accepted connections and every keep-alive answer waits ~40 ms for a delayed
+ACK (uvicorn issue #3149, open for uvicorn 0.54).  The launcher re-creates
+that socket with ``IPPROTO_TCP``, as the single-worker path does, so the peer
+is measured without that bug.  ``--stock`` skips the fix.
 """
 
 import asyncio
@@ -84,10 +91,32 @@ async def _init_db(path):
     await engine.dispose()
 
 
+def serve(host, port, workers, stock=False):
+    import socket
+
+    import uvicorn
+    from uvicorn.config import Config
+
+    if not stock:
+        bind_socket = Config.bind_socket
+
+        def bind_tcp_socket(self):
+            sock = bind_socket(self)
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.proto == 0:
+                sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
+            return sock
+
+        Config.bind_socket = bind_tcp_socket
+    uvicorn.run("peer:app", app_dir=os.path.dirname(os.path.abspath(__file__)), host=host,
+                port=port, workers=workers, access_log=False, log_level="warning")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--init-db":
         asyncio.run(_init_db(sys.argv[2]))
+    elif len(sys.argv) in (5, 6) and sys.argv[1] == "--serve":
+        serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), stock=sys.argv[5:] == ["--stock"])
     else:
-        raise SystemExit("usage: peer.py --init-db PATH  (serve with uvicorn peer:app)")
+        raise SystemExit("usage: peer.py --init-db PATH | peer.py --serve HOST PORT WORKERS [--stock]")
 else:
     app = make_app()
