@@ -8,6 +8,7 @@ costs the same lookup as a right one; passwords are hashed with werkzeug.
 import hashlib
 import json
 import secrets
+import time
 from datetime import datetime, timedelta, timezone
 
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -26,6 +27,18 @@ def _check_dummy_password(password):
     if not _dummy_hash:
         _dummy_hash.append(generate_password_hash("not a password"))
     check_password_hash(_dummy_hash[0], password)
+
+
+_cutoff = [None, None]  # (second, text): moves once a second, read per request
+
+
+def _last_used_cutoff():
+    """A last use older than this is worth recording again."""
+    second = int(time.time())
+    if _cutoff[0] != second:
+        moment = datetime.fromtimestamp(second, timezone.utc) - LAST_USED_GRANULARITY
+        _cutoff[:] = [second, now_iso(moment)]
+    return _cutoff[1]
 
 
 class CredentialError(Exception):
@@ -113,8 +126,7 @@ class Credentials:
             return None
         key = ApiKey(*row)
         # ISO timestamps of one format sort as text: no parsing per request.
-        cutoff = now_iso(datetime.now(timezone.utc) - LAST_USED_GRANULARITY)
-        if key.last_used_at is None or key.last_used_at < cutoff:
+        if key.last_used_at is None or key.last_used_at < _last_used_cutoff():
             key.last_used_at = now_iso()
             with self.store.transaction() as conn:
                 conn.execute("UPDATE a2a_api_keys SET last_used_at = ? WHERE id = ?",
