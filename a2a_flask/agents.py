@@ -11,7 +11,9 @@ import logging
 from marshmallow import ValidationError
 
 from . import errors
-from .schemas import SKILLS, flatten_errors
+from .schemas import (
+    AGENT_ARTIFACT, AGENT_PARTS, SKILLS, flatten_errors, load_agent_output,
+)
 from .store import new_id
 
 log = logging.getLogger("a2a_flask")
@@ -21,7 +23,9 @@ FAILED_TEXT = "The agent could not complete this task because of an internal err
 
 def _text_parts(text, parts):
     if parts is not None:
-        return list(parts)
+        # Checked here, in the agent's own call: a bad part fails the task
+        # with a log line naming it, instead of an answer that breaks the schema.
+        return load_agent_output(AGENT_PARTS, {"parts": list(parts)}, "parts")["parts"]
     return [{"kind": "text", "text": "" if text is None else str(text)}]
 
 
@@ -37,7 +41,8 @@ class Reply:
 
     def __init__(self, text=None, parts=None, artifacts=(), metadata=None):
         self.parts = _text_parts(text, parts)
-        self.artifacts = list(artifacts)
+        self.artifacts = [load_agent_output(AGENT_ARTIFACT, dict(spec), "artifact")
+                          for spec in artifacts]
         self.metadata = metadata
 
 
@@ -184,8 +189,16 @@ def run_turn(turn):
         turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
                                 "failed", _failed_message(turn))
         raise
-    timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
-                                        turn.agent.name, state, message, artifacts)
+    try:
+        timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
+                                            turn.agent.name, state, message,
+                                            artifacts)
+    except (TypeError, ValueError):  # e.g. a datetime in a data part: not JSON
+        log.exception("agent %r answered task %s with something that is not "
+                      "JSON", turn.agent.name, turn.task_id)
+        state, message, artifacts = "failed", _failed_message(turn), []
+        timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
+                                            turn.agent.name, state, message)
     if timestamp is None:
         log.info("task %s was canceled while agent %r ran; its result is discarded",
                  turn.task_id, turn.agent.name)

@@ -1,6 +1,7 @@
 """The ``flask a2a`` command group: API keys and built-in users."""
 
 import sys
+from contextlib import contextmanager
 
 import click
 from flask import current_app
@@ -19,8 +20,13 @@ def _state():
     return current_app.extensions["a2a"]
 
 
-def _fail(exc):
-    raise click.ClickException(str(exc))
+@contextmanager
+def _as_click_error():
+    """A refused credential command: one line on stderr, exit status 1."""
+    try:
+        yield
+    except CredentialError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _scope(agents):
@@ -76,10 +82,8 @@ def keys_list():
 @click.argument("key_id")
 def keys_revoke(key_id):
     """Revoke a key: every worker refuses it from the next request on."""
-    try:
+    with _as_click_error():
         _state().credentials.revoke_key(key_id)
-    except CredentialError as exc:
-        _fail(exc)
     click.echo("Revoked API key %s." % key_id)
 
 
@@ -94,10 +98,8 @@ def users_create(name, password_stdin):
     else:
         password = click.prompt("Password", hide_input=True,
                                 confirmation_prompt=True)
-    try:
+    with _as_click_error():
         _state().credentials.create_user(name, password)
-    except CredentialError as exc:
-        _fail(exc)
     click.echo("Created user %s." % name)
 
 
@@ -115,8 +117,6 @@ def users_list():
 @click.argument("name")
 def users_delete(name):
     """Delete a built-in user."""
-    try:
+    with _as_click_error():
         _state().credentials.delete_user(name)
-    except CredentialError as exc:
-        _fail(exc)
     click.echo("Deleted user %s." % name)

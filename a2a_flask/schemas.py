@@ -191,6 +191,27 @@ class TaskQueryParamsSchema(TaskIdParamsSchema):
     )
 
 
+# -- what agents return -------------------------------------------------------------
+
+
+class AgentPartsSchema(Schema):
+    """Parts an agent function gives (Reply(parts=...), artifacts): they are
+    sent as they are, so they must be valid A2A parts."""
+
+    parts = fields.List(PartField(), required=True, validate=NON_EMPTY)
+
+
+class AgentArtifactSchema(AgentPartsSchema):
+    class Meta:
+        unknown = EXCLUDE
+
+    artifactId = fields.String(validate=NON_EMPTY)
+    name = fields.String()
+    description = fields.String()
+    metadata = fields.Dict()
+    extensions = fields.List(fields.String())
+
+
 # -- agent registration -----------------------------------------------------------
 
 
@@ -215,6 +236,17 @@ MESSAGE_SEND_PARAMS = MessageSendParamsSchema()
 TASK_QUERY_PARAMS = TaskQueryParamsSchema()
 TASK_ID_PARAMS = TaskIdParamsSchema()
 SKILLS = SkillSchema(many=True)
+AGENT_PARTS = AgentPartsSchema()
+AGENT_ARTIFACT = AgentArtifactSchema()
+
+
+def load_agent_output(schema, value, what):
+    """``value`` checked by ``schema``, or ValueError naming the bad field."""
+    try:
+        return schema.load(value)
+    except ValidationError as exc:
+        field, text = flatten_errors(exc.messages)[0]
+        raise ValueError("%s: %s: %s" % (what, field, text)) from None
 
 
 def flatten_errors(messages, path=""):

@@ -34,10 +34,10 @@ from . import errors
 from .migrations import migrate
 
 TERMINAL_STATES = frozenset(("completed", "canceled", "failed", "rejected"))
+WAITING_STATES = frozenset(("input-required", "auth-required"))
 STALE_TURN_TEXT = ("The agent stopped before finishing this turn: its worker "
                    "process ended. Send a new message with this contextId to "
                    "try again.")
-WAITING_STATES = frozenset(("input-required", "auth-required"))
 
 
 def new_id(prefix):

@@ -23,7 +23,6 @@ log = logging.getLogger("a2a_flask")
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 
-
 def _state():
     return current_app.extensions["a2a"]
 

@@ -112,6 +112,29 @@ def test_every_return_type_gives_its_state(make_rpc, result, state):
     assert (task["artifacts"] != []) == (state == "completed")
 
 
+@pytest.mark.parametrize("answer, named", [
+    (lambda: Reply(parts=[{"kind": "text"}]), "parts: parts[0].text"),
+    (lambda: Reply(parts=[]), "parts: parts: must not be empty"),
+    (lambda: InputRequired(parts=[{"kind": "image", "url": "x"}]),
+     "parts: parts[0].kind"),
+    (lambda: Reply("ok", artifacts=[{"name": "no parts"}]), "artifact: parts"),
+    (lambda: Reply(parts=[{"kind": "data", "data": {"when": object()}}]),
+     "not JSON"),
+])
+def test_an_answer_that_is_not_valid_a2a_fails_the_task(make_rpc, caplog, answer,
+                                                        named):
+    # Whatever the agent gives is sent as it is: an invalid part must fail the
+    # task (logged, naming the problem), never break the answer's schema or
+    # leave the task working.
+    rpc = make_rpc(lambda a2a: a2a.add_agent("sloppy", lambda turn: answer()),
+                   agent="sloppy")
+    task = rpc.send("x")
+    assert task["status"]["state"] == "failed"
+    assert task["artifacts"] == []
+    assert rpc.result("tasks/get", {"id": task["id"]}) == task
+    assert named in caplog.text
+
+
 # -- registration -------------------------------------------------------------------------
 
 

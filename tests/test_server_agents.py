@@ -144,19 +144,23 @@ def test_cancel_a_working_task_from_another_worker(live_server, tmp_path, mode):
     assert_clean_log(live_server.log_since(mark))
 
 
-def test_worker_killed_mid_turn_leaves_no_task_working(start_server, tmp_path):
-    # gunicorn aborts a worker whose request outlives --timeout (SystemExit in
-    # the agent): the task must end failed, not stay "working" for ever.
-    server = start_server("server_app:app", workers=2,
-                          gunicorn_args=["--timeout", "2"])
+def _start_slow_turn(server, tmp_path, text):
+    """A message/send to ``slow`` running in the background: (request, task id)."""
     announce = str(tmp_path / "task-id")
     slow = server.rpc("slow")
     request = _Background(lambda: slow.client.session.post(
         server.url + "/api/v1/agents/slow/a2a", timeout=30, json={
             "jsonrpc": "2.0", "id": 1, "method": "message/send",
-            "params": {"message": message("sleep 8",
-                                          metadata={"announce": announce})}}))
-    task_id = _wait_file(announce)
+            "params": {"message": message(text, metadata={"announce": announce})}}))
+    return request, _wait_file(announce)
+
+
+def test_worker_killed_mid_turn_leaves_no_task_working(start_server, tmp_path):
+    # gunicorn aborts a worker whose request outlives --timeout (SystemExit in
+    # the agent): the task must end failed, not stay "working" for ever.
+    server = start_server("server_app:app", workers=2,
+                          gunicorn_args=["--timeout", "2"])
+    request, task_id = _start_slow_turn(server, tmp_path, "sleep 8")
     try:
         answer = request.join(15)
         assert answer.status_code == 500  # gunicorn's own page: nothing to say
@@ -177,14 +181,7 @@ def test_worker_sigkilled_mid_turn_fails_its_task_once_stale(start_server, tmp_p
     # been working for longer than A2A_STALE_TURN_SECONDS.
     server = start_server("server_app:app", workers=1,
                           env={"A2A_STALE_TURN_SECONDS": "2"})
-    announce = str(tmp_path / "task-id")
-    slow = server.rpc("slow")
-    request = _Background(lambda: slow.client.session.post(
-        server.url + "/api/v1/agents/slow/a2a", timeout=30, json={
-            "jsonrpc": "2.0", "id": 1, "method": "message/send",
-            "params": {"message": message("sleep 15",
-                                          metadata={"announce": announce})}}))
-    task_id = _wait_file(announce)
+    request, task_id = _start_slow_turn(server, tmp_path, "sleep 15")
     workers = subprocess.run(["pgrep", "-P", str(server.process.pid)],
                              capture_output=True, text=True).stdout.split()
     assert len(workers) == 1, workers
