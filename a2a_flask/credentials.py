@@ -41,6 +41,10 @@ def _last_used_cutoff():
     return _cutoff[1]
 
 
+_verified = {}  # user name -> digest of (stored hash, password) last checked
+_VERIFIED_MAX = 1024
+
+
 class CredentialError(Exception):
     """A credential command could not be carried out; the text says why."""
 
@@ -165,9 +169,25 @@ class Credentials:
                 raise CredentialError("no user named %r" % name)
 
     def check_user(self, name, password):
+        """True when ``password`` is ``name``'s.
+
+        A slow hash (scrypt) on every request would cost each Basic call tens
+        of milliseconds, so a success is remembered in this process, keyed by
+        the stored hash: a deleted user or a new password is refused at once.
+        """
         row = self.store.connection().execute(
             "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
         if row is None:
             _check_dummy_password(password)
             return False
-        return check_password_hash(row[0], password)
+        stored = row[0]
+        # Only a fast digest, in this process's memory: never stored or logged.
+        proof = hashlib.sha256((stored + "\0" + password).encode("utf-8")).digest()
+        if _verified.get(name) == proof:
+            return True
+        if not check_password_hash(stored, password):
+            return False
+        if len(_verified) >= _VERIFIED_MAX:
+            _verified.clear()
+        _verified[name] = proof
+        return True

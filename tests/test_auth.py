@@ -339,6 +339,28 @@ def test_built_in_users_authenticate_with_basic(svc):
         svc.credentials.delete_user("alice")
 
 
+def test_a_checked_password_is_not_hashed_again_but_a_change_is_seen_at_once(
+        svc, monkeypatch):
+    import a2a_flask.credentials as credentials
+
+    checks = []
+    real = credentials.check_password_hash
+    monkeypatch.setattr(credentials, "check_password_hash",
+                        lambda stored, password: checks.append(1) or real(stored, password))
+    svc.credentials.create_user("dora", "first pw")
+    for _ in range(3):
+        svc.result(ECHO, send(), basic("dora", "first pw"))
+    assert len(checks) == 1  # the slow hash ran once, not per request
+    assert_401(svc.post(ECHO, send(), basic("dora", "other pw")))
+    assert len(checks) == 2  # a different password is checked for real
+    # A new password: the old one is refused on the very next request.
+    svc.credentials.delete_user("dora")
+    assert_401(svc.post(ECHO, send(), basic("dora", "first pw")))
+    svc.credentials.create_user("dora", "second pw")
+    assert_401(svc.post(ECHO, send(), basic("dora", "first pw")))
+    svc.result(ECHO, send(), basic("dora", "second pw"))
+
+
 def test_password_hook_replaces_the_built_in_users(service):
     seen = []
 
