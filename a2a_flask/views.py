@@ -133,12 +133,15 @@ def make_blueprint(settings):
 
 def register_error_handlers(app, settings):
     """JSON, never an HTML page, for 404/405/500 on the service's own paths."""
-    prefix = settings.url_prefix + "/agents"
-    own = ("/a2a",) + CARD_PATHS if settings.default_agent else ()
+    trees = [settings.url_prefix + "/agents"]
+    own = CARD_PATHS if settings.default_agent else ()
+    if settings.default_agent:
+        trees.append("/a2a")
 
     def handle(exc):
         path = request.path
-        if not (path == prefix or path.startswith(prefix + "/") or path in own):
+        if not (path in own or any(path == tree or path.startswith(tree + "/")
+                                   for tree in trees)):
             return exc  # the host app's page, as before
         code = -32603 if exc.code >= 500 else -32600
         response = json_response({"code": code, "message": "%s: %s" % (

@@ -201,6 +201,7 @@ def test_url_prefix_is_honoured(make_app, prefix, base):
 @pytest.mark.parametrize("path", [
     "/api/v1/agents/echo/nothing", "/api/v1/agents/echo/a2a/more",
     "/api/v1/agents/echo/.well-known/other.json", "/api/v1/agents/",
+    "/a2a/card",  # under the default agent's endpoint (a REST-transport probe)
 ])
 def test_unknown_paths_under_the_prefix_are_json_404(app, path):
     client = app.test_client()
