@@ -11,9 +11,6 @@ import binascii
 
 from . import errors
 
-CHALLENGE = 'Basic realm="a2a", Bearer realm="a2a"'
-
-
 class Caller:
     """An authenticated (or, with auth off, anonymous) caller.
 
@@ -38,12 +35,6 @@ class Caller:
 
 
 ANONYMOUS = Caller("anonymous", "anonymous", "anonymous", authenticated=False)
-
-
-def _unauthenticated(text):
-    exc = errors.Unauthenticated(text)
-    exc.headers = {"WWW-Authenticate": CHALLENGE}
-    return exc
 
 
 def _host_caller(value, kind):
@@ -77,20 +68,21 @@ def authenticate(state, request):
     if key:
         found = state.credentials.find_key(key)
         if found is None:
-            raise _unauthenticated("The API key is not valid: unknown or revoked.")
+            raise errors.Unauthenticated(
+                "The API key is not valid: unknown or revoked.")
         return Caller("key:" + found.id, "key", found.label or found.id,
                       scope=found.scope)
     if scheme == "basic":
         pair = _basic(credentials)
         if pair is None:
-            raise _unauthenticated("The HTTP Basic credentials are malformed.")
+            raise errors.Unauthenticated("The HTTP Basic credentials are malformed.")
         caller = _check_password(state, *pair)
         if caller is None:
-            raise _unauthenticated("Wrong username or password.")
+            raise errors.Unauthenticated("Wrong username or password.")
         return caller
     if authorization:
-        raise _unauthenticated("Unsupported Authorization scheme: use Bearer "
-                               "(an API key) or Basic.")
+        raise errors.Unauthenticated(
+            "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
     loader = state.extension.session_loader
     # A session rides on a cookie the browser sends by itself: only a JSON body
     # (which a cross-site form cannot send without a CORS preflight) may use it.
@@ -99,9 +91,9 @@ def authenticate(state, request):
         caller = _host_caller(loader(), "session")
         if caller is not None:
             return caller
-    raise _unauthenticated("Authentication required: send an API key "
-                           "(Authorization: Bearer, or the %s header) or HTTP "
-                           "Basic credentials." % state.settings.api_key_header)
+    raise errors.Unauthenticated(
+        "Authentication required: send an API key (Authorization: Bearer, or "
+        "the %s header) or HTTP Basic credentials." % state.settings.api_key_header)
 
 
 def _check_password(state, name, password):

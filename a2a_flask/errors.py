@@ -12,6 +12,8 @@ class A2AError(Exception):
     default_message = "Internal error."
     #: HTTP status of the answer; JSON-RPC errors are 200 unless said otherwise.
     http_status = 200
+    #: Extra HTTP headers of the answer.
+    headers = None
 
     def __init__(self, message=None, data=None, http_status=None):
         self.message = message or self.default_message
@@ -88,9 +90,11 @@ class AuthenticatedExtendedCardNotConfigured(A2AError):
 
 
 class Unauthenticated(InvalidRequest):
-    """No credentials, or wrong ones: HTTP 401 with a bare error object."""
+    """No credentials, or wrong ones: HTTP 401 with a bare error object and
+    a challenge naming what the service accepts."""
 
     http_status = 401
+    headers = {"WWW-Authenticate": 'Basic realm="a2a", Bearer realm="a2a"'}
     default_message = "Authentication required: send an API key or HTTP Basic credentials."
 
 

@@ -1,9 +1,9 @@
 """The JSON-RPC 2.0 envelope: reading a call, writing an answer.
 
 ``Envelope.parse`` never raises: it keeps the first problem (PROFILE section
-3, checked in order) so that the view can first say 401/403/404 with the id
-echoed, then raise it. ``error_response`` is the one place where an
-``A2AError`` becomes an HTTP answer.
+3, checked in order) beside the id it could read, so that the error answer
+echoes that id. ``error_response`` is the one place where an ``A2AError``
+becomes an HTTP answer.
 """
 
 import json
@@ -134,11 +134,10 @@ def error_response(exc, request_id=None, bare=False):
     as do the card endpoints (``bare=True``); everything else is a JSON-RPC
     error response.
     """
-    headers = getattr(exc, "headers", None)
     if bare or exc.http_status == 401:
-        return _json_response(exc.to_dict(), exc.http_status, headers)
+        return _json_response(exc.to_dict(), exc.http_status, exc.headers)
     payload = {"jsonrpc": "2.0", "id": request_id, "error": exc.to_dict()}
-    return _json_response(payload, exc.http_status, headers)
+    return _json_response(payload, exc.http_status, exc.headers)
 
 
 def json_response(payload, status=200):
