@@ -23,19 +23,23 @@ class State:
         self.credentials = Credentials(store)
         self.session_cookie_name = session_cookie_name
 
+    def _reachable(self, agent):
+        """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
+        return agent.enabled and agent.name not in self.settings.disabled_agents
+
     def agent(self, name):
         """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
         agent = self.extension.agents.get(name)
-        if (agent is None or not agent.enabled
-                or name in self.settings.disabled_agents):
+        if agent is None or not self._reachable(agent):
             raise errors.AgentNotFound(
                 "No agent named %r can be talked to here." % name,
                 data={"agent": name})
         return agent
 
     def agents(self):
-        return [agent for name, agent in sorted(self.extension.agents.items())
-                if agent.enabled and name not in self.settings.disabled_agents]
+        """The agents that may be talked to now, by name."""
+        return [agent for _, agent in sorted(self.extension.agents.items())
+                if self._reachable(agent)]
 
 
 class A2A:
