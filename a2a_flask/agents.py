@@ -165,8 +165,9 @@ def _outcome(turn, result):
         "or Reject" % (turn.agent.name, type(result).__name__))
 
 
-def _failed_message(turn):
-    return _agent_message(turn, [{"kind": "text", "text": FAILED_TEXT}])
+def _failure(turn):
+    """The outcome of a turn that failed: no internals, no artifacts."""
+    return "failed", _agent_message(turn, [{"kind": "text", "text": FAILED_TEXT}]), []
 
 
 def run_turn(turn):
@@ -180,14 +181,14 @@ def run_turn(turn):
     except Exception:
         # The caller gets a failed task naming no internals; the log gets why.
         log.exception("agent %r failed on task %s", turn.agent.name, turn.task_id)
-        state, message, artifacts = "failed", _failed_message(turn), []
+        state, message, artifacts = _failure(turn)
     except BaseException:
         # The worker is being stopped mid-turn (gunicorn's --timeout raises
         # SystemExit in it): fail the task, or it would stay working for ever.
         log.exception("agent %r interrupted on task %s", turn.agent.name,
                       turn.task_id)
         turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
-                                "failed", _failed_message(turn))
+                                *_failure(turn))
         raise
     try:
         timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
@@ -196,7 +197,7 @@ def run_turn(turn):
     except (TypeError, ValueError):  # e.g. a datetime in a data part: not JSON
         log.exception("agent %r answered task %s with something that is not "
                       "JSON", turn.agent.name, turn.task_id)
-        state, message, artifacts = "failed", _failed_message(turn), []
+        state, message, artifacts = _failure(turn)
         timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
                                             turn.agent.name, state, message)
     if timestamp is None:

@@ -362,21 +362,15 @@ class Store:
             [json.loads(row[2]) for row in rows if row[0] == 2],
             json.loads(metadata) if metadata else None)
 
-    def task_history(self, task_id, before_seq=None, limit=None):
-        """Messages of a task, oldest first; the last ``limit`` if given."""
-        if limit == 0:
-            return []
+    def task_history(self, task_id, before_seq=None):
+        """Messages of a task, oldest first (those before ``before_seq``)."""
         sql = "SELECT body FROM a2a_messages WHERE task_id = ?"
         args = [task_id]
         if before_seq is not None:
             sql += " AND seq < ?"
             args.append(before_seq)
-        sql += " ORDER BY seq DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(min(limit, 2 ** 63 - 1))  # an SQLite integer is 64-bit
-        rows = self.connection().execute(sql, args).fetchall()
-        return [json.loads(body) for (body,) in reversed(rows)]
+        rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
+        return [json.loads(body) for (body,) in rows]
 
     def context_history(self, owner, agent, context_id, before_seq=None):
         """Messages of a conversation (all its tasks), oldest first."""
