@@ -7,6 +7,7 @@ from .agents import Agent
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .credentials import Credentials
+from .sqlitefile import is_storage_failure, storage_failure
 from .store import Store
 from .views import make_blueprint, register_error_handlers
 
@@ -63,7 +64,14 @@ class A2A:
         settings = Settings(app.config, app.instance_path)
         store = Store(settings.database, settings.busy_timeout_ms,
                       settings.sqlite_synchronous, settings.stale_turn_seconds)
-        store.migrate()
+        try:
+            store.migrate()
+        except Exception as exc:
+            if not is_storage_failure(exc):
+                raise
+            # Booting anyway: requests answer "storage unavailable" (and log
+            # why) until the file can be opened, then serve, with no restart.
+            storage_failure(exc, settings.database)
         app.extensions["a2a"] = State(self, settings, store,
                                       app.config.get("SESSION_COOKIE_NAME", "session"))
         app.register_blueprint(make_blueprint(settings))
