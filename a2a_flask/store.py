@@ -176,6 +176,13 @@ class Store:
             except sqlite3.Error:
                 pass
 
+    def failed(self, exc):
+        """The A2A error for storage failure ``exc`` (logged with the path);
+        this thread's connection is dropped: a connection that met a
+        read-only or vanished file stays so, a new one sees the file as it is."""
+        self.drop_connection()
+        return storage_failure(exc, self.path)
+
     def check_same_file(self):
         """``StorageUnavailable`` when the database file was deleted or
         replaced since this thread opened it: a commit would go to a file
@@ -370,10 +377,10 @@ class Store:
             except Exception as exc:
                 if not is_storage_failure(exc):
                     raise
+                failure = self.failed(exc)
                 if attempt < self.FINISH_ATTEMPTS:
                     time.sleep(0.1 * attempt)  # a full or read-only disk fails at once
                     continue
-                failure = storage_failure(exc, self.path)
                 if self._keep_outcome(task_id, owner, agent, state,
                                       status_message, artifacts):
                     failure.message = (

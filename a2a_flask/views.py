@@ -23,7 +23,7 @@ from .auth import authenticate, authorize
 from .cards import agent_card, base_url
 from .jsonrpc import Envelope, error_response, json_response, result_response
 from .methods import Call, find_method
-from .sqlitefile import is_storage_failure, storage_failure
+from .sqlitefile import is_storage_failure
 
 log = logging.getLogger("a2a_flask")
 
@@ -93,7 +93,7 @@ def _rpc(name, at_root=False):
         return error_response(exc, envelope.id if envelope else None)
     except Exception as exc:
         if is_storage_failure(exc):
-            return error_response(storage_failure(exc, state.settings.database),
+            return error_response(state.store.failed(exc),
                                   envelope.id if envelope else None)
         log.exception("internal error answering agent %r", name)
         return error_response(errors.InternalError(
