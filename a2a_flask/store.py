@@ -13,6 +13,7 @@ tries, which idled workers and made the slowest answers slow.
 The API speaks tasks and messages; rows and SQL stay in this module.
 """
 
+import errno
 import hashlib
 import json
 import logging
@@ -226,6 +227,13 @@ class Store:
         """Create or upgrade the schema; safe to call from every worker."""
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
+        if not os.path.exists(self.path) and os.path.exists(self.path + "-lock"):
+            # Its lock file says it was in use: deleted under the service. An
+            # empty new file would silently serve without keys and tasks.
+            raise FileNotFoundError(
+                errno.ENOENT, "the database file is missing but its lock file "
+                "shows it was in use: restore it from a backup, or delete %s-lock "
+                "to start with an empty database" % self.path, self.path)
         conn, _ = self._open(create=True)
         try:
             # WAL is a property of the file: set once, kept by every later opener.
