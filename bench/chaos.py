@@ -398,13 +398,14 @@ def _slow_clients(port, count=10, seconds=12.0):
     return threads
 
 
-def _timed_get(url, limit=15.0):
+def _timed_send(url, limit=15.0):
     started = time.perf_counter()
     try:
-        requests.post(url, json=send_body(), timeout=limit)
-        return "%.2f s" % (time.perf_counter() - started)
-    except requests.RequestException:
-        return "> %.0f s (gave up)" % limit
+        r = requests.post(url, json=send_body(), timeout=limit)
+        return "%.2f s (HTTP %d, %s)" % (time.perf_counter() - started,
+                                         r.status_code, state_of(r.json()))
+    except (requests.RequestException, ValueError) as exc:
+        return "> %.0f s or no answer (%s)" % (limit, type(exc).__name__)
 
 
 def _nginx_config(upstream_port, listen_port, prefix):
@@ -437,7 +438,7 @@ def f7_slow_clients():
         threads = _slow_clients(server.port)
         time.sleep(1.5)
         lines.append("direct (-w 2): a normal send waited " +
-                     _timed_get(server.url + ECHO))
+                     _timed_send(server.url + ECHO))
         for t in threads:
             t.join(15)
         nginx = shutil.which("nginx")
@@ -461,7 +462,7 @@ def f7_slow_clients():
             threads = _slow_clients(port)
             time.sleep(1.5)
             lines.append("behind nginx (%s): %s" % (
-                source, _timed_get("http://127.0.0.1:%d%s" % (port, ECHO))))
+                source, _timed_send("http://127.0.0.1:%d%s" % (port, ECHO))))
             for t in threads:
                 t.join(15)
         finally:
