@@ -3,6 +3,7 @@ its identity, and what its failures mean to a caller. No SQL here.
 """
 
 import errno
+import json
 import logging
 import os
 import sqlite3
@@ -127,5 +128,56 @@ def _close_quietly(fd):
     if fd is not None:
         try:
             os.close(fd)
+        except OSError:
+            pass
+
+
+class KeptOutcomes:
+    """Outcomes of turns the database refused, kept as files until stored.
+
+    ``<database>-outcomes/<task id>.json``, written whole (fsync, rename):
+    what a worker computed survives the worker, for any worker to store.
+    """
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def _path(self, task_id):
+        # Our ids are letters, digits and "_": nothing else reaches a path.
+        if not task_id.replace("_", "").isalnum():
+            return None
+        return os.path.join(self.folder, task_id + ".json")
+
+    def keep(self, task_id, outcome):
+        """True once ``outcome`` is durably on disk; False if that fails too."""
+        path = self._path(task_id)
+        if path is None:
+            return False
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            with open(path + ".tmp", "w", encoding="utf-8") as out:
+                json.dump(outcome, out, separators=(",", ":"), ensure_ascii=False)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(path + ".tmp", path)
+            return True
+        except (OSError, TypeError, ValueError):
+            log.exception("could not keep the outcome of task %s aside", task_id)
+            return False
+
+    def read(self, task_id):
+        """The kept outcome of ``task_id``, or None (one failed open: cheap)."""
+        path = self._path(task_id)
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8") as kept:
+                return json.load(kept)
+        except (OSError, ValueError):
+            return None
+
+    def remove(self, task_id):
+        try:
+            os.unlink(self._path(task_id))
         except OSError:
             pass

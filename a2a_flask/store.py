@@ -32,7 +32,8 @@ import sqlite_utils
 from . import errors
 from .migrations import migrate
 from .sqlitefile import (
-    ProcessWriteLock, file_identity, is_storage_failure, rollback, storage_failure,
+    KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
+    storage_failure,
 )
 
 log = logging.getLogger("a2a_flask")
@@ -127,6 +128,7 @@ class Store:
         self.stale_turn = timedelta(seconds=stale_turn_seconds)
         self._local = threading.local()
         self._writer = ProcessWriteLock(path + "-lock")
+        self._kept = KeptOutcomes(path + "-outcomes")
         #: The schema is in place: from then on the file is opened, never
         #: created (a deleted file is an outage, not a fresh empty service).
         self._ready = False
@@ -389,8 +391,10 @@ class Store:
                 if attempt < self.FINISH_ATTEMPTS:
                     time.sleep(0.1 * attempt)  # a full or read-only disk fails at once
                     continue
-                if self._keep_outcome(task_id, owner, agent, state,
-                                      status_message, artifacts):
+                if self._kept.keep(task_id, {
+                        "owner": owner, "agent": agent, "state": state,
+                        "status_message": status_message,
+                        "artifacts": list(artifacts)}):
                     failure.message = (
                         "%s The outcome of task %s is kept and is stored by the "
                         "next tasks/get of the task or a retry of the same "
@@ -423,48 +427,15 @@ class Store:
                 )
         return now
 
-    def _kept_outcome_path(self, task_id):
-        # Our ids are letters, digits and "_": nothing else reaches a path.
-        if not task_id.replace("_", "").isalnum():
-            return None
-        return os.path.join(self.path + "-outcomes", task_id + ".json")
-
-    def _keep_outcome(self, task_id, owner, agent, state, status_message,
-                      artifacts):
-        """Write an unstored outcome durably beside the database; False if
-        that fails too (then the task fails as stale, like a killed worker)."""
-        path = self._kept_outcome_path(task_id)
-        if path is None:
-            return False
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path + ".tmp", "w", encoding="utf-8") as out:
-                out.write(dumps({"owner": owner, "agent": agent, "state": state,
-                                 "status_message": status_message,
-                                 "artifacts": list(artifacts)}))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(path + ".tmp", path)
-            return True
-        except (OSError, TypeError, ValueError):
-            log.exception("could not keep the outcome of task %s aside", task_id)
-            return False
-
     def _store_kept_outcome(self, task_id):
         """Store an outcome kept aside by ``finish_turn``; True if there was one."""
-        path = self._kept_outcome_path(task_id)
-        try:
-            with open(path, encoding="utf-8") as kept:
-                outcome = json.load(kept)
-        except (OSError, TypeError, ValueError):
+        outcome = self._kept.read(task_id)
+        if outcome is None:
             return False
         self._store_outcome(task_id, outcome["owner"], outcome["agent"],
                             outcome["state"], outcome["status_message"],
                             outcome["artifacts"])
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        self._kept.remove(task_id)
         log.info("stored the kept outcome of task %s", task_id)
         return True
 
