@@ -1,5 +1,7 @@
 """The demo agents ``echo`` and ``chat``, as registered by ``wsgi.py``."""
 
+import re
+
 from .agents import InputRequired, Reply
 
 
@@ -10,6 +12,7 @@ def echo(turn):
 
 #: How many earlier things the chat agent recalls.
 CHAT_MEMORY = 5
+_NUMBERED = re.compile(r"^turn (\d+);|We talked for (\d+) turns")
 
 
 def _text(message):
@@ -20,20 +23,22 @@ def chat(turn):
     """A conversation: each reply waits for more input, "bye" ends it.
 
     Reads only its last few messages, so turn 1,000 costs what turn 2 does:
-    the turn number rides in the metadata of its previous reply.
+    the turn number is read from its own previous reply.
     """
     recent = turn.recent(2 * CHAT_MEMORY)
+    said = [m for m in recent if m["role"] == "user"]
+    number = len(said) + 1
     replies = [m for m in recent if m["role"] == "agent"]
-    last_number = (replies[-1].get("metadata") or {}).get("turn") if replies else None
-    said = [m for m in recent if m["role"] == "user"][-CHAT_MEMORY:]
-    number = (last_number if isinstance(last_number, int) else len(said)) + 1
+    numbered = _NUMBERED.search(_text(replies[-1])) if replies else None
+    if numbered:
+        number = int(numbered.group(1) or numbered.group(2)) + 1
+    said = said[-CHAT_MEMORY:]
     if turn.text.strip().lower().rstrip("!.") in ("bye", "goodbye"):
-        return Reply("Goodbye! We talked for %d turns." % number,
-                     metadata={"turn": number})
+        return Reply("Goodbye! We talked for %d turns." % number)
     reply = "turn %d; you said: %s" % (number, turn.text)
     if said:
         reply += "; you said earlier: " + " | ".join(_text(m) for m in said)
-    return InputRequired(reply, metadata={"turn": number})
+    return InputRequired(reply)
 
 
 def register_demo_agents(a2a):
