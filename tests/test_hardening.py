@@ -197,6 +197,19 @@ def test_a_deleted_or_replaced_database_is_never_acknowledged(make_app, tmp_path
         assert rpc.result("tasks/get", {"id": first["id"]})["id"] == first["id"]
 
 
+def test_a_worker_started_after_the_database_was_deleted_does_not_recreate_it(
+        make_app):
+    app, _ = make_app()
+    database = app.config["A2A_DATABASE"]
+    Rpc(app.test_client()).send("stored")
+    os.unlink(database)
+    restarted, _ = make_app()  # a new worker (gunicorn restarts them)
+    status, answer = Rpc(restarted.test_client()).call(
+        "message/send", {"message": message("lost?")})
+    assert "storage is unavailable" in answer["error"]["message"], answer
+    assert not os.path.exists(database)
+
+
 def test_disk_full_says_so_and_that_a_retry_may_succeed(make_app):
     app, _ = make_app()
     rpc = Rpc(app.test_client())
