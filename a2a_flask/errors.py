@@ -111,3 +111,11 @@ class AgentNotFound(InvalidRequest):
 class PayloadTooLarge(InvalidRequest):
     http_status = 413
     default_message = "The request body is larger than this service accepts."
+
+
+class SchemaOutdated(InternalError):
+    """A2A_AUTO_MIGRATE=0 and the database is not at this package's schema."""
+
+    http_status = 503
+    default_message = ("The database schema is out of date: run "
+                       "`flask a2a db upgrade`.")

@@ -2,7 +2,7 @@
 
 import logging
 
-from . import errors
+from . import errors, store_admin
 from .agents import Agent
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
@@ -22,6 +22,32 @@ class State:
         self.store = store
         self.credentials = Credentials(store)
         self.session_cookie_name = session_cookie_name
+        #: True once the file is known to be at this package's schema.
+        self.schema_current = False
+        #: The Prometheus metrics (A2A_METRICS), else None.
+        self.metrics = None
+        if settings.metrics:
+            from .metrics import Metrics  # the optional `metrics` extra
+            self.metrics = Metrics(store)
+
+    def schema_problem(self, version=None):
+        """None when the database is at the schema this package needs, else
+        the ``SchemaOutdated`` error to answer (A2A_AUTO_MIGRATE=0)."""
+        if self.schema_current:
+            return None
+        if version is None:
+            try:
+                version = store_admin.schema_version_now(self.store)
+            except store_admin.StorageError:
+                return None  # not a schema problem: the call fails its own way
+        expected = store_admin.expected_version()
+        if version == expected:
+            self.schema_current = True
+            return None
+        return errors.SchemaOutdated(
+            "The database schema is version %d; this a2a_flask needs version %d. "
+            "%s" % (version, expected, "Run `flask a2a db upgrade`." if version < expected
+                    else "Upgrade a2a_flask."))
 
     def _reachable(self, agent):
         """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
@@ -63,9 +89,16 @@ class A2A:
         settings = Settings(app.config, app.instance_path)
         store = Store(settings.database, settings.busy_timeout_ms,
                       settings.sqlite_synchronous, settings.stale_turn_seconds)
-        store.migrate()
-        app.extensions["a2a"] = State(self, settings, store,
-                                      app.config.get("SESSION_COOKIE_NAME", "session"))
+        if settings.auto_migrate:
+            store.migrate()
+        state = State(self, settings, store,
+                      app.config.get("SESSION_COOKIE_NAME", "session"))
+        state.schema_current = settings.auto_migrate
+        app.extensions["a2a"] = state
+        if not settings.auto_migrate:
+            problem = state.schema_problem()
+            if problem is not None:
+                log.warning("%s Calls are refused until then.", problem.message)
         app.register_blueprint(make_blueprint(settings))
         register_error_handlers(app, settings)
         app.cli.add_command(a2a_cli)

@@ -12,7 +12,7 @@ import logging
 from flask import Blueprint, current_app, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from . import errors
+from . import access, errors, store_admin
 from .auth import authenticate, authorize
 from .cards import agent_card, base_url
 from .jsonrpc import Envelope, error_response, json_response, result_response
@@ -54,7 +54,7 @@ def _read_body(limit):
 
 def _rpc(name, at_root=False):
     state = _state()
-    envelope = None
+    envelope = caller = None
     try:
         envelope = Envelope.parse(_read_body(state.settings.max_content_length),
                                   state.settings.strict_jsonrpc)
@@ -73,6 +73,34 @@ def _rpc(name, at_root=False):
         return error_response(errors.InternalError(
             "Internal error: the service could not answer this request."),
             envelope.id if envelope else None)
+    finally:
+        access.note(envelope, caller)
+
+
+def _logged_rpc(name, at_root=False):
+    """``_rpc`` with its access record, and refused while the schema is old."""
+    state = _state()
+    problem = state.schema_problem()
+    if problem is not None:
+        return error_response(problem)
+    return access.logged_call(name, lambda: _rpc(name, at_root),
+                              state.metrics.observe_call if state.metrics else None)
+
+
+def _health(state):
+    """(body, status) of ``GET PREFIX/health``: one trivial query; a database
+    problem is told as "unavailable" and no more (the log has the rest)."""
+    try:
+        version = store_admin.schema_version_now(state.store)
+    except store_admin.StorageError:
+        log.warning("health: the database is unavailable", exc_info=True)
+        return {"status": "unavailable", "database": "unavailable"}, 503
+    body = {"status": "ok", "database": "ok", "schemaVersion": version}
+    problem = state.schema_problem(version)
+    if problem is not None:
+        body.update(status="outdated", message=problem.message)
+        return body, 503
+    return body, 200
 
 
 def _card(name, at_root=False):
@@ -93,7 +121,7 @@ def make_blueprint(settings):
 
     @bp.post(prefix + "/agents/<name>/a2a")
     def rpc(name):
-        return _rpc(name)
+        return _logged_rpc(name)
 
     def card(name):
         return _card(name)
@@ -116,11 +144,20 @@ def make_blueprint(settings):
              "card": base + agent.name + CARD_PATHS[0]}
             for agent in state.agents() if caller.may_reach(agent.name)]})
 
+    @bp.get(prefix + "/health")
+    def health():
+        return json_response(*_health(_state()))
+
+    if settings.metrics:
+        @bp.get(prefix + "/metrics")
+        def metrics():
+            return _state().metrics.response()
+
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
         @bp.post("/a2a")
         def default_rpc():
-            return _rpc(_state().settings.default_agent, at_root=True)
+            return _logged_rpc(_state().settings.default_agent, at_root=True)
 
         def default_card():
             return _card(_state().settings.default_agent, at_root=True)
