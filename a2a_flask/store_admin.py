@@ -83,10 +83,12 @@ _TASK_COLUMNS = ("id", "agent", "owner", "context_id", "state", "created_at",
                  "updated_at")
 
 
+_TASK_KEYS = ("id", "agent", "caller", "contextId", "state", "createdAt",
+              "updatedAt")
+
+
 def _task_row(row):
-    task = dict(zip(_TASK_COLUMNS, row))
-    task["caller"] = task.pop("owner")
-    return task
+    return dict(zip(_TASK_KEYS, row))
 
 
 def list_tasks(store, agent=None, state=None, caller=None, limit=50):
@@ -115,7 +117,7 @@ def show_task(store, task_id):
     info = _task_row(row)
     task = store.get_task(task_id, info["caller"], info["agent"])
     task.update(agent=info["agent"], caller=info["caller"],
-                createdAt=info["created_at"])
+                createdAt=info["createdAt"])
     return task
 
 
