@@ -8,6 +8,7 @@ password hook), the host app's login session (its session hook). With
 
 import base64
 import binascii
+from typing import AbstractSet, Optional
 
 from . import errors
 
@@ -20,14 +21,16 @@ class Caller:
 
     __slots__ = ("id", "kind", "name", "scope", "authenticated")
 
-    def __init__(self, id, kind, name, scope=None, authenticated=True):
+    def __init__(self, id: str, kind: str, name: str,
+                 scope: Optional[AbstractSet[str]] = None,
+                 authenticated: bool = True) -> None:
         self.id = id
         self.kind = kind
         self.name = name
         self.scope = scope
         self.authenticated = authenticated
 
-    def may_reach(self, agent_name):
+    def may_reach(self, agent_name: str) -> bool:
         return self.scope is None or agent_name in self.scope
 
     def __repr__(self):

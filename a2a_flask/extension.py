@@ -1,9 +1,13 @@
 """The Flask extension: agent registry, ``init_app``, per-app state."""
 
 import logging
+from typing import Any, Callable, Dict, Optional, TypeVar, Union
+
+from flask import Flask
 
 from . import errors, store_admin
 from .agents import Agent
+from .auth import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .credentials import Credentials
@@ -11,6 +15,11 @@ from .store import Store
 from .views import make_blueprint, register_error_handlers
 
 log = logging.getLogger("a2a_flask")
+
+#: An agent function: takes a ``Turn``, returns a str, ``Reply``,
+#: ``InputRequired``, ``AuthRequired`` or ``Reject``.
+AgentFunc = TypeVar("AgentFunc", bound=Callable[..., Any])
+HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
 
 
 class State:
@@ -75,15 +84,16 @@ class A2A:
     this object (``@a2a.agent("name")``), before or after ``init_app``.
     """
 
-    def __init__(self, app=None):
-        self.agents = {}
+    def __init__(self, app: Optional[Flask] = None) -> None:
+        self.agents: Dict[str, Agent] = {}
         #: Host hooks (see the README, "Securing it"); None when not set.
-        self.session_loader = None
-        self.password_checker = None
+        self.session_loader: Optional[Callable[[], Union[str, Caller, None]]] = None
+        self.password_checker: Optional[
+            Callable[[str, str], Union[str, Caller, None]]] = None
         if app is not None:
             self.init_app(app)
 
-    def init_app(self, app):
+    def init_app(self, app: Flask) -> None:
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
@@ -106,20 +116,20 @@ class A2A:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "
                         "do not expose this service.")
 
-    def add_agent(self, name, func, **options):
+    def add_agent(self, name: str, func: AgentFunc, **options: Any) -> AgentFunc:
         """Register ``func`` as agent ``name``; see ``Agent`` for the options."""
         if name in self.agents:
             raise ValueError("an agent named %r is already registered" % name)
         self.agents[name] = Agent(name, func, **options)
         return func
 
-    def agent(self, name, **options):
+    def agent(self, name: str, **options: Any) -> Callable[[AgentFunc], AgentFunc]:
         """Decorator form of ``add_agent``."""
         def register(func):
             return self.add_agent(name, func, **options)
         return register
 
-    def session_caller(self, func):
+    def session_caller(self, func: HookFunc) -> HookFunc:
         """Decorator: ``func()`` names the host app's logged-in user, or None.
 
         Called (in the request) when a request carries no key and no Basic
@@ -128,7 +138,7 @@ class A2A:
         self.session_loader = func
         return func
 
-    def password_check(self, func):
+    def password_check(self, func: HookFunc) -> HookFunc:
         """Decorator: ``func(username, password)`` checks HTTP Basic credentials
         against the host app's users instead of the built-in ones; return a
         user id (str) or a ``Caller`` when right, None when wrong.
