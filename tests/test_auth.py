@@ -1,4 +1,4 @@
-"""PROFILE 6, in process: API keys, HTTP Basic, host hooks, who sees what.
+"""docs/protocol.md §6, in process: API keys, HTTP Basic, host hooks, who sees what.
 
 Every answer goes through ``check_answer`` (the official A2A schema).
 """
