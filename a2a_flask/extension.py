@@ -41,10 +41,11 @@ class State:
 
     def schema_problem(self, version=None):
         """None when the database is at the schema this package needs, else
-        the ``SchemaOutdated`` error to answer (A2A_AUTO_MIGRATE=0)."""
-        if self.schema_current:
-            return None
+        the ``SchemaOutdated`` error to answer (A2A_AUTO_MIGRATE=0). Given
+        ``version`` (read by the health check), it is judged afresh."""
         if version is None:
+            if self.schema_current:
+                return None
             try:
                 version = store_admin.schema_version_now(self.store)
             except store_admin.StorageError:

@@ -80,10 +80,14 @@ def _rpc(name, at_root=False):
 def _logged_rpc(name, at_root=False):
     """``_rpc`` with its access record, and refused while the schema is old."""
     state = _state()
-    problem = state.schema_problem()
-    if problem is not None:
-        return error_response(problem)
-    return access.logged_call(name, lambda: _rpc(name, at_root),
+
+    def answer():
+        problem = state.schema_problem()
+        if problem is not None:
+            return error_response(problem)
+        return _rpc(name, at_root)
+
+    return access.logged_call(name, answer,
                               state.metrics.observe_call if state.metrics else None)
 
 

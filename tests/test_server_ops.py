@@ -183,3 +183,24 @@ def test_backup_under_write_load_opens_and_checks(tmp_path):
         assert tasks and {t["state"] for t in tasks} <= {"completed", "working"}
         counts.append(len(tasks))
     assert counts == sorted(counts) and counts[-1] <= len(sent)
+
+
+def test_metrics_add_up_across_workers(tmp_path):
+    pytest.importorskip("prometheus_client")
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    (metrics_dir / "counter_99999.db").write_bytes(b"left from a previous run")
+    env = {"A2A_METRICS": "1", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    with ShippedGunicorn(REPO_DIR, "wsgi:app", tmp_path / "a2a.sqlite3",
+                         env=env) as server:
+        for number in range(6):
+            server.send("echo", "count %d" % number)
+        for _ in range(4):  # whichever worker answers, the same sums
+            response = requests.get(server.url + "/api/v1/metrics", timeout=10)
+            assert response.status_code == 200
+            text = response.text
+            assert 'a2a_calls_total{code="ok",method="message/send"} 6.0' in text
+            assert 'a2a_turn_seconds_count{agent="echo"} 6.0' in text
+            assert 'a2a_tasks{state="completed"} 6.0' in text
+        files = os.listdir(str(metrics_dir))
+    assert files and "counter_99999.db" not in files  # emptied at start
