@@ -54,10 +54,11 @@ class State:
         if version == expected:
             self.schema_current = True
             return None
+        remedy = ("Run `flask a2a db upgrade`." if version < expected
+                  else "Upgrade a2a_flask.")
         return errors.SchemaOutdated(
-            "The database schema is version %d; this a2a_flask needs version %d. "
-            "%s" % (version, expected, "Run `flask a2a db upgrade`." if version < expected
-                    else "Upgrade a2a_flask."))
+            "The database schema is version %d; this a2a_flask needs version "
+            "%d. %s" % (version, expected, remedy))
 
     def _reachable(self, agent):
         """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""

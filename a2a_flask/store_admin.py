@@ -12,7 +12,7 @@ import sqlite3
 
 import sqlite_utils
 
-from .migrations import MIGRATIONS, migrate, schema_version
+from .migrations import MIGRATIONS, schema_version
 from .store import TERMINAL_STATES
 
 #: What a database that cannot be read raises.
