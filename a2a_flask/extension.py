@@ -8,7 +8,7 @@ from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .credentials import Credentials
 from .store import Store
-from .views import make_blueprint, register_error_handlers
+from .views import make_blueprint
 
 log = logging.getLogger("a2a_flask")
 
@@ -67,7 +67,6 @@ class A2A:
         app.extensions["a2a"] = State(self, settings, store,
                                       app.config.get("SESSION_COOKIE_NAME", "session"))
         app.register_blueprint(make_blueprint(settings))
-        register_error_handlers(app, settings)
         app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "

@@ -1,0 +1,152 @@
+"""Mounted in a host app with its own error handlers, hooks and extensions:
+every answer on the service's paths stays JSON, the host's pages stay the
+host's (issue 7)."""
+
+import logging
+
+import pytest
+from flask import Flask, jsonify
+from werkzeug.exceptions import HTTPException
+
+from a2a_flask import A2A
+from a2a_flask.demo import register_demo_agents
+from conftest import message
+
+CARD = "/.well-known/agent-card.json"
+
+
+def host_app(tmp_path, **config):
+    """A bare host app (not yet mounted), with a page at ``/``."""
+    app = Flask("host", instance_path=str(tmp_path / "instance"))
+    app.config.update(A2A_DATABASE=str(tmp_path / "a2a.sqlite3"),
+                      A2A_AUTH="off", A2A_DEFAULT_AGENT="chat")
+    app.config.update(config)
+
+    @app.get("/")
+    def home():
+        return "<p>home</p>"
+
+    return app
+
+
+def mount(app):
+    a2a = A2A(app)
+    register_demo_agents(a2a)
+    return a2a
+
+
+def assert_json_error(response, status):
+    assert response.status_code == status, response.data
+    assert response.mimetype == "application/json", response.data
+    body = response.get_json()
+    assert body["code"] == (-32603 if status >= 500 else -32600), body
+    return body
+
+
+def html_404(exc):
+    return "<html>host 404</html>", 404
+
+
+def host_json(exc):
+    return jsonify(host=True, status=exc.code), exc.code
+
+
+# -- trap 2: host error handlers ------------------------------------------------
+
+OUR_UNKNOWN_PATHS = ["/api/v1/agents/echo/nope", "/api/v1/agents/",
+                     "/api/v1/agents/echo/a2a/more", "/a2a/x", "/a2a/"]
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
+@pytest.mark.parametrize("path", OUR_UNKNOWN_PATHS)
+def test_host_404_handler_does_not_answer_our_paths(tmp_path, before, path):
+    app = host_app(tmp_path)
+    if before:
+        app.register_error_handler(404, html_404)
+    mount(app)
+    if not before:
+        app.register_error_handler(404, html_404)
+    client = app.test_client()
+    for method in ("GET", "POST", "DELETE"):
+        assert_json_error(client.open(path, method=method), 404)
+    # The host's own unknown pages are still the host's.
+    assert client.get("/nope").data == b"<html>host 404</html>"
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
+def test_host_http_exception_handler_keeps_host_pages(tmp_path, before):
+    app = host_app(tmp_path)
+    if before:
+        app.register_error_handler(HTTPException, host_json)
+    mount(app)
+    if not before:
+        app.register_error_handler(HTTPException, host_json)
+    client = app.test_client()
+    response = client.put("/")
+    assert response.status_code == 405
+    assert response.get_json() == {"host": True, "status": 405}
+    assert client.get("/nope").get_json() == {"host": True, "status": 404}
+    # ... and ours stay ours.
+    response = client.get("/api/v1/agents/echo/a2a")
+    assert_json_error(response, 405)
+    assert response.headers["Allow"] == "OPTIONS, POST"
+    assert_json_error(client.get("/api/v1/agents/echo/nope"), 404)
+
+
+@pytest.mark.parametrize("method, path, allowed", [
+    ("GET", "/api/v1/agents/echo/a2a", "OPTIONS, POST"),
+    ("PROPFIND", "/api/v1/agents/echo/a2a", "OPTIONS, POST"),
+    ("PUT", "/api/v1/agents", "GET, HEAD, OPTIONS"),
+    ("GET", "/a2a", "OPTIONS, POST"),
+    ("DELETE", CARD, "GET, HEAD, OPTIONS"),
+    ("POST", "/api/v1/agents/echo" + CARD, "GET, HEAD, OPTIONS"),
+])
+def test_host_405_handler_does_not_answer_our_paths(tmp_path, method, path,
+                                                     allowed):
+    app = host_app(tmp_path)
+    app.register_error_handler(405, html_404)
+    mount(app)
+    response = app.test_client().open(path, method=method)
+    assert_json_error(response, 405)
+    assert response.headers["Allow"] == allowed
+
+
+@pytest.mark.parametrize("handled", [500, Exception])
+def test_host_500_handler_does_not_answer_our_paths(tmp_path, monkeypatch,
+                                                     handled):
+    app = host_app(tmp_path)
+    app.register_error_handler(handled, lambda exc: ("<html>oops</html>", 500))
+    mount(app)
+    import a2a_flask.views
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("secret card failure")
+
+    monkeypatch.setattr(a2a_flask.views, "agent_card", broken)
+    response = app.test_client().get("/api/v1/agents/echo" + CARD)
+    assert_json_error(response, 500)
+    assert "secret" not in response.get_data(as_text=True)
+
+
+def test_without_default_agent_a2a_is_the_hosts(tmp_path):
+    app = host_app(tmp_path, A2A_DEFAULT_AGENT=None)
+    app.register_error_handler(404, html_404)
+    mount(app)
+    client = app.test_client()
+    assert client.post("/a2a", json={}).data == b"<html>host 404</html>"
+    assert client.get(CARD).data == b"<html>host 404</html>"
+
+
+def test_rpc_still_answers_beside_the_catch_all(tmp_path):
+    app = host_app(tmp_path)
+    app.register_error_handler(404, html_404)
+    mount(app)
+    client = app.test_client()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": message("hi")}}
+    for path in ("/api/v1/agents/echo/a2a", "/a2a"):
+        response = client.post(path, json=body)
+        assert response.status_code == 200
+        assert response.get_json()["result"]["kind"] == "task"
+    assert client.get("/api/v1/agents").status_code == 200
+    assert client.get(CARD).get_json()["name"] == "chat"
