@@ -54,6 +54,7 @@ class A2A:
         #: Host hooks (see the README, "Securing it"); None when not set.
         self.session_loader = None
         self.password_checker = None
+        self.token_loader = None
         if app is not None:
             self.init_app(app)
 
@@ -100,4 +101,13 @@ class A2A:
         user id (str) or a ``Caller`` when right, None when wrong.
         """
         self.password_checker = func
+        return func
+
+    def token_caller(self, func):
+        """Decorator: ``func(token)`` names the host app's user of an
+        ``Authorization: Bearer`` token that is not one of the service's API
+        keys (a JWT, a token of Flask-Login's ``request_loader``); return a
+        user id (str) or a ``Caller``, or None to refuse (401).
+        """
+        self.token_loader = func
         return func

@@ -2,6 +2,7 @@
 every answer on the service's paths stays JSON, the host's pages stay the
 host's (issue 7)."""
 
+import base64
 import logging
 
 import pytest
@@ -150,3 +151,112 @@ def test_rpc_still_answers_beside_the_catch_all(tmp_path):
         assert response.get_json()["result"]["kind"] == "task"
     assert client.get("/api/v1/agents").status_code == 200
     assert client.get(CARD).get_json()["name"] == "chat"
+
+
+# -- trap 3: the host's own bearer tokens ---------------------------------------
+
+HOST_TOKENS = {"jwt-of-ann": "7", "jwt-of-bob": "8"}
+
+
+@pytest.fixture
+def token_service(make_app):
+    """Auth on; the host's tokens (``HOST_TOKENS``) and its Basic users (the
+    same ids); ``service.seen`` lists the tokens the hook was given."""
+    app, a2a = make_app(A2A_AUTH="required")
+    seen = []
+
+    @a2a.token_caller
+    def from_token(token):
+        seen.append(token)
+        return HOST_TOKENS.get(token)
+
+    @a2a.password_check
+    def check(name, password):
+        return {"ann": "7"}.get(name) if password == "pw" else None
+
+    app.seen = seen
+    return app
+
+
+def rpc_call(client, method, params, headers, path="/api/v1/agents/echo/a2a"):
+    response = client.post(path, headers=headers, json={
+        "jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    assert response.mimetype == "application/json", response.data
+    return response
+
+
+def bearer(token):
+    return {"Authorization": "Bearer " + token}
+
+
+def test_host_token_gives_the_host_user_as_caller(token_service):
+    client = token_service.test_client()
+    response = rpc_call(client, "message/send", {"message": message("hi")},
+                        bearer("jwt-of-ann"))
+    assert response.status_code == 200
+    task = response.get_json()["result"]
+    assert token_service.seen == ["jwt-of-ann"]
+    # The same owner as the password hook's user 7: host:7.
+    basic = {"Authorization": "Basic " + base64.b64encode(b"ann:pw").decode()}
+    found = rpc_call(client, "tasks/get", {"id": task["id"]}, basic)
+    assert found.get_json()["result"]["id"] == task["id"]
+    # Another host user does not see it.
+    other = rpc_call(client, "tasks/get", {"id": task["id"]}, bearer("jwt-of-bob"))
+    assert other.get_json()["error"]["code"] == -32001
+
+
+def test_host_token_refused_by_the_hook_is_401(token_service):
+    response = rpc_call(token_service.test_client(), "message/send",
+                        {"message": message("hi")}, bearer("forged"))
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"]
+    assert response.get_json() == {"code": -32600, "message":
+                                   "The bearer token is not valid: neither an "
+                                   "API key nor a token of this application."}
+    assert token_service.seen == ["forged"]
+
+
+def test_key_shaped_tokens_never_reach_the_host_hook(token_service):
+    state = token_service.extensions["a2a"]
+    _, key = state.credentials.create_key()
+    client = token_service.test_client()
+    assert rpc_call(client, "message/send", {"message": message("hi")},
+                    bearer(key)).status_code == 200
+    unknown = "a2a_" + "x" * 43
+    response = rpc_call(client, "message/send", {"message": message("hi")},
+                        bearer(unknown))
+    assert response.status_code == 401
+    assert response.get_json()["message"] == (
+        "The API key is not valid: unknown or revoked.")
+    # Nor does the API key header: the hook is for bearer tokens.
+    response = rpc_call(client, "message/send", {"message": message("hi")},
+                        {"X-API-Key": "jwt-of-ann"})
+    assert response.status_code == 401
+    assert token_service.seen == []
+
+
+def test_host_token_hook_may_return_a_scoped_caller(make_app):
+    from a2a_flask import Caller
+
+    app, a2a = make_app(A2A_AUTH="required")
+    a2a.token_caller(lambda token: Caller("host:9", "token", "nine",
+                                          scope={"chat"}))
+    client = app.test_client()
+    response = rpc_call(client, "message/send", {"message": message("hi")},
+                        bearer("anything"))
+    assert response.status_code == 403
+    response = rpc_call(client, "message/send", {"message": message("hi")},
+                        bearer("anything"), path="/api/v1/agents/chat/a2a")
+    assert response.status_code == 200
+
+
+def test_cards_list_the_host_token_scheme_when_set(make_app):
+    app, a2a = make_app(A2A_AUTH="required")
+    card = app.test_client().get("/api/v1/agents/echo" + CARD).get_json()
+    assert "hostToken" not in card["securitySchemes"]
+    a2a.token_caller(lambda token: None)
+    card = app.test_client().get("/api/v1/agents/echo" + CARD).get_json()
+    assert card["securitySchemes"]["hostToken"] == {
+        "type": "http", "scheme": "bearer",
+        "description": "A bearer token of the host application."}
+    assert {"hostToken": []} in card["security"]
