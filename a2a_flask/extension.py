@@ -7,6 +7,8 @@ from .agents import Agent
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .credentials import Credentials
+from .hosting import (FirstRequest, check_not_mounted, exempt_from_csrf,
+                      warn_about_settings)
 from .store import Store
 from .views import make_blueprint
 
@@ -59,6 +61,8 @@ class A2A:
             self.init_app(app)
 
     def init_app(self, app):
+        check_not_mounted(app)
+        warn_about_settings(app.config)
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
@@ -67,7 +71,10 @@ class A2A:
         store.migrate()
         app.extensions["a2a"] = State(self, settings, store,
                                       app.config.get("SESSION_COOKIE_NAME", "session"))
-        app.register_blueprint(make_blueprint(settings))
+        blueprint = make_blueprint(settings)
+        app.register_blueprint(blueprint)
+        exempt_from_csrf(app, blueprint)
+        app.before_request(FirstRequest(app, app.extensions["a2a"], blueprint))
         app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "

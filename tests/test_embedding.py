@@ -260,3 +260,118 @@ def test_cards_list_the_host_token_scheme_when_set(make_app):
         "type": "http", "scheme": "bearer",
         "description": "A bearer token of the host application."}
     assert {"hostToken": []} in card["security"]
+
+
+# -- trap 4: Flask-WTF's CSRFProtect --------------------------------------------
+
+
+@pytest.mark.parametrize("csrf_first", [True, False], ids=["before", "after"])
+def test_csrf_protect_leaves_our_calls_alone(tmp_path, csrf_first):
+    flask_wtf = pytest.importorskip("flask_wtf.csrf")
+    app = host_app(tmp_path, SECRET_KEY="host secret")
+
+    @app.post("/form")
+    def form():
+        return "saved"
+
+    if csrf_first:
+        flask_wtf.CSRFProtect(app)
+    mount(app)
+    if not csrf_first:
+        flask_wtf.CSRFProtect(app)
+    client = app.test_client()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": message("hi")}}
+    for path in ("/api/v1/agents/echo/a2a", "/a2a"):
+        response = client.post(path, json=body)
+        assert response.status_code == 200, response.data
+        assert response.get_json()["result"]["kind"] == "task"
+    assert_json_error(client.post("/api/v1/agents/echo/nope", json=body), 404)
+    # The host's own forms are still protected.
+    assert client.post("/form", data={"x": "1"}).status_code == 400
+
+
+# -- trap 7: setup mistakes are loud --------------------------------------------
+
+
+def test_second_init_app_is_a_clear_error(tmp_path):
+    app = host_app(tmp_path)
+    a2a = mount(app)
+    with pytest.raises(RuntimeError, match="already set up on app 'host'"):
+        a2a.init_app(app)
+    with pytest.raises(RuntimeError, match="call init_app once per app"):
+        A2A(app)
+    # The first one still serves.
+    assert app.test_client().get("/api/v1/agents").status_code == 200
+
+
+def test_unknown_setting_is_warned_with_a_suggestion(tmp_path, caplog):
+    app = host_app(tmp_path, A2A_AUTHENTICATION="off", A2A_WHATEVER=1)
+    with caplog.at_level(logging.WARNING, logger="a2a_flask"):
+        mount(app)
+    messages = [r.getMessage() for r in caplog.records]
+    assert ("Unknown setting A2A_AUTHENTICATION in app.config is ignored. "
+            "Did you mean A2A_AUTH?") in messages
+    assert "Unknown setting A2A_WHATEVER in app.config is ignored." in messages
+    assert not [m for m in messages if "A2A_DATABASE" in m]
+
+
+@pytest.mark.parametrize("typo, meant", [
+    ("A2A_DATABSE", "A2A_DATABASE"), ("A2A_DEFAULT_AGNET", "A2A_DEFAULT_AGENT"),
+    ("A2A_API_KEY", "A2A_API_KEY_HEADER"), ("A2A_PUBLIC_CARD", "A2A_PUBLIC_CARDS"),
+])
+def test_unknown_setting_suggestions(tmp_path, caplog, typo, meant):
+    with caplog.at_level(logging.WARNING, logger="a2a_flask"):
+        mount(host_app(tmp_path, **{typo: "x"}))
+    assert ("Unknown setting %s in app.config is ignored. Did you mean %s?"
+            % (typo, meant)) in [r.getMessage() for r in caplog.records]
+
+
+def test_default_agent_naming_no_agent_is_logged_and_json(tmp_path, caplog):
+    app = host_app(tmp_path, A2A_DEFAULT_AGENT="summarizer")
+    app.register_error_handler(404, html_404)
+    app.register_error_handler(405, html_404)
+    mount(app)
+    client = app.test_client()
+    with caplog.at_level(logging.ERROR, logger="a2a_flask"):
+        client.get("/")
+        client.get("/")
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == ["A2A_DEFAULT_AGENT='summarizer' names no registered agent "
+                      "(registered: chat, echo): /a2a answers 404 until it is "
+                      "registered."]
+    response = client.post("/a2a", json={"jsonrpc": "2.0", "id": 3,
+                                         "method": "tasks/get",
+                                         "params": {"id": "t"}})
+    assert response.status_code == 404
+    assert response.get_json()["error"]["code"] == -32600
+    assert response.get_json()["id"] == 3
+    assert_json_error(client.get("/a2a"), 405)
+    assert_json_error(client.get("/a2a/x"), 404)
+    response = client.get(CARD)
+    assert response.status_code == 404
+    assert response.get_json()["code"] == -32600
+
+
+def test_default_agent_registered_after_init_app_is_fine(tmp_path, caplog):
+    app = host_app(tmp_path, A2A_DEFAULT_AGENT="late")
+    a2a = mount(app)
+    a2a.add_agent("late", lambda turn: "ok")
+    with caplog.at_level(logging.ERROR, logger="a2a_flask"):
+        app.test_client().get("/")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_empty_default_agent_is_unset_and_warned(tmp_path, caplog):
+    app = host_app(tmp_path, A2A_DEFAULT_AGENT="")
+    with caplog.at_level(logging.WARNING, logger="a2a_flask"):
+        mount(app)
+    assert ("A2A_DEFAULT_AGENT is empty: no default agent is served; /a2a and "
+            "/.well-known/agent-card.json stay the host app's."
+            in [r.getMessage() for r in caplog.records])
+
+    @app.post("/a2a")
+    def hosts_own():
+        return "the host's /a2a"
+
+    assert app.test_client().post("/a2a").data == b"the host's /a2a"
