@@ -1,7 +1,7 @@
 """Issue 7 end to end: a2a_flask mounted in a real host app (hostapp.py),
 everything through HTTP (Flask's test client; one gunicorn run)."""
 
-import os
+import logging
 import sqlite3
 
 import pytest
@@ -20,7 +20,20 @@ OUR_TABLES = {"a2a_schema_version", "a2a_tasks", "a2a_messages",
 
 
 def flask_db(app, *args):
-    result = app.test_cli_runner().invoke(args=["db"] + list(args))
+    """``flask db ARGS``. Alembic's env.py runs ``logging.config.fileConfig``,
+    which disables every logger already made (a2a_flask's too) and replaces
+    the root's handlers (pytest's): all of it is put back afterwards."""
+    root = logging.getLogger()
+    kept = [(logger, logger.disabled, logger.level, logger.handlers[:])
+            for logger in [root] + [
+                logger for logger in logging.Logger.manager.loggerDict.values()
+                if isinstance(logger, logging.Logger)]]
+    try:
+        result = app.test_cli_runner().invoke(args=["db"] + list(args))
+    finally:
+        for logger, disabled, level, handlers in kept:
+            logger.disabled, logger.handlers[:] = disabled, handlers
+            logger.setLevel(level)  # and clears the loggers' level caches
     assert result.exit_code == 0, (result.output, result.exception)
     return result.output
 
