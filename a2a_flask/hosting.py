@@ -34,7 +34,8 @@ def _suggestion(key):
 def warn_about_settings(config):
     """Warn of every ``A2A_*`` key that is no setting (a typo is ignored
     otherwise), and of an empty ``A2A_DEFAULT_AGENT``."""
-    for key in sorted(k for k in config if k.startswith("A2A_")):
+    for key in sorted(k for k in config
+                      if isinstance(k, str) and k.startswith("A2A_")):
         if key not in DEFAULTS:
             close = _suggestion(key)
             log.warning("Unknown setting %s in app.config is ignored.%s", key,

@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 
 from a2a_flask import A2A
 from a2a_flask.demo import register_demo_agents
+from a2a_flask.testing import make_key
 from conftest import message
 
 CARD = "/.well-known/agent-card.json"
@@ -217,8 +218,7 @@ def test_host_token_refused_by_the_hook_is_401(token_service):
 
 
 def test_key_shaped_tokens_never_reach_the_host_hook(token_service):
-    state = token_service.extensions["a2a"]
-    _, key = state.credentials.create_key()
+    key = make_key(token_service)
     client = token_service.test_client()
     assert rpc_call(client, "message/send", {"message": message("hi")},
                     bearer(key)).status_code == 200
