@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 from a2a_flask import A2A
 from a2a_flask.demo import register_demo_agents
 from a2a_flask.testing import make_key
-from conftest import message
+from conftest import check_answer, message
 
 CARD = "/.well-known/agent-card.json"
 
@@ -260,6 +260,7 @@ def test_cards_list_the_host_token_scheme_when_set(make_app):
         "type": "http", "scheme": "bearer",
         "description": "A bearer token of the host application."}
     assert {"hostToken": []} in card["security"]
+    check_answer(200, card)
 
 
 # -- trap 4: Flask-WTF's CSRFProtect --------------------------------------------

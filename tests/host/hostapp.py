@@ -11,7 +11,8 @@ from ``HOST_DATABASE`` and ``HOST_MIGRATIONS``.
 import os
 
 from flask import Flask, jsonify, request
-from flask_login import LoginManager, UserMixin, current_user, login_required, login_user
+from flask_login import (LoginManager, UserMixin, current_user, login_required,
+                         login_user)
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect, generate_csrf
