@@ -1,8 +1,9 @@
 """Who is calling: credentials to a ``Caller``, and what a caller may reach.
 
 Accepted, in this order: an API key (``Authorization: Bearer`` or the
-``A2A_API_KEY_HEADER`` header), HTTP Basic (built-in users, or the host app's
-password hook), the host app's login session (its session hook). With
+``A2A_API_KEY_HEADER`` header) or, when a bearer token is none, one the host
+app's token hook accepts; HTTP Basic (built-in users, or the host app's
+password hook); the host app's login session (its session hook). With
 ``A2A_AUTH=off`` every caller is one anonymous caller.
 """
 
@@ -11,6 +12,7 @@ import binascii
 from typing import AbstractSet, Optional
 
 from . import errors
+from .credentials import KEY_PREFIX
 
 class Caller:
     """An authenticated (or, with auth off, anonymous) caller.
@@ -70,11 +72,18 @@ def authenticate(state, request):
         key = credentials
     if key:
         found = state.credentials.find_key(key)
-        if found is None:
-            raise errors.Unauthenticated(
-                "The API key is not valid: unknown or revoked.")
-        return Caller("key:" + found.id, "key", found.label or found.id,
-                      scope=found.scope)
+        if found is not None:
+            return Caller("key:" + found.id, "key", found.label or found.id,
+                          scope=found.scope)
+        if scheme == "bearer" and _takes_host_token(state, key):
+            caller = _host_caller(state.extension.token_loader(key), "token")
+            if caller is None:
+                raise errors.Unauthenticated(
+                    "The bearer token is not valid: neither an API key nor "
+                    "a token of this application.")
+            return caller
+        raise errors.Unauthenticated(
+            "The API key is not valid: unknown or revoked.")
     if scheme == "basic":
         pair = _basic(credentials)
         if pair is None:
@@ -108,6 +117,14 @@ def _check_password(state, name, password):
     return None
 
 
+def _takes_host_token(state, token):
+    """Whether the host's token hook judges this bearer token (none of our
+    live keys). A token shaped like ours (``a2a_...``) is only ever one of our
+    keys, never handed to the host: a revoked key is a secret all the same."""
+    return (state.extension.token_loader is not None
+            and not token.startswith(KEY_PREFIX))
+
+
 def authorize(caller, agent):
     if not caller.may_reach(agent.name):
         raise errors.Forbidden(
@@ -129,6 +146,10 @@ def security_requirements(state):
     if state.extension.password_checker is not None or state.credentials.has_users():
         schemes["basic"] = {"type": "http", "scheme": "basic",
                             "description": "A username and password."}
+    if state.extension.token_loader is not None:
+        schemes["hostToken"] = {"type": "http", "scheme": "bearer",
+                                "description": "A bearer token of the host "
+                                               "application."}
     if state.extension.session_loader is not None:
         schemes["session"] = {"type": "apiKey", "in": "cookie",
                               "name": state.session_cookie_name,

@@ -11,8 +11,10 @@ from .auth import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .credentials import Credentials
+from .hosting import (FirstRequest, check_not_mounted, exempt_from_csrf,
+                      warn_about_settings)
 from .store import Store
-from .views import make_blueprint, register_error_handlers
+from .views import make_blueprint
 
 log = logging.getLogger("a2a_flask")
 
@@ -92,10 +94,13 @@ class A2A:
         self.session_loader: Optional[Callable[[], Union[str, Caller, None]]] = None
         self.password_checker: Optional[
             Callable[[str, str], Union[str, Caller, None]]] = None
+        self.token_loader: Optional[Callable[[str], Union[str, Caller, None]]] = None
         if app is not None:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
+        check_not_mounted(app)
+        warn_about_settings(app.config)
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
@@ -111,8 +116,10 @@ class A2A:
             problem = state.schema_problem()
             if problem is not None:
                 log.warning("%s Calls are refused until then.", problem.message)
-        app.register_blueprint(make_blueprint(settings))
-        register_error_handlers(app, settings)
+        blueprint = make_blueprint(settings)
+        app.register_blueprint(blueprint)
+        exempt_from_csrf(app, blueprint)
+        app.before_request(FirstRequest(app, state, blueprint))
         app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "
@@ -146,4 +153,13 @@ class A2A:
         user id (str) or a ``Caller`` when right, None when wrong.
         """
         self.password_checker = func
+        return func
+
+    def token_caller(self, func):
+        """Decorator: ``func(token)`` names the host app's user of an
+        ``Authorization: Bearer`` token that is not one of the service's API
+        keys (a JWT, a token of Flask-Login's ``request_loader``); return a
+        user id (str) or a ``Caller``, or None to refuse (401).
+        """
+        self.token_loader = func
         return func

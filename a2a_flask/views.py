@@ -10,11 +10,12 @@ malformed calls without credentials).
 import logging
 
 from flask import Blueprint, current_app, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import access, errors, store_admin
 from .auth import authenticate, authorize
 from .cards import agent_card, base_url
+from .fallbacks import add_fallbacks, owned_paths
 from .jsonrpc import Envelope, error_response, json_response, result_response
 from .methods import Call, find_method
 
@@ -169,26 +170,6 @@ def make_blueprint(settings):
         for path, endpoint in zip(CARD_PATHS, ("card", "legacy_card")):
             bp.add_url_rule(path, "default_" + endpoint, default_card,
                             methods=["GET"])
+    add_fallbacks(bp, owned_paths(settings, CARD_PATHS))
     return bp
 
-
-def register_error_handlers(app, settings):
-    """JSON, never an HTML page, for 404/405/500 on the service's own paths."""
-    trees = [settings.url_prefix + "/agents"]
-    own = CARD_PATHS if settings.default_agent else ()
-    if settings.default_agent:
-        trees.append("/a2a")
-
-    def handle(exc):
-        path = request.path
-        if not (path in own or any(path == tree or path.startswith(tree + "/")
-                                   for tree in trees)):
-            return exc  # the host app's page, as before
-        code = -32603 if exc.code >= 500 else -32600
-        response = json_response({"code": code, "message": "%s: %s" % (
-            exc.name, exc.description)}, exc.code)
-        if exc.code == 405 and hasattr(exc, "valid_methods") and exc.valid_methods:
-            response.headers["Allow"] = ", ".join(exc.valid_methods)
-        return response
-
-    app.register_error_handler(HTTPException, handle)

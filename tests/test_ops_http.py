@@ -37,6 +37,22 @@ def test_health_503_tells_no_detail_when_the_database_is_unavailable(
                                    "database": "unavailable"}
 
 
+def test_health_and_metrics_answer_json_405_whatever_the_host_handles(make_app):
+    app, _ = make_app(A2A_METRICS=True)
+
+    @app.errorhandler(405)
+    def host_page(exc):  # the host's HTML page must not answer on our routes
+        return "<h1>host</h1>", 405
+
+    client = app.test_client()
+    for path in ("/api/v1/health", "/api/v1/metrics"):
+        response = client.post(path)
+        assert response.status_code == 405, path
+        assert response.mimetype == "application/json", path
+        assert response.get_json()["code"] == -32600
+        assert "GET" in response.headers["Allow"]
+
+
 def test_health_follows_the_url_prefix(make_app):
     app, _ = make_app(A2A_URL_PREFIX="/a2a-svc")
     client = app.test_client()
