@@ -6,6 +6,8 @@ Run by uvicorn (the SDK's documented way), through ``--serve`` below:
 
 ``PEER_STORE=sqlite`` uses the SDK's ``DatabaseTaskStore`` on
 ``sqlite+aiosqlite:///$PEER_DB`` (the SDK's defaults: no pragmas added);
+``PEER_STORE=postgres`` the same store on PostgreSQL (``PEER_DB`` is then a
+``postgresql://`` URL, driven through ``postgresql+asyncpg://``);
 ``PEER_STORE=memory`` uses ``InMemoryTaskStore`` (process-local).
 
 The executor follows the SDK samples: it publishes the new Task, adds an
@@ -17,12 +19,8 @@ finds it in the store.
 start, so that several uvicorn workers do not race on ``CREATE TABLE``.
 
 ``python peer.py --serve HOST PORT WORKERS`` runs ``uvicorn.run("peer:app")``
-the same way, with one fix for several workers: uvicorn's supervisor binds the
-listening socket with ``proto`` 0, so asyncio never sets TCP_NODELAY on the
-accepted connections and every keep-alive answer waits ~40 ms for a delayed
-ACK (uvicorn issue #3149, open for uvicorn 0.54).  The launcher re-creates
-that socket with ``IPPROTO_TCP``, as the single-worker path does, so the peer
-is measured without that bug.  ``--stock`` skips the fix.
+through ``launch.py``, with its fix for uvicorn #3149 (no TCP_NODELAY with
+several workers); ``--stock`` skips the fix.
 """
 
 import asyncio
@@ -51,8 +49,11 @@ class EchoExecutor(AgentExecutor):
 
 
 def _engine(path):
+    """``PEER_DB``: a SQLite file path, or a ``postgresql://`` URL (asyncpg)."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
+    if path.startswith("postgresql://"):
+        return create_async_engine(path.replace("postgresql://", "postgresql+asyncpg://", 1))
     return create_async_engine(f"sqlite+aiosqlite:///{path}")
 
 
@@ -60,11 +61,11 @@ def make_store():
     kind = os.environ.get("PEER_STORE", "memory")
     if kind == "memory":
         return InMemoryTaskStore()
-    if kind == "sqlite":
+    if kind in ("sqlite", "postgres"):
         from a2a.server.tasks import DatabaseTaskStore
 
         return DatabaseTaskStore(_engine(os.environ["PEER_DB"]))
-    raise SystemExit(f"PEER_STORE must be memory or sqlite, not {kind!r}")
+    raise SystemExit(f"PEER_STORE must be memory, sqlite or postgres, not {kind!r}")
 
 
 def make_app():
@@ -92,23 +93,10 @@ async def _init_db(path):
 
 
 def serve(host, port, workers, stock=False):
-    import socket
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from launch import serve_uvicorn
 
-    import uvicorn
-    from uvicorn.config import Config
-
-    if not stock:
-        bind_socket = Config.bind_socket
-
-        def bind_tcp_socket(self):
-            sock = bind_socket(self)
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.proto == 0:
-                sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-            return sock
-
-        Config.bind_socket = bind_tcp_socket
-    uvicorn.run("peer:app", app_dir=os.path.dirname(os.path.abspath(__file__)), host=host,
-                port=port, workers=workers, access_log=False, log_level="warning")
+    serve_uvicorn("peer:app", host, port, workers, stock=stock)
 
 
 if __name__ == "__main__":
