@@ -4,11 +4,8 @@ Run by uvicorn (the SDK's documented way), through ``--serve`` below:
 
     PEER_STORE=sqlite PEER_DB=/tmp/x.sqlite3 python bench/servers/peer.py --serve 127.0.0.1 PORT 2
 
-``PEER_STORE=sqlite`` uses the SDK's ``DatabaseTaskStore`` on
-``sqlite+aiosqlite:///$PEER_DB`` (the SDK's defaults: no pragmas added);
-``PEER_STORE=postgres`` the same store on PostgreSQL (``PEER_DB`` is then a
-``postgresql://`` URL, driven through ``postgresql+asyncpg://``);
-``PEER_STORE=memory`` uses ``InMemoryTaskStore`` (process-local).
+``PEER_STORE`` (memory, sqlite or postgres) and ``PEER_DB`` choose the SDK's
+task store: see ``launch.make_store``.
 
 The executor follows the SDK samples: it publishes the new Task, adds an
 artifact echoing the user's text and completes the task, so ``message/send``
@@ -31,9 +28,11 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.apps import A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentSkill, Part, TextPart
 from a2a.utils import new_task
+
+from launch import init_db, make_store, serve_uvicorn  # the script's folder is on sys.path
 
 
 class EchoExecutor(AgentExecutor):
@@ -46,26 +45,6 @@ class EchoExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError
-
-
-def _engine(path):
-    """``PEER_DB``: a SQLite file path, or a ``postgresql://`` URL (asyncpg)."""
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    if path.startswith("postgresql://"):
-        return create_async_engine(path.replace("postgresql://", "postgresql+asyncpg://", 1))
-    return create_async_engine(f"sqlite+aiosqlite:///{path}")
-
-
-def make_store():
-    kind = os.environ.get("PEER_STORE", "memory")
-    if kind == "memory":
-        return InMemoryTaskStore()
-    if kind in ("sqlite", "postgres"):
-        from a2a.server.tasks import DatabaseTaskStore
-
-        return DatabaseTaskStore(_engine(os.environ["PEER_DB"]))
-    raise SystemExit(f"PEER_STORE must be memory, sqlite or postgres, not {kind!r}")
 
 
 def make_app():
@@ -84,26 +63,12 @@ def make_app():
     return A2AStarletteApplication(agent_card=card, http_handler=handler).build()
 
 
-async def _init_db(path):
-    from a2a.server.tasks import DatabaseTaskStore
-
-    engine = _engine(path)
-    await DatabaseTaskStore(engine).initialize()
-    await engine.dispose()
-
-
-def serve(host, port, workers, stock=False):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from launch import serve_uvicorn
-
-    serve_uvicorn("peer:app", host, port, workers, stock=stock)
-
-
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--init-db":
-        asyncio.run(_init_db(sys.argv[2]))
+        asyncio.run(init_db(sys.argv[2]))
     elif len(sys.argv) in (5, 6) and sys.argv[1] == "--serve":
-        serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), stock=sys.argv[5:] == ["--stock"])
+        serve_uvicorn("peer:app", sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                      stock=sys.argv[5:] == ["--stock"])
     else:
         raise SystemExit("usage: peer.py --init-db PATH | peer.py --serve HOST PORT WORKERS [--stock]")
 else:

@@ -7,10 +7,8 @@ tests use, so this file runs under its own interpreter: the one of the venv
 
     PEER_STORE=sqlite PEER_DB=/tmp/x.sqlite3 .cache/sdk13/bin/python peer13.py --serve 127.0.0.1 PORT 2
 
-``PEER_STORE`` is ``memory`` (``InMemoryTaskStore``, process-local),
-``sqlite`` (``DatabaseTaskStore`` on ``sqlite+aiosqlite:///$PEER_DB``) or
-``postgres`` (``DatabaseTaskStore`` with ``PEER_DB`` a ``postgresql://`` URL,
-driven through asyncpg); the SDK's defaults otherwise.
+``PEER_STORE`` (memory, sqlite or postgres) and ``PEER_DB`` choose the SDK's
+task store: see ``launch.make_store``.
 
 It serves A2A 1.0 JSON-RPC at ``/``: ``SendMessage`` and ``GetTask`` with
 the ``A2A-Version: 1.0`` header (the 0.3 compatibility layer stays off, so
@@ -27,12 +25,10 @@ from a2a.helpers import new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from launch import serve_uvicorn  # noqa: E402
+from launch import init_db, make_store, serve_uvicorn  # the script's folder is on sys.path
 
 
 class EchoExecutor(AgentExecutor):
@@ -45,26 +41,6 @@ class EchoExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue) -> None:
         raise NotImplementedError
-
-
-def _engine(path):
-    """``PEER_DB``: a SQLite file path, or a ``postgresql://`` URL (asyncpg)."""
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    if path.startswith("postgresql://"):
-        return create_async_engine(path.replace("postgresql://", "postgresql+asyncpg://", 1))
-    return create_async_engine(f"sqlite+aiosqlite:///{path}")
-
-
-def make_store():
-    kind = os.environ.get("PEER_STORE", "memory")
-    if kind == "memory":
-        return InMemoryTaskStore()
-    if kind in ("sqlite", "postgres"):
-        from a2a.server.tasks import DatabaseTaskStore
-
-        return DatabaseTaskStore(_engine(os.environ["PEER_DB"]))
-    raise SystemExit(f"PEER_STORE must be memory, sqlite or postgres, not {kind!r}")
 
 
 def make_app():
@@ -86,17 +62,9 @@ def make_app():
     return Starlette(routes=routes)
 
 
-async def _init_db(path):
-    from a2a.server.tasks import DatabaseTaskStore
-
-    engine = _engine(path)
-    await DatabaseTaskStore(engine).initialize()
-    await engine.dispose()
-
-
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--init-db":
-        asyncio.run(_init_db(sys.argv[2]))
+        asyncio.run(init_db(sys.argv[2]))
     elif len(sys.argv) in (5, 6) and sys.argv[1] == "--serve":
         serve_uvicorn("peer13:app", sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
                       stock=sys.argv[5:] == ["--stock"])
