@@ -113,11 +113,15 @@ class Cluster:
 
     def stop(self):
         if self.running:
-            try:
-                self._run(["pg_ctl", "-D", os.path.join(self.dir, "data"), "-m", "fast", "-w", "stop"], timeout=60)
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                log(f"postgres: stop failed: {e}")
-                self._run(["pg_ctl", "-D", os.path.join(self.dir, "data"), "-m", "immediate", "stop"], timeout=60)
+            data = os.path.join(self.dir, "data")
+            for mode in ("fast", "immediate"):  # fast: clean; immediate: when fast hung
+                try:
+                    self._run(["pg_ctl", "-D", data, "-m", mode, "-w", "-t", "30", "stop"], timeout=60)
+                    break
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    if "Is server running?" in str(e):
+                        break  # already gone (Ctrl-C reaches the server too)
+                    log(f"postgres: {mode} stop failed: {e}")
             self.running = False
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
