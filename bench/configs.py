@@ -94,6 +94,10 @@ def _pg_name(cfg, tag):
 
 def make_server(cfg, ctx, tag, db=None, key=None):
     """The (not yet started) Server of ``cfg``, on a fresh database unless ``db``."""
+    return count_postgres(_make_server(cfg, ctx, tag, db, key), ctx)
+
+
+def _make_server(cfg, ctx, tag, db=None, key=None):
     args, tmp = ctx.args, ctx.tmp
     port = free_port()
     base = os.path.join(tmp, f"{cfg}-{tag}")
@@ -127,6 +131,13 @@ def make_server(cfg, ctx, tag, db=None, key=None):
                str(args.peer_workers)] + (["--stock"] if args.peer_stock_uvicorn else [])
         return Server(cfg, cmd, env, ROOT, port, "/", {}, tmp, db=env.get("PEER_DB"), proto=row.proto)
     raise ValueError(cfg)
+
+
+def count_postgres(srv, ctx):
+    """The CPU of the PostgreSQL rows' cluster is part of the server's, not 'other'."""
+    if srv.db and srv.db.startswith("postgresql://") and ctx.pg is not None:
+        srv.cpu_parent = ctx.pg.postmaster_pid()
+    return srv
 
 
 def release(srv, ctx):

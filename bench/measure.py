@@ -96,8 +96,12 @@ def _children_cpu():
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu_snapshot(pgid):
-    """(all CPUs busy seconds, CPU seconds of process group ``pgid``); Linux only."""
+def _cpu_snapshot(pgid, parent=None):
+    """(all CPUs busy seconds, CPU seconds of process group ``pgid``); Linux only.
+
+    With ``parent`` (a PostgreSQL postmaster: its backends each start a session
+    of their own), that process and its children count with the group.
+    """
     try:
         with open("/proc/stat") as f:
             v = [int(x) for x in f.readline().split()[1:]]
@@ -113,7 +117,7 @@ def _cpu_snapshot(pgid):
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid:
+        if int(fields[2]) == pgid or (parent and parent in (int(d), int(fields[1]))):
             group += sum(int(x) for x in fields[11:15])
     return busy, group / _HZ
 
@@ -186,7 +190,7 @@ def drive(srv, mode, pool, args, tmp, duration=None):
 
 
 def _drive(srv, mode, pool, args, tmp, duration):
-    snap0 = _cpu_snapshot(srv.proc.pid)
+    snap0 = _cpu_snapshot(srv.proc.pid, srv.cpu_parent)
     cpu0, t0 = _children_cpu(), time.time()
     if args.loadgen == "wrk":
         res = run_wrk(srv, mode, pool, args, tmp, duration)
@@ -197,7 +201,7 @@ def _drive(srv, mode, pool, args, tmp, duration):
                                nonce=uuid.uuid4().hex[:8], proto=srv.proto)
     wall = max(1e-6, time.time() - t0)
     gen = _children_cpu() - cpu0
-    snap1 = _cpu_snapshot(srv.proc.pid)
+    snap1 = _cpu_snapshot(srv.proc.pid, srv.cpu_parent)
     res["gen_cpu"] = gen / wall
     res["srv_cpu"] = res["other_cpu"] = None
     if snap0 and snap1:

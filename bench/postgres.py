@@ -92,6 +92,10 @@ class Cluster:
         log(f"postgres: PostgreSQL {version} on {HOST}:{self.port} (throwaway cluster in {self.dir})")
         return self
 
+    def postmaster_pid(self):
+        with open(os.path.join(self.dir, "data", "postmaster.pid")) as f:
+            return int(f.readline())
+
     def url(self, db="postgres"):
         return f"postgresql://postgres@{HOST}:{self.port}/{db}"
 

@@ -58,6 +58,7 @@ class Server:
         self.headers = headers
         self.db = db
         self.proto = proto
+        self.cpu_parent = None  # a process whose children's CPU is the server's too (PostgreSQL)
         self.logfile = os.path.join(logdir, f"{name}-{port}.log")
         self.proc = None
         self.note = ""
