@@ -141,7 +141,7 @@ def summarize(rows, scale_rows, scale_info=None):
     return ratios, targets
 
 
-CPU_NOTE = ("server/loadgen/other: CPU used during the load by the server's processes, the load "
+CPU_NOTE = ("server/loadgen/other: CPU used during the load by the server's processes (and its PostgreSQL), the load "
             "generator, and everything else on the machine (100% = one core); 'noisy': other > "
             f"{NOISY * 100:.0f}%")
 
