@@ -7,6 +7,7 @@ the outcome.
 """
 
 import logging
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from marshmallow import ValidationError
 
@@ -17,6 +18,10 @@ from .schemas import (
 from .store import new_id
 
 log = logging.getLogger("a2a_flask")
+
+#: An A2A part (``{"kind": "text", "text": ...}``, file or data), a message,
+#: an artifact spec: plain JSON objects.
+JSONObject = Dict[str, Any]
 
 FAILED_TEXT = "The agent could not complete this task because of an internal error."
 
@@ -39,7 +44,10 @@ class Reply:
 
     state = "completed"
 
-    def __init__(self, text=None, parts=None, artifacts=(), metadata=None):
+    def __init__(self, text: Optional[str] = None,
+                 parts: Optional[Iterable[JSONObject]] = None,
+                 artifacts: Iterable[Mapping[str, Any]] = (),
+                 metadata: Optional[JSONObject] = None) -> None:
         self.parts = _text_parts(text, parts)
         self.artifacts = [load_agent_output(AGENT_ARTIFACT, dict(spec), "artifact")
                           for spec in artifacts]
@@ -49,9 +57,11 @@ class Reply:
 class _StatusReply:
     """A message that becomes the task's status message, without an artifact."""
 
-    state = None
+    state: Optional[str] = None
 
-    def __init__(self, text=None, parts=None, metadata=None):
+    def __init__(self, text: Optional[str] = None,
+                 parts: Optional[Iterable[JSONObject]] = None,
+                 metadata: Optional[JSONObject] = None) -> None:
         self.parts = _text_parts(text, parts)
         self.metadata = metadata
 
@@ -93,31 +103,31 @@ class Turn:
         self._context_history = None
 
     @property
-    def parts(self):
+    def parts(self) -> List[JSONObject]:
         return self.message["parts"]
 
     @property
-    def text(self):
+    def text(self) -> str:
         """The text parts, in order, joined with a newline."""
         return "\n".join(p["text"] for p in self.parts if p["kind"] == "text")
 
     @property
-    def files(self):
+    def files(self) -> List[JSONObject]:
         return [p["file"] for p in self.parts if p["kind"] == "file"]
 
     @property
-    def data(self):
+    def data(self) -> List[Any]:
         return [p["data"] for p in self.parts if p["kind"] == "data"]
 
     @property
-    def history(self):
+    def history(self) -> List[JSONObject]:
         """Earlier messages of this task, oldest first (read on first use)."""
         if self._history is None:
             self._history = self._store.task_history(self.task_id, before_seq=self._seq)
         return self._history
 
     @property
-    def context_history(self):
+    def context_history(self) -> List[JSONObject]:
         """Earlier messages of the whole conversation (all its tasks)."""
         if self._context_history is None:
             self._context_history = self._store.context_history(
@@ -136,7 +146,7 @@ class Turn:
                                            limit=count)
 
     @property
-    def canceled(self):
+    def canceled(self) -> bool:
         """True once the task was canceled: stop early, the result is discarded."""
         return self._store.task_state(self.task_id) == "canceled"
 

@@ -1,15 +1,18 @@
 """Who is calling: credentials to a ``Caller``, and what a caller may reach.
 
 Accepted, in this order: an API key (``Authorization: Bearer`` or the
-``A2A_API_KEY_HEADER`` header), HTTP Basic (built-in users, or the host app's
-password hook), the host app's login session (its session hook). With
+``A2A_API_KEY_HEADER`` header) or, when a bearer token is none, one the host
+app's token hook accepts; HTTP Basic (built-in users, or the host app's
+password hook); the host app's login session (its session hook). With
 ``A2A_AUTH=off`` every caller is one anonymous caller.
 """
 
 import base64
 import binascii
+from typing import AbstractSet, Optional
 
 from . import errors
+from .credentials import KEY_PREFIX
 from .throttle import LoginThrottle
 
 class Caller:
@@ -21,14 +24,16 @@ class Caller:
 
     __slots__ = ("id", "kind", "name", "scope", "authenticated")
 
-    def __init__(self, id, kind, name, scope=None, authenticated=True):
+    def __init__(self, id: str, kind: str, name: str,
+                 scope: Optional[AbstractSet[str]] = None,
+                 authenticated: bool = True) -> None:
         self.id = id
         self.kind = kind
         self.name = name
         self.scope = scope
         self.authenticated = authenticated
 
-    def may_reach(self, agent_name):
+    def may_reach(self, agent_name: str) -> bool:
         return self.scope is None or agent_name in self.scope
 
     def __repr__(self):
@@ -68,11 +73,18 @@ def authenticate(state, request):
         key = credentials
     if key:
         found = state.credentials.find_key(key)
-        if found is None:
-            raise errors.Unauthenticated(
-                "The API key is not valid: unknown or revoked.")
-        return Caller("key:" + found.id, "key", found.label or found.id,
-                      scope=found.scope)
+        if found is not None:
+            return Caller("key:" + found.id, "key", found.label or found.id,
+                          scope=found.scope)
+        if scheme == "bearer" and _takes_host_token(state, key):
+            caller = _host_caller(state.extension.token_loader(key), "token")
+            if caller is None:
+                raise errors.Unauthenticated(
+                    "The bearer token is not valid: neither an API key nor "
+                    "a token of this application.")
+            return caller
+        raise errors.Unauthenticated(
+            "The API key is not valid: unknown or revoked.")
     if scheme == "basic":
         pair = _basic(credentials)
         if pair is None:
@@ -143,6 +155,14 @@ def _check_password(state, request, name, password):
     return caller
 
 
+def _takes_host_token(state, token):
+    """Whether the host's token hook judges this bearer token (none of our
+    live keys). A token shaped like ours (``a2a_...``) is only ever one of our
+    keys, never handed to the host: a revoked key is a secret all the same."""
+    return (state.extension.token_loader is not None
+            and not token.startswith(KEY_PREFIX))
+
+
 def authorize(caller, agent):
     if not caller.may_reach(agent.name):
         raise errors.Forbidden(
@@ -164,6 +184,10 @@ def security_requirements(state):
     if basic_in_use(state):
         schemes["basic"] = {"type": "http", "scheme": "basic",
                             "description": "A username and password."}
+    if state.extension.token_loader is not None:
+        schemes["hostToken"] = {"type": "http", "scheme": "bearer",
+                                "description": "A bearer token of the host "
+                                               "application."}
     if state.extension.session_loader is not None:
         schemes["session"] = {"type": "apiKey", "in": "cookie",
                               "name": state.session_cookie_name,

@@ -1,4 +1,5 @@
-"""The ``flask a2a`` command group: API keys and built-in users."""
+"""The ``flask a2a`` command group: API keys and built-in users (here), tasks
+and the database (``cli_ops``)."""
 
 import sys
 from contextlib import contextmanager
@@ -7,13 +8,17 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from .cli_ops import db_cli, tasks_cli
 from .credentials import CredentialError
 
-a2a_cli = AppGroup("a2a", help="Manage the A2A service: API keys and users.")
+a2a_cli = AppGroup("a2a", help="Manage the A2A service: API keys, users, "
+                                "tasks and the database.")
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 a2a_cli.add_command(keys_cli)
 a2a_cli.add_command(users_cli)
+a2a_cli.add_command(tasks_cli)
+a2a_cli.add_command(db_cli)
 
 
 def _state():

@@ -1,6 +1,7 @@
 """Settings: every key starts with ``A2A_``; defaults and parsing live here."""
 
 import os
+from datetime import timedelta
 
 DEFAULTS = {
     "A2A_DATABASE": None,  # None: a2a.sqlite3 in the Flask instance folder
@@ -18,6 +19,11 @@ DEFAULTS = {
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
+    # Operations (README, "On a plain VM").
+    "A2A_AUTO_MIGRATE": True,  # False: only `flask a2a db upgrade` migrates
+    "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
+    "A2A_RETENTION": None,  # e.g. "30d": what `flask a2a tasks prune` keeps
+    "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -41,6 +47,19 @@ def parse_value(key, text):
         except ValueError:
             raise ValueError("%s=%r: expected an integer" % (key, text)) from None
     return text
+
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text, name="--older-than"):
+    """``30d``, ``12h``, ``90m``, ``2w``, ``3600s`` as a ``timedelta``."""
+    text = str(text).strip().lower()
+    number, unit = text[:-1], text[-1:]
+    if unit not in _AGE_UNITS or not number.isdigit() or int(number) <= 0:
+        raise ValueError("%s=%r: expected a number and a unit, s, m, h, d or w "
+                         "(e.g. 30d)" % (name, text))
+    return timedelta(seconds=int(number) * _AGE_UNITS[unit])
 
 
 def config_from_env(environ=None):
@@ -105,6 +124,16 @@ class Settings:
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "
                              "EXTRA or OFF" % self.sqlite_synchronous)
+
+        self.auto_migrate = bool(get("A2A_AUTO_MIGRATE"))
+        self.log_format = str(get("A2A_LOG_FORMAT")).strip().lower()
+        if self.log_format not in ("plain", "json"):
+            raise ValueError("A2A_LOG_FORMAT=%r: expected 'plain' or 'json'"
+                             % self.log_format)
+        self.retention = get("A2A_RETENTION") or None
+        if self.retention is not None:
+            parse_age(self.retention, "A2A_RETENTION")
+        self.metrics = bool(get("A2A_METRICS"))
 
     @property
     def auth_off(self):

@@ -4,6 +4,8 @@ Raise one of these anywhere on the request path; ``jsonrpc.error_response``
 is the one place that turns them into an answer.
 """
 
+from typing import Dict, Optional
+
 
 class A2AError(Exception):
     """Base class: a JSON-RPC error with a code, a sentence and optional data."""
@@ -13,7 +15,7 @@ class A2AError(Exception):
     #: HTTP status of the answer; JSON-RPC errors are 200 unless said otherwise.
     http_status = 200
     #: Extra HTTP headers of the answer.
-    headers = None
+    headers: Optional[Dict[str, str]] = None
 
     def __init__(self, message=None, data=None, http_status=None):
         self.message = message or self.default_message
@@ -111,6 +113,14 @@ class AgentNotFound(InvalidRequest):
 class PayloadTooLarge(InvalidRequest):
     http_status = 413
     default_message = "The request body is larger than this service accepts."
+
+
+class SchemaOutdated(InternalError):
+    """A2A_AUTO_MIGRATE=0 and the database is not at this package's schema."""
+
+    http_status = 503
+    default_message = ("The database schema is out of date: run "
+                       "`flask a2a db upgrade`.")
 
 
 class TooManyRequests(InvalidRequest):

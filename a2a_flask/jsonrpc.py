@@ -1,7 +1,7 @@
 """The JSON-RPC 2.0 envelope: reading a call, writing an answer.
 
-``Envelope.parse`` never raises: it keeps the first problem (PROFILE section
-3, checked in order) beside the id it could read, so that the error answer
+``Envelope.parse`` never raises: it keeps the first problem (docs/protocol.md
+§3, checked in order) beside the id it could read, so that the error answer
 echoes that id. ``error_response`` is the one place where an ``A2AError``
 becomes an HTTP answer.
 """
@@ -17,7 +17,7 @@ from marshmallow import ValidationError
 from . import errors
 from .schemas import ENVELOPE, STRICT_ENVELOPE
 
-# The order of PROFILE 3: the first failing member answers.
+# The order of docs/protocol.md §3: the first failing member answers.
 _MEMBER_ORDER = ("id", "method", "jsonrpc")
 
 
@@ -140,7 +140,8 @@ def result_response(request_id, result):
 def error_response(exc, request_id=None, bare=False):
     """The answer for an ``A2AError``.
 
-    A 401 answers the bare error object with ``WWW-Authenticate`` (PROFILE 6),
+    A 401 answers the bare error object with ``WWW-Authenticate``
+    (docs/protocol.md §6),
     as do the card endpoints (``bare=True``); everything else is a JSON-RPC
     error response.
     """

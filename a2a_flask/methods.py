@@ -5,6 +5,8 @@
 is authenticated; ``Method.run`` comes after.
 """
 
+from typing import Dict
+
 from . import errors
 from .agents import Turn, run_turn
 from .cards import agent_card
@@ -13,7 +15,7 @@ from .schemas import (
 )
 from .store import clamp_history, task_view
 
-METHODS = {}
+METHODS: Dict[str, "Method"] = {}
 
 
 class Method:

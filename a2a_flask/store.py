@@ -120,7 +120,7 @@ class Store:
     """
 
     def __init__(self, path, busy_timeout_ms=5000, synchronous="NORMAL",
-                 stale_turn_seconds=3600):
+                 stale_turn_seconds=3600, auto_migrate=True):
         self.path = path
         self.busy_timeout_ms = int(busy_timeout_ms)
         self.synchronous = synchronous
@@ -129,8 +129,11 @@ class Store:
         self._local = threading.local()
         self._writer = ProcessWriteLock(path + "-lock")
         self._kept = KeptOutcomes(path + "-outcomes")
-        #: The schema is in place: from then on the file is opened, never
-        #: created (a deleted file is an outage, not a fresh empty service).
+        #: False (A2A_AUTO_MIGRATE=0): the file is opened as it is, and only
+        #: ``migrate`` (``flask a2a db upgrade``) changes its schema.
+        self.auto_migrate = auto_migrate
+        #: The file is in place: from then on it is opened, never created
+        #: (a deleted file is an outage, not a fresh empty service).
         self._ready = False
         self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
 
@@ -162,10 +165,11 @@ class Store:
         local = self._local
         conn = getattr(local, "conn", None)
         if conn is None or local.pid != os.getpid():
-            if not self._ready:
-                self._retry_migrate()
             local.conn = None
-            conn, local.identity = self._open(create=False)
+            if not self._ready and self.auto_migrate:
+                self._retry_migrate()
+            conn, local.identity = self._open(create=not self._ready)
+            self._ready = True
             local.conn, local.pid = conn, os.getpid()
         return conn
 

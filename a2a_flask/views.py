@@ -1,8 +1,8 @@
 """The routes: JSON-RPC endpoints, Agent Cards, the agent list.
 
 Every request to an agent goes: read the whole body and check the envelope
--> find the method -> authenticate -> check the method's params -> find the
-agent -> authorize -> run the method. An anonymous caller costs no more than
+-> find the method -> authenticate -> find the agent -> authorize -> check
+the method's params -> run the method (docs/protocol.md, section 3). An anonymous caller costs no more than
 reading and parsing its JSON: the params (up to the size limit, maybe tens of
 thousands of parts) are checked only for a caller with credentials. The
 checks before authentication tell an anonymous caller nothing about agents
@@ -16,11 +16,12 @@ and serves again as soon as the storage is back.
 import logging
 
 from flask import Blueprint, current_app, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import errors
+from . import access, errors, store_admin
 from .auth import authenticate, authorize
 from .cards import agent_card, base_url
+from .fallbacks import add_fallbacks, owned_paths
 from .jsonrpc import Envelope, error_response, json_response, result_response
 from .methods import Call, find_method
 from .sqlitefile import is_storage_failure
@@ -77,16 +78,16 @@ def _read_exactly(stream, length):
 
 def _rpc(name, at_root=False):
     state = _state()
-    envelope = None
+    envelope = caller = None
     try:
         envelope = Envelope.parse(_read_body(state.settings.max_content_length),
                                   state.settings.strict_jsonrpc)
         envelope.check()
         method = find_method(envelope.method)
         caller = authenticate(state, request)
-        params = method.load(envelope.params)
         agent = state.agent(name)
         authorize(caller, agent)
+        params = method.load(envelope.params)
         return result_response(envelope.id,
                                method.run(Call(state, agent, caller, at_root), params))
     except errors.A2AError as exc:
@@ -99,6 +100,38 @@ def _rpc(name, at_root=False):
         return error_response(errors.InternalError(
             "Internal error: the service could not answer this request."),
             envelope.id if envelope else None)
+    finally:
+        access.note(envelope, caller)
+
+
+def _logged_rpc(name, at_root=False):
+    """``_rpc`` with its access record, and refused while the schema is old."""
+    state = _state()
+
+    def answer():
+        problem = state.schema_problem()
+        if problem is not None:
+            return error_response(problem)
+        return _rpc(name, at_root)
+
+    return access.logged_call(name, answer,
+                              state.metrics.observe_call if state.metrics else None)
+
+
+def _health(state):
+    """(body, status) of ``GET PREFIX/health``: one trivial query; a database
+    problem is told as "unavailable" and no more (the log has the rest)."""
+    try:
+        version = store_admin.schema_version_now(state.store)
+    except store_admin.StorageError:
+        log.warning("health: the database is unavailable", exc_info=True)
+        return {"status": "unavailable", "database": "unavailable"}, 503
+    body = {"status": "ok", "database": "ok", "schemaVersion": version}
+    problem = state.schema_problem(version)
+    if problem is not None:
+        body.update(status="outdated", message=problem.message)
+        return body, 503
+    return body, 200
 
 
 def _card(name, at_root=False):
@@ -119,7 +152,7 @@ def make_blueprint(settings):
 
     @bp.post(prefix + "/agents/<name>/a2a")
     def rpc(name):
-        return _rpc(name)
+        return _logged_rpc(name)
 
     def card(name):
         return _card(name)
@@ -142,11 +175,20 @@ def make_blueprint(settings):
              "card": base + agent.name + CARD_PATHS[0]}
             for agent in state.agents() if caller.may_reach(agent.name)]})
 
+    @bp.get(prefix + "/health")
+    def health():
+        return json_response(*_health(_state()))
+
+    if settings.metrics:
+        @bp.get(prefix + "/metrics")
+        def metrics():
+            return _state().metrics.response()
+
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
         @bp.post("/a2a")
         def default_rpc():
-            return _rpc(_state().settings.default_agent, at_root=True)
+            return _logged_rpc(_state().settings.default_agent, at_root=True)
 
         def default_card():
             return _card(_state().settings.default_agent, at_root=True)
@@ -154,26 +196,6 @@ def make_blueprint(settings):
         for path, endpoint in zip(CARD_PATHS, ("card", "legacy_card")):
             bp.add_url_rule(path, "default_" + endpoint, default_card,
                             methods=["GET"])
+    add_fallbacks(bp, owned_paths(settings, CARD_PATHS))
     return bp
 
-
-def register_error_handlers(app, settings):
-    """JSON, never an HTML page, for 404/405/500 on the service's own paths."""
-    trees = [settings.url_prefix + "/agents"]
-    own = CARD_PATHS if settings.default_agent else ()
-    if settings.default_agent:
-        trees.append("/a2a")
-
-    def handle(exc):
-        path = request.path
-        if not (path in own or any(path == tree or path.startswith(tree + "/")
-                                   for tree in trees)):
-            return exc  # the host app's page, as before
-        code = -32603 if exc.code >= 500 else -32600
-        response = json_response({"code": code, "message": "%s: %s" % (
-            exc.name, exc.description)}, exc.code)
-        if exc.code == 405 and hasattr(exc, "valid_methods") and exc.valid_methods:
-            response.headers["Allow"] = ", ".join(exc.valid_methods)
-        return response
-
-    app.register_error_handler(HTTPException, handle)

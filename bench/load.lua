@@ -1,6 +1,6 @@
 -- wrk script for the a2a_flask benchmark (see bench/README.md).
 --
---   wrk -t2 -c16 -d10s -s bench/load.lua URL -- MODE POOLFILE AUTH MAXREQ NONCE
+--   wrk -t2 -c16 -d10s -s bench/load.lua URL -- MODE POOLFILE AUTH MAXREQ NONCE [PROTO]
 --
 -- MODE     "send": message/send with a unique messageId per request
 --          "get":  tasks/get round-robin over the task ids in POOLFILE
@@ -8,6 +8,8 @@
 -- AUTH     value of the Authorization header, "-" for none
 -- MAXREQ   stop a thread after this many requests (0: no limit)
 -- NONCE    makes messageIds unique across runs
+-- PROTO    "0.3" (default) or "1.0": SendMessage/GetTask with the header
+--          A2A-Version: 1.0, and state TASK_STATE_COMPLETED
 --
 -- Every answer is checked, not only its status: HTTP 200, no JSON-RPC
 -- "error" member, result state "completed", and for tasks/get the
@@ -26,7 +28,7 @@ responses = 0
 errors = 0
 first_err = ""
 
-local mode, max_req, nonce
+local mode, max_req, nonce, proto, done_pat
 local pool, pool_pat, pool_n, idx = {}, {}, 0, 0
 local sent = 0
 
@@ -40,6 +42,12 @@ function init(args)
    local auth = args[3] or "-"
    max_req = tonumber(args[4] or "0") or 0
    nonce = args[5] or "x"
+   proto = args[6] or "0.3"
+   done_pat = '"state"%s*:%s*"completed"'
+   if proto == "1.0" then
+      wrk.headers["A2A-Version"] = "1.0"
+      done_pat = '"state"%s*:%s*"TASK_STATE_COMPLETED"'
+   end
    wrk.method = "POST"
    wrk.headers["Content-Type"] = "application/json"
    if auth ~= "-" then
@@ -65,7 +73,12 @@ function request()
    local body
    if mode == "get" then
       idx = idx % pool_n + 1
-      body = '{"jsonrpc":"2.0","id":' .. idx .. ',"method":"tasks/get","params":{"id":"' .. pool[idx] .. '"}}'
+      local method = proto == "1.0" and "GetTask" or "tasks/get"
+      body = '{"jsonrpc":"2.0","id":' .. idx .. ',"method":"' .. method .. '","params":{"id":"' .. pool[idx] .. '"}}'
+   elseif proto == "1.0" then
+      body = '{"jsonrpc":"2.0","id":' .. sent .. ',"method":"SendMessage","params":{"message":'
+         .. '{"role":"ROLE_USER","messageId":"wrk-' .. nonce .. '-' .. tid .. '-' .. sent
+         .. '","parts":[{"text":"hello"}]}}}'
    else
       body = '{"jsonrpc":"2.0","id":' .. sent .. ',"method":"message/send","params":{"message":'
          .. '{"kind":"message","role":"user","messageId":"wrk-' .. nonce .. '-' .. tid .. '-' .. sent
@@ -78,7 +91,7 @@ function response(status, headers, body)
    responses = responses + 1
    local ok = status == 200 and body ~= nil
       and body:find('"error"%s*:') == nil
-      and body:find('"state"%s*:%s*"completed"') ~= nil
+      and body:find(done_pat) ~= nil
    if ok and mode == "get" then
       local k = tonumber(body:match('"id"%s*:%s*(%d+)'))
       ok = k ~= nil and pool_pat[k] ~= nil and body:find(pool_pat[k]) ~= nil

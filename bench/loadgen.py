@@ -26,11 +26,42 @@ import time
 
 FULL_CHECK_EVERY = 64
 _ERR_RE = re.compile(rb'"error"\s*:')
-_DONE_RE = re.compile(rb'"state"\s*:\s*"completed"')
 _LOOPBACK = ("127.", "localhost", "::1")
 
+# The two JSON-RPC bindings the servers speak: A2A 0.3 (``message/send``,
+# ``tasks/get``; a2a_flask, the ceilings, a2a-sdk 0.3.x) and A2A 1.0
+# (``SendMessage``, ``GetTask`` with the ``A2A-Version: 1.0`` header; a2a-sdk 1.x).
+METHODS = {
+    "0.3": {"send": "message/send", "get": "tasks/get"},
+    "1.0": {"send": "SendMessage", "get": "GetTask"},
+}
+HEADERS = {"0.3": {}, "1.0": {"A2A-Version": "1.0"}}
+_DONE_RE = {
+    "0.3": re.compile(rb'"state"\s*:\s*"completed"'),
+    "1.0": re.compile(rb'"state"\s*:\s*"TASK_STATE_COMPLETED"'),
+}
 
-def _send_body(nonce, pid, n):
+
+def message(text, message_id, proto="0.3"):
+    """A user message with one text part, as ``proto`` spells it."""
+    if proto == "1.0":
+        return {"role": "ROLE_USER", "messageId": message_id, "parts": [{"text": text}]}
+    return {"kind": "message", "role": "user", "messageId": message_id, "parts": [{"kind": "text", "text": text}]}
+
+
+def result_task(result, proto="0.3"):
+    """The Task in a send or get result (1.0 wraps SendMessage's in ``task``)."""
+    if proto == "1.0" and isinstance(result, dict) and isinstance(result.get("task"), dict):
+        return result["task"]
+    return result
+
+
+def _send_body(nonce, pid, n, proto="0.3"):
+    if proto == "1.0":
+        return (
+            b'{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":'
+            b'{"role":"ROLE_USER","messageId":"py-%s-%d-%d","parts":[{"text":"hello"}]}}}' % (n, nonce, pid, n)
+        )
     return (
         b'{"jsonrpc":"2.0","id":%d,"method":"message/send","params":{"message":'
         b'{"kind":"message","role":"user","messageId":"py-%s-%d-%d",'
@@ -38,8 +69,9 @@ def _send_body(nonce, pid, n):
     )
 
 
-def _get_body(i, task_id):
-    return b'{"jsonrpc":"2.0","id":%d,"method":"tasks/get","params":{"id":"%s"}}' % (i, task_id.encode())
+def _get_body(i, task_id, proto="0.3"):
+    return b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"id":"%s"}}' % (
+        i, METHODS[proto]["get"].encode(), task_id.encode())
 
 
 def _head(host, port, path, extra):
@@ -50,13 +82,13 @@ def _head(host, port, path, extra):
     return h + b"Content-Length: "
 
 
-def check_answer(mode, status, body, expect_id=None, full=False):
+def check_answer(mode, status, body, expect_id=None, full=False, proto="0.3"):
     """Return None when the answer is correct, else a short reason."""
     if status != 200:
         return f"HTTP {status}"
     if _ERR_RE.search(body):
         return "JSON-RPC error"
-    if not _DONE_RE.search(body):
+    if not _DONE_RE[proto].search(body):
         return "state not completed"
     if expect_id is not None and not re.search(rb'"id"\s*:\s*"%s"' % re.escape(expect_id.encode()), body):
         return "wrong task id"
@@ -65,10 +97,11 @@ def check_answer(mode, status, body, expect_id=None, full=False):
             obj = json.loads(body)
         except ValueError:
             return "invalid JSON"
-        res = obj.get("result") if isinstance(obj, dict) else None
+        res = result_task(obj.get("result"), proto) if isinstance(obj, dict) else None
         if "error" in obj or not isinstance(res, dict):
             return "no result"
-        if res.get("kind") != "task" or (res.get("status") or {}).get("state") != "completed":
+        done = "TASK_STATE_COMPLETED" if proto == "1.0" else "completed"
+        if (proto == "0.3" and res.get("kind") != "task") or (res.get("status") or {}).get("state") != done:
             return "result is not a completed task"
         if expect_id is not None and res.get("id") != expect_id:
             return "wrong task id"
@@ -125,12 +158,12 @@ def _parse(buf):
 
 def _worker(args, conn_out):
     (host, port, path, mode, headers, nconn, duration, max_requests, pool, start_at,
-     timeout, nonce, wid) = args
-    head = _head(host, port, path, headers)
+     timeout, nonce, wid, proto) = args
+    head = _head(host, port, path, dict(HEADERS[proto], **headers))
     pool_reqs = []
     if mode == "get":
         for i, tid in enumerate(pool):
-            body = _get_body(i, tid)
+            body = _get_body(i, tid, proto)
             pool_reqs.append((head + b"%d\r\n\r\n" % len(body) + body, tid))
     sel = selectors.DefaultSelector()
     conns = [_Conn() for _ in range(nconn)]
@@ -175,7 +208,7 @@ def _worker(args, conn_out):
             req, c.expect = pool_reqs[gi]
             gi = (gi + 1) % len(pool_reqs)
         else:
-            body = _send_body(nonce_b, pid, sent)
+            body = _send_body(nonce_b, pid, sent, proto)
             req = head + b"%d\r\n\r\n" % len(body) + body
             c.expect = None
         c.t0 = time.perf_counter()
@@ -218,7 +251,7 @@ def _worker(args, conn_out):
             status, body, close, used = parsed
             lat.append(now - c.t0)
             answered += 1
-            why = check_answer(mode, status, body, c.expect, full=answered % FULL_CHECK_EVERY == 1)
+            why = check_answer(mode, status, body, c.expect, full=answered % FULL_CHECK_EVERY == 1, proto=proto)
             if why:
                 fail(why, body)
             del c.buf[:used]
@@ -255,7 +288,7 @@ def percentile(sorted_vals, p):
 
 
 def run_load(host, port, path, mode="send", headers=None, duration=10.0, connections=16,
-             procs=2, pool=None, max_requests=1_000_000, timeout=10.0, nonce="x"):
+             procs=2, pool=None, max_requests=1_000_000, timeout=10.0, nonce="x", proto="0.3"):
     """Drive the server; return dict(requests, rps, p50_ms, p99_ms, errors, ...)."""
     if not host.startswith(_LOOPBACK):
         raise ValueError("loopback targets only")
@@ -270,7 +303,7 @@ def run_load(host, port, path, mode="send", headers=None, duration=10.0, connect
         rx, tx = ctx.Pipe(duplex=False)
         p = ctx.Process(target=_worker, args=((host, port, path, mode, headers or {}, n, duration,
                                                max_requests // procs, list(pool or []), start_at,
-                                               timeout, nonce, wid), tx), daemon=True)
+                                               timeout, nonce, wid, proto), tx), daemon=True)
         p.start()
         tx.close()
         children.append((p, rx))

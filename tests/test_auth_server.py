@@ -1,4 +1,4 @@
-"""PROFILE 6 across processes: gunicorn workers (``start_server`` from
+"""docs/protocol.md §6 across processes: gunicorn workers (``start_server`` from
 conftest/servers.py), keys and users made with the CLI, the a2a-sdk client."""
 
 import asyncio

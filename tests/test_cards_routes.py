@@ -1,4 +1,4 @@
-"""PROFILE 2 (routes, JSON everywhere) and 7 (the Agent Card)."""
+"""docs/protocol.md §2 (routes, JSON everywhere) and 7 (the Agent Card)."""
 
 import pytest
 
@@ -32,7 +32,7 @@ def assert_bare_error(response, status):
     return body
 
 
-# -- PROFILE 7: the card ------------------------------------------------------------
+# -- protocol.md §7: the card ------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", [CARD, LEGACY])
@@ -162,7 +162,7 @@ def test_root_endpoint_of_a_missing_default_agent_is_404(make_app, config):
     assert answer["id"] == "r" and answer["error"]["code"] == -32600
 
 
-# -- PROFILE 2: routes ---------------------------------------------------------------
+# -- protocol.md §2: routes ---------------------------------------------------------
 
 
 def test_agent_list(app):

@@ -1,4 +1,4 @@
-"""PROFILE 3: the JSON-RPC envelope, checked in order; the first failure answers."""
+"""docs/protocol.md §3: the JSON-RPC envelope, checked in order; the first failure answers."""
 
 import json
 

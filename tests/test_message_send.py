@@ -1,4 +1,4 @@
-"""PROFILE 4, message/send: validation, which task, retries, outcomes, config."""
+"""docs/protocol.md §4, message/send: validation, which task, retries, outcomes, config."""
 
 import base64
 import json

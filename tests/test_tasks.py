@@ -1,4 +1,4 @@
-"""PROFILE 4 (tasks/get, tasks/cancel, the unsupported methods, the extended
+"""docs/protocol.md §4 (tasks/get, tasks/cancel, the unsupported methods, the extended
 card) and 5 (the Task and its messages)."""
 
 import threading
@@ -268,7 +268,7 @@ def test_extended_card_with_auth_off_is_32007(rpc, agent):
     assert agent in error["message"]
 
 
-# -- PROFILE 5: the Task and its messages ---------------------------------------------
+# -- protocol.md §5: the Task and its messages ---------------------------------------
 
 
 def test_task_shape(script):

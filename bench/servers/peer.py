@@ -4,9 +4,8 @@ Run by uvicorn (the SDK's documented way), through ``--serve`` below:
 
     PEER_STORE=sqlite PEER_DB=/tmp/x.sqlite3 python bench/servers/peer.py --serve 127.0.0.1 PORT 2
 
-``PEER_STORE=sqlite`` uses the SDK's ``DatabaseTaskStore`` on
-``sqlite+aiosqlite:///$PEER_DB`` (the SDK's defaults: no pragmas added);
-``PEER_STORE=memory`` uses ``InMemoryTaskStore`` (process-local).
+``PEER_STORE`` (memory, sqlite or postgres) and ``PEER_DB`` choose the SDK's
+task store: see ``launch.make_store``.
 
 The executor follows the SDK samples: it publishes the new Task, adds an
 artifact echoing the user's text and completes the task, so ``message/send``
@@ -17,12 +16,8 @@ finds it in the store.
 start, so that several uvicorn workers do not race on ``CREATE TABLE``.
 
 ``python peer.py --serve HOST PORT WORKERS`` runs ``uvicorn.run("peer:app")``
-the same way, with one fix for several workers: uvicorn's supervisor binds the
-listening socket with ``proto`` 0, so asyncio never sets TCP_NODELAY on the
-accepted connections and every keep-alive answer waits ~40 ms for a delayed
-ACK (uvicorn issue #3149, open for uvicorn 0.54).  The launcher re-creates
-that socket with ``IPPROTO_TCP``, as the single-worker path does, so the peer
-is measured without that bug.  ``--stock`` skips the fix.
+through ``launch.py``, with its fix for uvicorn #3149 (no TCP_NODELAY with
+several workers); ``--stock`` skips the fix.
 """
 
 import asyncio
@@ -33,9 +28,11 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.apps import A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentSkill, Part, TextPart
 from a2a.utils import new_task
+
+from launch import init_db, make_store, serve_uvicorn  # the script's folder is on sys.path
 
 
 class EchoExecutor(AgentExecutor):
@@ -48,23 +45,6 @@ class EchoExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError
-
-
-def _engine(path):
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    return create_async_engine(f"sqlite+aiosqlite:///{path}")
-
-
-def make_store():
-    kind = os.environ.get("PEER_STORE", "memory")
-    if kind == "memory":
-        return InMemoryTaskStore()
-    if kind == "sqlite":
-        from a2a.server.tasks import DatabaseTaskStore
-
-        return DatabaseTaskStore(_engine(os.environ["PEER_DB"]))
-    raise SystemExit(f"PEER_STORE must be memory or sqlite, not {kind!r}")
 
 
 def make_app():
@@ -83,39 +63,12 @@ def make_app():
     return A2AStarletteApplication(agent_card=card, http_handler=handler).build()
 
 
-async def _init_db(path):
-    from a2a.server.tasks import DatabaseTaskStore
-
-    engine = _engine(path)
-    await DatabaseTaskStore(engine).initialize()
-    await engine.dispose()
-
-
-def serve(host, port, workers, stock=False):
-    import socket
-
-    import uvicorn
-    from uvicorn.config import Config
-
-    if not stock:
-        bind_socket = Config.bind_socket
-
-        def bind_tcp_socket(self):
-            sock = bind_socket(self)
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.proto == 0:
-                sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-            return sock
-
-        Config.bind_socket = bind_tcp_socket
-    uvicorn.run("peer:app", app_dir=os.path.dirname(os.path.abspath(__file__)), host=host,
-                port=port, workers=workers, access_log=False, log_level="warning")
-
-
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--init-db":
-        asyncio.run(_init_db(sys.argv[2]))
+        asyncio.run(init_db(sys.argv[2]))
     elif len(sys.argv) in (5, 6) and sys.argv[1] == "--serve":
-        serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), stock=sys.argv[5:] == ["--stock"])
+        serve_uvicorn("peer:app", sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                      stock=sys.argv[5:] == ["--stock"])
     else:
         raise SystemExit("usage: peer.py --init-db PATH | peer.py --serve HOST PORT WORKERS [--stock]")
 else:

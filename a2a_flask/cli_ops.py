@@ -1,0 +1,180 @@
+"""``flask a2a tasks ...`` and ``flask a2a db ...``: operating the store.
+
+Safe while the service runs: reads are plain reads, deletions run in small
+transactions (``store_admin.prune``), the backup is SQLite's online backup.
+"""
+
+import json
+from datetime import datetime, timezone
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from . import store_admin
+from .config import parse_age
+from .store import TERMINAL_STATES, WAITING_STATES, now_iso
+
+tasks_cli = AppGroup("tasks", help="List, show and prune tasks.")
+db_cli = AppGroup("db", help="Check, back up and upgrade the database.")
+
+STATES = sorted(TERMINAL_STATES | WAITING_STATES | {"working"})
+
+
+def _store():
+    return current_app.extensions["a2a"].store
+
+
+def _echo_json(value):
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _table(rows):
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(str(cell).ljust(w)
+                             for cell, w in zip(row, widths)).rstrip())
+
+
+def _task_table(tasks):
+    _table([("ID", "AGENT", "STATE", "CALLER", "CREATED", "UPDATED")] + [
+        (t["id"], t["agent"], t["state"], t["caller"], t["createdAt"],
+         t["updatedAt"]) for t in tasks])
+
+
+@tasks_cli.command("list")
+@click.option("--agent", default=None, help="Only this agent's tasks.")
+@click.option("--state", type=click.Choice(STATES), default=None,
+              help="Only tasks in this state.")
+@click.option("--caller", default=None,
+              help="Only this caller's tasks (an API key id or a user name).")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+def tasks_list(agent, state, caller, limit, as_json):
+    """List tasks, newest first."""
+    tasks = store_admin.list_tasks(_store(), agent, state, caller, limit)
+    if as_json:
+        _echo_json(tasks)
+    elif not tasks:
+        click.echo("No tasks.")
+    else:
+        _task_table(tasks)
+
+
+@tasks_cli.command("show")
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True, help="The task as JSON.")
+def tasks_show(task_id, as_json):
+    """Show a task with its history and artifacts."""
+    task = store_admin.show_task(_store(), task_id)
+    if task is None:
+        raise click.ClickException("no task %s" % task_id)
+    if as_json:
+        _echo_json(task)
+        return
+    status = task["status"]
+    click.echo("Task %s (agent %s, caller %s)" % (task["id"], task["agent"],
+                                                  task["caller"]))
+    click.echo("  context  %s" % task["contextId"])
+    click.echo("  state    %s since %s" % (status["state"], status["timestamp"]))
+    click.echo("  created  %s" % task["createdAt"])
+    click.echo("History (%d messages):" % len(task["history"]))
+    for message in task["history"]:
+        click.echo("  %-5s %s" % (message["role"], _parts_text(message["parts"])))
+    click.echo("Artifacts (%d):" % len(task["artifacts"]))
+    for artifact in task["artifacts"]:
+        click.echo("  %s %s" % (artifact.get("name") or artifact["artifactId"],
+                                _parts_text(artifact["parts"])))
+
+
+def _parts_text(parts):
+    shown = []
+    for part in parts:
+        if part.get("kind") == "text":
+            shown.append(part["text"])
+        else:
+            shown.append("[%s]" % part.get("kind"))
+    return " ".join(shown)
+
+
+def _cutoff(older_than):
+    settings = current_app.extensions["a2a"].settings
+    older_than = older_than or settings.retention
+    if not older_than:
+        raise click.UsageError("give --older-than (e.g. 30d) or set A2A_RETENTION")
+    try:
+        age = parse_age(older_than)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    return now_iso(datetime.now(timezone.utc) - age)
+
+
+@tasks_cli.command("prune")
+@click.option("--older-than", default=None,
+              help="Age, e.g. 30d, 12h, 2w (default: A2A_RETENTION).")
+@click.option("--dry-run", is_flag=True, help="List what would go; delete nothing.")
+def tasks_prune(older_than, dry_run):
+    """Delete finished tasks last updated before then, with their messages,
+    artifacts and retry records. Open tasks are never deleted."""
+    cutoff = _cutoff(older_than)
+    store = _store()
+    if dry_run:
+        tasks = store_admin.prunable_tasks(store, cutoff)
+        if tasks:
+            _task_table(tasks)
+        click.echo("Would remove %d finished tasks last updated before %s."
+                   % (len(tasks), cutoff))
+        return
+    total = {"tasks": 0, "messages": 0, "artifacts": 0, "deliveries": 0}
+    for batch in store_admin.prune(store, cutoff):
+        for key, count in batch.items():
+            total[key] += count
+    click.echo("Removed %(tasks)d finished tasks, %(messages)d messages, "
+               "%(artifacts)d artifacts and %(deliveries)d retry records" % total
+               + " last updated before %s." % cutoff)
+
+
+@db_cli.command("check")
+def db_check():
+    """Integrity check and schema version; exit status 1 on a problem."""
+    store = _store()
+    try:
+        problems, version = store_admin.check(store)
+    except store_admin.StorageError as exc:
+        raise click.ClickException("cannot read %s: %s" % (store.path, exc)) from None
+    expected = store_admin.expected_version()
+    click.echo("Database %s" % store.path)
+    click.echo("Integrity: %s" % ("ok" if not problems else "%d problems"
+                                  % len(problems)))
+    for problem in problems[:20]:
+        click.echo("  " + problem)
+    click.echo("Schema version: %d (this a2a_flask: %d)" % (version, expected))
+    if version < expected:
+        click.echo("Run `flask a2a db upgrade`.")
+    if problems or version != expected:
+        raise SystemExit(1)
+
+
+@db_cli.command("backup")
+@click.argument("path", type=click.Path(dir_okay=False))
+def db_backup(path):
+    """Copy the database to PATH, consistently, while the service runs."""
+    try:
+        size = store_admin.backup(_store(), path)
+    except store_admin.StorageError as exc:
+        raise click.ClickException("backup failed: %s" % exc) from None
+    click.echo("Backed up %s to %s (%d bytes)." % (_store().path, path, size))
+
+
+@db_cli.command("upgrade")
+def db_upgrade():
+    """Apply the schema migrations this database lacks."""
+    try:
+        before, after = store_admin.upgrade(_store())
+    except (RuntimeError, *store_admin.StorageError) as exc:
+        raise click.ClickException(str(exc)) from None
+    current_app.extensions["a2a"].schema_current = True
+    if before == after:
+        click.echo("Schema version %d: up to date." % after)
+    else:
+        click.echo("Upgraded the schema from version %d to %d." % (before, after))

@@ -1,0 +1,100 @@
+"""JSON, never a page of the host app, for errors on the service's own paths.
+
+A 404 or 405 is raised while routing, before any blueprint is chosen, so the
+host's ``@app.errorhandler(404)`` would answer it. Catch-all routes of the
+blueprint, taking every method, bring those paths inside the blueprint; its
+error handlers then answer any HTTP error or exception of its views ahead of
+the host's. Nothing is registered on the app itself: the host's pages keep
+the host's handlers.
+"""
+
+import logging
+
+from flask import current_app, request
+from werkzeug.exceptions import (HTTPException, MethodNotAllowed, NotFound,
+                                 default_exceptions)
+from werkzeug.routing import Rule
+
+from . import errors
+from .jsonrpc import error_response, json_response
+
+log = logging.getLogger("a2a_flask")
+
+UNROUTED = "unrouted"
+
+
+def owned_paths(settings, card_paths):
+    """The URL rules (besides the routes) that answer for the service."""
+    trees = [settings.url_prefix + "/agents"]
+    paths = []
+    if settings.default_agent:
+        trees.append("/a2a")
+        paths.extend(card_paths)
+    for tree in trees:
+        paths.extend((tree, tree + "/", tree + "/<path:rest>"))
+    # Single routes of ours: any other method there is our JSON 405.
+    paths.append(settings.url_prefix + "/health")
+    if settings.metrics:
+        paths.append(settings.url_prefix + "/metrics")
+    return paths
+
+
+def http_error_response(exc):
+    """An HTTP error (werkzeug's) as the bare JSON error object."""
+    code = -32603 if exc.code >= 500 else -32600
+    response = json_response({"code": code, "message": "%s: %s" % (
+        exc.name, exc.description)}, exc.code)
+    if getattr(exc, "valid_methods", None):
+        response.headers["Allow"] = ", ".join(exc.valid_methods)
+    return response
+
+
+def _allowed_methods(own_endpoint):
+    """The methods some other route takes at this request's path."""
+    adapter = current_app.create_url_adapter(request)
+    candidates = set()
+    for rule in current_app.url_map.iter_rules():
+        candidates.update(rule.methods or ())
+    allowed = set()
+    for method in candidates:
+        try:
+            rule, _ = adapter.match(method=method, return_rule=True)
+        except HTTPException:  # no route, or a redirect: not this method
+            continue
+        if rule.endpoint != own_endpoint:
+            allowed.add(method)
+    return sorted(allowed)
+
+
+def _unexpected(exc):
+    log.exception("internal error answering %s %s", request.method, request.path)
+    return error_response(errors.InternalError(
+        "Internal error: the service could not answer this request.",
+        http_status=500), bare=True)
+
+
+def add_fallbacks(bp, paths):
+    """Catch-all routes at ``paths`` and the blueprint's error handlers."""
+
+    def register(setup_state):
+        endpoint = "%s.%s" % (setup_state.name, UNROUTED)
+
+        def unrouted(**_):
+            allowed = _allowed_methods(endpoint)
+            return http_error_response(
+                MethodNotAllowed(valid_methods=allowed) if allowed else NotFound())
+
+        # Added after the blueprint's routes: at an equal path, theirs match
+        # first. methods=None takes every method, which Flask's add_url_rule
+        # cannot express.
+        for path in paths:
+            setup_state.app.url_map.add(Rule(path, endpoint=endpoint))
+        setup_state.app.view_functions[endpoint] = unrouted
+
+    bp.record(register)
+    # By code too: a host handler for a code is looked up before any handler
+    # for a class, but a blueprint's before the app's.
+    for code in default_exceptions:
+        bp.register_error_handler(code, http_error_response)
+    bp.register_error_handler(HTTPException, http_error_response)
+    bp.register_error_handler(Exception, _unexpected)

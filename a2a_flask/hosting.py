@@ -1,0 +1,82 @@
+"""Living inside a host app: checks of its settings, and its extensions.
+
+Mistakes in a host's setup should be loud at start (or at the first request,
+when agents registered after ``init_app`` are known), never a silent default.
+"""
+
+import difflib
+import logging
+import threading
+
+from .config import DEFAULTS
+
+log = logging.getLogger("a2a_flask")
+
+
+def check_not_mounted(app):
+    if "a2a" in app.extensions:
+        raise RuntimeError(
+            "a2a_flask is already set up on app %r: call init_app once per app "
+            "(A2A(app) calls it too), with one A2A object." % app.name)
+
+
+def _suggestion(key):
+    """The setting ``key`` was probably meant to be, or None."""
+    name, names = key[4:], [k[4:] for k in DEFAULTS]
+    # A name one starts the other (A2A_AUTHENTICATION: A2A_AUTH), else a
+    # close spelling; the common A2A_ would make every key look close.
+    close = [n for n in names if len(name) >= 3
+             and (name.startswith(n) or n.startswith(name))]
+    close = close or difflib.get_close_matches(name, names, n=1)
+    return "A2A_" + close[0] if close else None
+
+
+def warn_about_settings(config):
+    """Warn of every ``A2A_*`` key that is no setting (a typo is ignored
+    otherwise), and of an empty ``A2A_DEFAULT_AGENT``."""
+    for key in sorted(k for k in config
+                      if isinstance(k, str) and k.startswith("A2A_")):
+        if key not in DEFAULTS:
+            close = _suggestion(key)
+            log.warning("Unknown setting %s in app.config is ignored.%s", key,
+                        " Did you mean %s?" % close if close else "")
+    if config.get("A2A_DEFAULT_AGENT") == "":
+        log.warning("A2A_DEFAULT_AGENT is empty: no default agent is served; "
+                    "/a2a and /.well-known/agent-card.json stay the host app's.")
+
+
+def exempt_from_csrf(app, blueprint):
+    """Flask-WTF's CSRFProtect guards cookie-authenticated forms; the
+    service's calls are JSON with credentials (a session only with a JSON
+    body, which no cross-site form can send)."""
+    csrf = app.extensions.get("csrf")
+    if csrf is not None and hasattr(csrf, "exempt"):
+        csrf.exempt(blueprint)
+
+
+def check_default_agent(state):
+    name = state.settings.default_agent
+    if name and name not in state.extension.agents:
+        log.error("A2A_DEFAULT_AGENT=%r names no registered agent (registered: "
+                  "%s): /a2a answers 404 until it is registered.", name,
+                  ", ".join(sorted(state.extension.agents)) or "none")
+
+
+class FirstRequest:
+    """A ``before_request`` hook doing its work once, before the first
+    request's other hooks run (CSRFProtect's among them, when the host set it
+    up after ``init_app``)."""
+
+    def __init__(self, app, state, blueprint):
+        self.app, self.state, self.blueprint = app, state, blueprint
+        self.done = False
+        self.lock = threading.Lock()
+
+    def __call__(self):
+        if self.done:
+            return
+        with self.lock:
+            if not self.done:
+                exempt_from_csrf(self.app, self.blueprint)
+                check_default_agent(self.state)
+                self.done = True

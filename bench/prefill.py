@@ -1,0 +1,232 @@
+"""The scale run: US on an empty database beside US on a database pre-filled
+with many tasks, and the bytes per task on disk.
+
+The pre-filled database is built once (a few real tasks through HTTP,
+multiplied with bulk SQL by ``multiply_tasks``) and cached in
+``bench/.cache/``, keyed by the schema, the task count and the auth mode.
+"""
+
+import hashlib
+import http.client
+import json
+import os
+import random
+import shutil
+import sqlite3
+import time
+
+import loadgen
+from configs import LABELS, make_server
+from measure import drive, probe, rpc, send_params
+from processes import HERE, HOST, ROOT, log
+from report import make_row
+
+def db_bytes(path):
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def checkpoint(path):
+    c = sqlite3.connect(path)
+    try:
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        c.close()
+
+
+def count_tasks(path):
+    c = sqlite3.connect(path)
+    try:
+        return c.execute("SELECT count(*) FROM a2a_tasks").fetchone()[0]
+    finally:
+        c.close()
+
+
+def sample_task_ids(path, n, agent="echo"):
+    """``n`` random task ids of ``agent`` with the owner of the newest task."""
+    c = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        c.execute("PRAGMA busy_timeout = 10000")
+        lo, hi = c.execute("SELECT min(rowid), max(rowid) FROM a2a_tasks").fetchone()
+        ids = set()
+        tries = 0
+        while len(ids) < n and tries < 20:
+            tries += 1
+            picks = [random.randint(lo, hi) for _ in range(n * 2)]
+            q = "SELECT id FROM a2a_tasks WHERE agent = ? AND state = 'completed' AND rowid IN (%s)" % (
+                ",".join("?" * len(picks)))
+            ids.update(r[0] for r in c.execute(q, [agent] + picks))
+        return list(ids)[:n]
+    finally:
+        c.close()
+
+
+def multiply_tasks(path, total, progress=log):
+    """Grow the a2a_flask database at ``path`` to ``total`` tasks.
+
+    The tasks already there (a few real ones made through HTTP) are the
+    templates: each new task copies one template's rows in a2a_tasks,
+    a2a_messages (history and status message), a2a_artifacts and
+    a2a_deliveries, with fresh random ids written into the columns and into
+    the JSON bodies (``replace``).  Bulk INSERT ... SELECT over a numbers
+    table, 100,000 tasks per transaction.  This is the one place that knows
+    the schema of a2a_flask/migrations.py: adapt it when the schema changes.
+    """
+    c = sqlite3.connect(path, isolation_level=None)
+    try:
+        c.execute("PRAGMA journal_mode = DELETE")
+        c.execute("PRAGMA synchronous = OFF")
+        c.execute("PRAGMA cache_size = -1048576")  # 1 GiB
+        c.execute("PRAGMA temp_store = MEMORY")
+        c.execute("CREATE TEMP TABLE tmpl AS SELECT row_number() OVER (ORDER BY rowid) - 1 AS k, *"
+                  " FROM a2a_tasks")
+        k = c.execute("SELECT count(*) FROM tmpl").fetchone()[0]
+        if k == 0:
+            raise RuntimeError("no template task to multiply")
+        start = c.execute("SELECT count(*) FROM a2a_tasks").fetchone()[0]
+        c.execute("CREATE TEMP TABLE tmpl_msg AS SELECT t.k, m.* FROM a2a_messages m"
+                  " JOIN tmpl t ON t.id = m.task_id")
+        c.execute("CREATE TEMP TABLE tmpl_art AS SELECT t.k, a.* FROM a2a_artifacts a"
+                  " JOIN tmpl t ON t.id = a.task_id")
+        c.execute("CREATE TEMP TABLE tmpl_del AS SELECT t.k, d.* FROM a2a_deliveries d"
+                  " JOIN tmpl t ON t.id = d.task_id")
+        c.execute("CREATE TEMP TABLE ids (n INTEGER PRIMARY KEY, tid TEXT, cid TEXT)")
+        batch = 100_000
+        n0 = start
+        t0 = time.time()
+        while n0 < total:
+            n1 = min(total, n0 + batch)
+            c.execute("BEGIN")
+            c.execute("DELETE FROM ids")
+            c.execute(
+                "WITH RECURSIVE seq(n) AS (SELECT ? UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < ?)"
+                " INSERT INTO ids SELECT n, 'task_' || lower(hex(randomblob(16))),"
+                " 'ctx_' || lower(hex(randomblob(16))) FROM seq", (n0, n1))
+            c.execute(
+                "INSERT INTO a2a_tasks (id, agent, owner, context_id, state, status_message,"
+                " updated_at, created_at, metadata)"
+                " SELECT i.tid, t.agent, t.owner, i.cid, t.state,"
+                " replace(replace(replace(t.status_message, t.id, i.tid), t.context_id, i.cid),"
+                " '\"' || json_extract(t.status_message, '$.messageId') || '\"',"
+                " '\"' || json_extract(t.status_message, '$.messageId') || '_' || i.n || '\"'),"
+                " t.updated_at, t.created_at, t.metadata"
+                " FROM ids i JOIN tmpl t ON t.k = i.n % ? ORDER BY i.n", (k,))
+            c.execute(
+                "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role, message_id, body)"
+                " SELECT i.tid, i.cid, m.owner, m.agent, m.role, m.message_id || '_' || i.n,"
+                " replace(replace(replace(m.body, t.id, i.tid), t.context_id, i.cid),"
+                " '\"messageId\":\"' || m.message_id || '\"',"
+                " '\"messageId\":\"' || m.message_id || '_' || i.n || '\"')"
+                " FROM ids i JOIN tmpl t ON t.k = i.n % ? JOIN tmpl_msg m ON m.k = t.k"
+                " ORDER BY i.n, m.seq", (k,))
+            c.execute(
+                "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                " SELECT i.tid, a.artifact_id || '_' || i.n,"
+                " replace(a.body, '\"' || a.artifact_id || '\"', '\"' || a.artifact_id || '_' || i.n || '\"')"
+                " FROM ids i JOIN tmpl_art a ON a.k = i.n % ? ORDER BY i.n, a.seq", (k,))
+            c.execute(
+                "INSERT INTO a2a_deliveries (owner, agent, message_id, fingerprint, task_id)"
+                " SELECT d.owner, d.agent, d.message_id || '_' || i.n, lower(hex(randomblob(32))), i.tid"
+                " FROM ids i JOIN tmpl_del d ON d.k = i.n % ?", (k,))
+            c.execute("COMMIT")
+            n0 = n1
+            rate = (n0 - start) / max(1e-6, time.time() - t0)
+            progress(f"  prefill: {n0:,}/{total:,} tasks ({rate:,.0f} tasks/s)")
+        c.execute("PRAGMA journal_mode = WAL")  # no ANALYZE: a live database has no statistics either
+    finally:
+        c.close()
+
+
+def ensure_prefilled(ctx):
+    """The cached pre-filled database: (path, meta with key or None and pool ids)."""
+    args, auth = ctx.args, ctx.auth
+    schema = open(os.path.join(ROOT, "a2a_flask", "migrations.py"), "rb").read()
+    tag = hashlib.sha256(schema + repr((args.scale_tasks, auth.on, 3)).encode()).hexdigest()[:12]
+    cache = os.path.join(HERE, ".cache")
+    os.makedirs(cache, exist_ok=True)
+    path = os.path.join(cache, f"prefilled-{args.scale_tasks}-{tag}.sqlite3")
+    meta_path = path + ".json"
+    if os.path.exists(path) and os.path.exists(meta_path):
+        meta = json.load(open(meta_path))
+        log(f"scale: using cached {os.path.relpath(path, ROOT)} ({meta['tasks']:,} tasks)")
+        return path, meta
+    for old in os.listdir(cache):  # one cached database at a time
+        if old.startswith(f"prefilled-{args.scale_tasks}-"):
+            os.remove(os.path.join(cache, old))
+    log(f"scale: building a database with {args.scale_tasks:,} tasks (cached for later runs)")
+    building = path + ".building"
+    for p in (building, building + "-wal", building + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+    t0 = time.time()
+    srv = make_server("us-scale", ctx, "build", db=building)
+    key = srv.headers.get("Authorization", "")[len("Bearer "):] or None
+    try:
+        srv.start()
+        c = http.client.HTTPConnection(HOST, srv.port, timeout=30)
+        texts = ["hello", "What is the weather like in Paris tomorrow?",
+                 "Summarize: " + "lorem ipsum dolor sit amet " * 8, "ping", "Thanks!",
+                 "Translate 'good morning' into French, German and Spanish.", "ok", "hello again"]
+        for i in range(16):
+            status, body = rpc(srv, "send", send_params(texts[i % len(texts)]), conn=c)
+            why = loadgen.check_answer("send", status, body, full=True)
+            if why:
+                raise RuntimeError(f"prefill template: {why}: {body[:300]!r}")
+        c.close()
+    finally:
+        srv.stop()
+    multiply_tasks(building, args.scale_tasks)
+    checkpoint(building)
+    n = count_tasks(building)
+    size = db_bytes(building)
+    pool = sample_task_ids(building, args.scale_pool)
+    os.replace(building, path)
+    for p in (building + "-wal", building + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+    meta = {"tasks": n, "bytes": size, "key": key, "pool": pool, "build_s": round(time.time() - t0, 1)}
+    json.dump(meta, open(meta_path, "w"))
+    log(f"scale: built in {meta['build_s']} s, {size / 1e6:,.0f} MB, {size / n:,.0f} bytes/task")
+    return path, meta
+
+
+def scale_run(ctx, failures):
+    args, tmp = ctx.args, ctx.tmp
+    rows, info = [], {}
+    cached, meta = ensure_prefilled(ctx)
+    info["prefilled tasks"] = f"{meta['tasks']:,}"
+    info["prefilled db bytes"] = f"{meta['bytes']:,} ({meta['bytes'] / 1e6:,.0f} MB)"
+    info["prefilled bytes/task"] = f"{meta['bytes'] / meta['tasks']:,.0f}"
+    info["bytes_per_task"] = meta["bytes"] / meta["tasks"]  # for the target (report.summarize)
+    for rd in range(1, args.rounds + 1):
+        for cfg in ("us-empty", "us-scale"):
+            db = os.path.join(tmp, f"{cfg}-{rd}.sqlite3")
+            if cfg == "us-scale":
+                t0 = time.time()
+                shutil.copyfile(cached, db)
+                if hasattr(os, "sync"):
+                    os.sync()  # no background write-back of the copy during the loads
+                log(f"scale: copied the prefilled database in {time.time() - t0:.1f} s")
+            srv = make_server(cfg, ctx, str(rd), db=db,
+                              key=meta["key"] if cfg == "us-scale" else None)
+            try:
+                srv.start()
+                why = probe(srv)
+                if why:
+                    raise RuntimeError(why)
+                drive(srv, "send", None, args, tmp, duration=args.warmup)
+                rows.append(make_row(rd, cfg, "send", drive(srv, "send", None, args, tmp), failures,
+                                     args.max_requests))
+                pool = meta["pool"] if cfg == "us-scale" else sample_task_ids(db, args.scale_pool)
+                rows.append(make_row(rd, cfg, "get", drive(srv, "get", pool, args, tmp), failures,
+                                     args.max_requests))
+            except Exception as e:  # noqa: BLE001
+                failures.append(f"{LABELS[cfg]} round {rd}: {e}")
+                log(f"!!! {LABELS[cfg]} round {rd}: {e}")
+            finally:
+                srv.stop()
+            checkpoint(db)
+            n = count_tasks(db)
+            size = db_bytes(db)
+            info[f"{LABELS[cfg]} round {rd}: tasks, bytes/task"] = f"{n:,}, {size / n:,.0f}"
+            os.remove(db)
+    return rows, info
