@@ -296,9 +296,9 @@ def test_a_forged_host_is_refused_when_trusted_hosts_is_set(make_app):
     client = app.test_client()
     good = client.get(CARD, headers={"Host": "agents.example.com"})
     assert good.get_json()["url"] == "http://agents.example.com/api/v1/agents/echo/a2a"
+    # Flask refuses it before any route is found: the host app's 400 page.
     forged = client.get(CARD, headers={"Host": "evil.example"})
     assert forged.status_code == 400
-    assert forged.mimetype == "application/json"
     assert "http://evil.example" not in forged.get_data(as_text=True)
 
 
