@@ -134,6 +134,17 @@ class Turn:
                 self.caller.id, self.agent.name, self.context_id, before_seq=self._seq)
         return self._context_history
 
+    def recent(self, count):
+        """The last ``count`` earlier messages of the conversation, oldest
+        first: what a long conversation costs is ``count``, not its length."""
+        if count <= 0:
+            return []
+        if self._context_history is not None:
+            return self._context_history[-count:]
+        return self._store.context_history(self.caller.id, self.agent.name,
+                                           self.context_id, before_seq=self._seq,
+                                           limit=count)
+
     @property
     def canceled(self) -> bool:
         """True once the task was canceled: stop early, the result is discarded."""

@@ -13,6 +13,7 @@ from typing import AbstractSet, Optional
 
 from . import errors
 from .credentials import KEY_PREFIX
+from .throttle import LoginThrottle
 
 class Caller:
     """An authenticated (or, with auth off, anonymous) caller.
@@ -88,7 +89,7 @@ def authenticate(state, request):
         pair = _basic(credentials)
         if pair is None:
             raise errors.Unauthenticated("The HTTP Basic credentials are malformed.")
-        caller = _check_password(state, *pair)
+        caller = _check_password(state, request, *pair)
         if caller is None:
             raise errors.Unauthenticated("Wrong username or password.")
         return caller
@@ -108,13 +109,50 @@ def authenticate(state, request):
         "the %s header) or HTTP Basic credentials." % state.settings.api_key_header)
 
 
-def _check_password(state, name, password):
+def _login_throttle(state):
+    """This app's count of failed Basic logins in this process (throttle.py)."""
+    throttle = getattr(state, "login_throttle", None)
+    if throttle is None:
+        throttle = state.login_throttle = LoginThrottle(
+            state.settings.login_failures_per_minute)
+    return throttle
+
+
+def basic_in_use(state):
+    """HTTP Basic is offered: the host's password hook is set, or users exist."""
+    return (state.extension.password_checker is not None
+            or state.credentials.has_users())
+
+
+def _check_password(state, request, name, password):
+    """The caller for these Basic credentials, or None.
+
+    No password is hashed unless Basic is in use, nor once this user or this
+    address failed too often lately (429); a built-in user's password already
+    verified in this process is accepted without either.
+    """
+    if not basic_in_use(state):
+        raise errors.Unauthenticated(
+            "HTTP Basic is not accepted here (no users are set up): send an "
+            "API key.")
+    keys = ("user:" + name, "address:%s" % request.remote_addr)
+
+    throttle = _login_throttle(state)
+
+    def before_slow_check():
+        throttle.check(*keys)
+
     checker = state.extension.password_checker
     if checker is not None:
-        return _host_caller(checker(name, password), "user")
-    if state.credentials.check_user(name, password):
-        return Caller("user:" + name, "user", name)
-    return None
+        before_slow_check()
+        caller = _host_caller(checker(name, password), "user")
+    elif state.credentials.check_user(name, password, before_slow_check):
+        caller = Caller("user:" + name, "user", name)
+    else:
+        caller = None
+    if caller is None:
+        throttle.failed(*keys)
+    return caller
 
 
 def _takes_host_token(state, token):
@@ -143,7 +181,7 @@ def security_requirements(state):
         "bearer": {"type": "http", "scheme": "bearer",
                    "description": "The same API key, as a bearer token."},
     }
-    if state.extension.password_checker is not None or state.credentials.has_users():
+    if basic_in_use(state):
         schemes["basic"] = {"type": "http", "scheme": "basic",
                             "description": "A username and password."}
     if state.extension.token_loader is not None:

@@ -1,15 +1,41 @@
 """Agent Cards: what the service tells callers about each agent."""
 
-from flask import request
+import logging
+
+from flask import current_app, request
+from werkzeug.exceptions import SecurityError
+from werkzeug.sansio.utils import host_is_trusted
 
 from .auth import security_requirements
+
+log = logging.getLogger("a2a_flask")
 
 PROTOCOL_VERSION = "0.3.0"
 
 
 def base_url(settings):
-    """The service's URL as callers reach it (A2A_PUBLIC_BASE_URL behind a proxy)."""
-    return settings.public_base_url or request.url_root.rstrip("/")
+    """The service's URL as callers reach it (A2A_PUBLIC_BASE_URL behind a proxy).
+
+    Without A2A_PUBLIC_BASE_URL it comes from the request's ``Host`` header,
+    checked against Flask's ``TRUSTED_HOSTS`` when that is set (Flask 3.1
+    checks it itself; older Flask versions are checked here), and the first
+    such use in a process logs a warning (not in debug mode).
+    """
+    if settings.public_base_url:
+        return settings.public_base_url
+    app = current_app
+    trusted = app.config.get("TRUSTED_HOSTS")
+    if trusted and not host_is_trusted(request.host, trusted):
+        raise SecurityError("Host %r is not in TRUSTED_HOSTS." % request.host)
+    if not getattr(settings, "host_warned", False):
+        settings.host_warned = True
+        if not app.debug:
+            log.warning(
+                "A2A_PUBLIC_BASE_URL is not set: Agent Cards advertise URLs "
+                "built from each request's Host header, which a caller can "
+                "forge%s. Set A2A_PUBLIC_BASE_URL to the public URL (or Flask's "
+                "TRUSTED_HOSTS).", "" if trusted else " (TRUSTED_HOSTS is not set)")
+    return request.url_root.rstrip("/")
 
 
 def agent_url(settings, name, at_root=False):

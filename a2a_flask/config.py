@@ -17,6 +17,8 @@ DEFAULTS = {
     "A2A_BUSY_TIMEOUT_MS": 5000,
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
+    "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
+    "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
     # Operations (README, "On a plain VM").
     "A2A_AUTO_MIGRATE": True,  # False: only `flask a2a db upgrade` migrates
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
@@ -73,6 +75,20 @@ def _names(value):
     return set(value or ())
 
 
+def _history_length(value):
+    """None (the whole history) for no value or "all", else a count >= 0."""
+    if value is None or str(value).strip().lower() in ("", "all"):
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise ValueError("A2A_HISTORY_LENGTH_DEFAULT=%r: expected a number of "
+                         "messages (0 or more) or 'all'" % (value,))
+    return count
+
+
 class Settings:
     """The extension's settings, read once from ``app.config`` in ``init_app``."""
 
@@ -99,6 +115,11 @@ class Settings:
         if self.stale_turn_seconds <= 0:
             raise ValueError("A2A_STALE_TURN_SECONDS=%r: expected a number of "
                              "seconds above 0" % self.stale_turn_seconds)
+        self.history_length_default = _history_length(get("A2A_HISTORY_LENGTH_DEFAULT"))
+        self.login_failures_per_minute = int(get("A2A_LOGIN_FAILURES_PER_MINUTE"))
+        if self.login_failures_per_minute <= 0:
+            raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
+                             "above 0" % self.login_failures_per_minute)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "

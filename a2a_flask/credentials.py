@@ -45,6 +45,11 @@ _verified = {}  # user name -> digest of (stored hash, password) last checked
 _VERIFIED_MAX = 1024
 
 
+def _proof(stored_hash, password):
+    # Only a fast digest, in this process's memory: never stored or logged.
+    return hashlib.sha256((stored_hash + "\0" + password).encode("utf-8")).digest()
+
+
 class CredentialError(Exception):
     """A credential command could not be carried out; the text says why."""
 
@@ -168,21 +173,25 @@ class Credentials:
                                 (name,)).rowcount:
                 raise CredentialError("no user named %r" % name)
 
-    def check_user(self, name, password):
+    def check_user(self, name, password, before_slow_check=None):
         """True when ``password`` is ``name``'s.
 
         A slow hash (scrypt) on every request would cost each Basic call tens
         of milliseconds, so a success is remembered in this process, keyed by
         the stored hash: a deleted user or a new password is refused at once.
+        ``before_slow_check()`` runs before any hash is computed (and may
+        raise: the login throttle), not before a remembered success.
         """
         row = self.store.connection().execute(
             "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        if before_slow_check is not None and (
+                row is None or _verified.get(name) != _proof(row[0], password)):
+            before_slow_check()
         if row is None:
             _check_dummy_password(password)
             return False
         stored = row[0]
-        # Only a fast digest, in this process's memory: never stored or logged.
-        proof = hashlib.sha256((stored + "\0" + password).encode("utf-8")).digest()
+        proof = _proof(stored, password)
         if _verified.get(name) == proof:
             return True
         if not check_password_hash(stored, password):

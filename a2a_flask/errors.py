@@ -121,3 +121,40 @@ class SchemaOutdated(InternalError):
     http_status = 503
     default_message = ("The database schema is out of date: run "
                        "`flask a2a db upgrade`.")
+
+
+class TooManyRequests(InvalidRequest):
+    """Too many failed logins from one address or for one user: HTTP 429."""
+
+    http_status = 429
+    default_message = "Too many failed attempts; wait before trying again."
+
+    def __init__(self, message=None, retry_after=60):
+        super().__init__(message, data={"retryAfter": retry_after})
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class IncompleteBody(InvalidRequest):
+    """The body ended before its ``Content-Length``: nothing is run."""
+
+    http_status = 400
+    default_message = "The request body is shorter than its Content-Length."
+
+
+# The storage could not be used: nothing was stored, and a retry may succeed.
+# ``data.retry`` is true in each.
+
+
+class StorageUnavailable(InternalError):
+    default_message = ("The storage is unavailable: nothing was stored. The call "
+                       "may be retried.")
+
+
+class StorageFull(StorageUnavailable):
+    default_message = ("The storage is full (no space left on the disk): nothing "
+                       "was stored. The call may be retried once space is freed.")
+
+
+class StorageBusy(StorageUnavailable):
+    default_message = ("The storage is busy (another writer holds it): nothing was "
+                       "stored. The call may be retried.")

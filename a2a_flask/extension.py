@@ -11,6 +11,7 @@ from .auth import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .credentials import Credentials
+from .sqlitefile import is_storage_failure, storage_failure
 from .hosting import (FirstRequest, check_not_mounted, exempt_from_csrf,
                       warn_about_settings)
 from .store import Store
@@ -105,9 +106,17 @@ class A2A:
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
         store = Store(settings.database, settings.busy_timeout_ms,
-                      settings.sqlite_synchronous, settings.stale_turn_seconds)
+                      settings.sqlite_synchronous, settings.stale_turn_seconds,
+                      auto_migrate=settings.auto_migrate)
         if settings.auto_migrate:
-            store.migrate()
+            try:
+                store.migrate()
+            except Exception as exc:
+                if not is_storage_failure(exc):
+                    raise
+                # Booting anyway: calls answer "storage unavailable" (and log
+                # why) until the file can be opened, then serve, no restart.
+                storage_failure(exc, settings.database)
         state = State(self, settings, store,
                       app.config.get("SESSION_COOKIE_NAME", "session"))
         state.schema_current = settings.auto_migrate

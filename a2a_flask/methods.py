@@ -1,8 +1,8 @@
 """The A2A methods, each a function of (call, params) returning the result.
 
 ``find_method`` looks a method up in ``METHODS`` (an unknown one is -32601);
-``Method.load`` checks its params with its schema (-32602). Both are static
-checks, made before the caller is authenticated; ``Method.run`` comes after.
+``Method.load`` checks its params with its schema (-32602), once the caller
+is authenticated; ``Method.run`` comes after.
 """
 
 from typing import Dict
@@ -69,6 +69,12 @@ def find_method(name):
     return found
 
 
+def _history_length(call, params):
+    """The caller's historyLength, else A2A_HISTORY_LENGTH_DEFAULT."""
+    asked = params.get("historyLength")
+    return call.state.settings.history_length_default if asked is None else asked
+
+
 @method("message/send", MESSAGE_SEND_PARAMS)
 def message_send(call, params):
     message = params["message"]
@@ -83,7 +89,7 @@ def message_send(call, params):
     start = call.store.start_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=params.get("metadata"))
-    history_length = configuration.get("historyLength")
+    history_length = _history_length(call, configuration)
     if start.replayed:
         return call.store.get_task(start.task_id, owner, agent_name, history_length)
     # Synchronous whatever `blocking` says: the turn ends before the answer.
@@ -104,7 +110,7 @@ def message_send(call, params):
 @method("tasks/get", TASK_QUERY_PARAMS)
 def tasks_get(call, params):
     return call.store.get_task(params["id"], call.caller.id, call.agent.name,
-                               params.get("historyLength"))
+                               _history_length(call, params))
 
 
 @method("tasks/cancel", TASK_ID_PARAMS)

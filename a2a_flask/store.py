@@ -13,17 +13,16 @@ tries, which idled workers and made the slowest answers slow.
 The API speaks tasks and messages; rows and SQL stay in this module.
 """
 
+import errno
 import hashlib
 import json
+import logging
 import os
 import secrets
 import sqlite3
 import threading
+import urllib.parse
 
-try:
-    import fcntl
-except ImportError:  # not POSIX: SQLite's busy timeout alone
-    fcntl = None
 import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -32,6 +31,12 @@ import sqlite_utils
 
 from . import errors
 from .migrations import migrate
+from .sqlitefile import (
+    KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
+    storage_failure,
+)
+
+log = logging.getLogger("a2a_flask")
 
 TERMINAL_STATES = frozenset(("completed", "canceled", "failed", "rejected"))
 WAITING_STATES = frozenset(("input-required", "auth-required"))
@@ -106,18 +111,50 @@ class TurnStart:
 
 
 class Store:
-    """Tasks of one SQLite file; one connection per process and thread."""
+    """Tasks of one SQLite file; one connection per thread, one lock per process.
+
+    A thread's connection lives in a ``threading.local``: it is closed when its
+    thread ends (the thread-local is dropped), so a server that starts a thread
+    per request does not pile up connections. The lock file is opened once per
+    process and closed when the Store is garbage-collected.
+    """
 
     def __init__(self, path, busy_timeout_ms=5000, synchronous="NORMAL",
-                 stale_turn_seconds=3600):
+                 stale_turn_seconds=3600, auto_migrate=True):
         self.path = path
         self.busy_timeout_ms = int(busy_timeout_ms)
         self.synchronous = synchronous
         #: A turn ``working`` for longer lost its worker (killed mid-turn).
         self.stale_turn = timedelta(seconds=stale_turn_seconds)
         self._local = threading.local()
+        self._writer = ProcessWriteLock(path + "-lock")
+        self._kept = KeptOutcomes(path + "-outcomes")
+        #: False (A2A_AUTO_MIGRATE=0): the file is opened as it is, and only
+        #: ``migrate`` (``flask a2a db upgrade``) changes its schema.
+        self.auto_migrate = auto_migrate
+        #: The file is in place: from then on it is opened, never created
+        #: (a deleted file is an outage, not a fresh empty service).
+        self._ready = False
+        self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
 
     # -- connections and transactions ----------------------------------
+
+    def _open(self, create):
+        if create:
+            conn = sqlite3.connect(self.path, isolation_level=None,
+                                   check_same_thread=False)
+        else:
+            uri = "file:%s?mode=rw" % urllib.parse.quote(os.path.abspath(self.path))
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+            conn.execute("PRAGMA synchronous = %s" % self.synchronous)
+            identity = file_identity(self.path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn, identity
 
     def connection(self):
         """This thread's connection, opened on first use.
@@ -128,46 +165,107 @@ class Store:
         local = self._local
         conn = getattr(local, "conn", None)
         if conn is None or local.pid != os.getpid():
-            conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
-            conn.execute("PRAGMA synchronous = %s" % self.synchronous)
-            # One lock file description per thread: flock excludes between
-            # descriptions, so threads of one worker queue like processes do.
-            local.lock = (os.open(self.path + "-lock", os.O_RDWR | os.O_CREAT, 0o600)
-                          if fcntl is not None else None)
+            local.conn = None
+            if not self._ready and self.auto_migrate:
+                self._retry_migrate()
+            conn, local.identity = self._open(create=not self._ready)
+            self._ready = True
             local.conn, local.pid = conn, os.getpid()
         return conn
 
+    def drop_connection(self):
+        """Close this thread's connection; the next use opens a new one."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    def failed(self, exc):
+        """The A2A error for storage failure ``exc`` (logged with the path);
+        this thread's connection is dropped: a connection that met a
+        read-only or vanished file stays so, a new one sees the file as it is."""
+        self.drop_connection()
+        return storage_failure(exc, self.path)
+
+    def check_same_file(self):
+        """``StorageUnavailable`` when the database file was deleted or
+        replaced since this thread opened it: a commit would go to a file
+        nobody will ever open again. One stat() of the path (a few µs)."""
+        expected = getattr(self._local, "identity", None)
+        try:
+            found = file_identity(self.path)
+        except OSError:
+            found = None
+        if found != expected:
+            self.drop_connection()
+            raise errors.StorageUnavailable(
+                "The storage is unavailable: the database file was deleted or "
+                "replaced while the service ran; nothing was stored. The call "
+                "may be retried once the file is restored.",
+                data={"retry": True})
+
     @contextmanager
     def transaction(self):
-        """A short write transaction, holding the write lock from the start."""
+        """A short write transaction, holding the write lock from the start.
+
+        Commits only into the file the service was configured with: a file
+        deleted or replaced meanwhile is detected before the commit.
+        """
         conn = self.connection()
-        lock = self._local.lock
-        if lock is not None:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
+        with self._writer:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                self.check_same_file()
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
-            conn.execute("COMMIT")
-        finally:
-            if lock is not None:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
 
     def migrate(self):
         """Create or upgrade the schema; safe to call from every worker."""
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
-        conn = self.connection()
-        # WAL is a property of the file: set once, kept by every later opener.
-        conn.execute("PRAGMA journal_mode = WAL")
-        with self.transaction():
-            migrate(sqlite_utils.Database(conn))
+        if not os.path.exists(self.path) and os.path.exists(self.path + "-lock"):
+            # Its lock file says it was in use: deleted under the service. An
+            # empty new file would silently serve without keys and tasks.
+            raise FileNotFoundError(
+                errno.ENOENT, "the database file is missing but its lock file "
+                "shows it was in use: restore it from a backup, or delete %s-lock "
+                "to start with an empty database" % self.path, self.path)
+        conn, _ = self._open(create=True)
+        try:
+            # WAL is a property of the file: set once, kept by every later opener.
+            conn.execute("PRAGMA journal_mode = WAL")
+            with self._writer:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    migrate(sqlite_utils.Database(conn))
+                except BaseException:
+                    rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+        self._ready = True
+
+    def _retry_migrate(self):
+        """Open the storage that was unavailable at start, at most once a second."""
+        at, error = self._last_attempt
+        if error is not None and time.monotonic() - at < 1.0:
+            raise error
+        try:
+            self.migrate()
+        except (sqlite3.Error, OSError) as exc:
+            self._last_attempt = (time.monotonic(), exc)
+            raise
 
     # -- a turn of message/send ------------------------------------------
 
@@ -266,6 +364,10 @@ class Store:
         )
         return task_context
 
+    #: Tries to store a turn's outcome before keeping it aside (each try waits
+    #: up to the busy timeout for another writer).
+    FINISH_ATTEMPTS = 3
+
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
                     artifacts=()):
         """Store the outcome of a turn, unless the task left ``working``.
@@ -273,7 +375,41 @@ class Store:
         Returns the status timestamp, or None when the task was canceled
         meanwhile: the outcome is discarded, since a terminal state is never
         overwritten.
+
+        A write the storage refuses (busy past the busy timeout, read-only,
+        full) is tried ``FINISH_ATTEMPTS`` times; then the outcome is kept in
+        a file beside the database (``<database>-outcomes/<task id>.json``),
+        stored by the next ``get_task`` of that task (a ``tasks/get``, or the
+        retry of the same message), and the storage error is raised.
         """
+        for attempt in range(1, self.FINISH_ATTEMPTS + 1):
+            try:
+                return self._store_outcome(task_id, owner, agent, state,
+                                           status_message, artifacts)
+            except errors.A2AError:
+                raise  # the file was deleted or replaced: nowhere to keep it
+            except Exception as exc:
+                if not is_storage_failure(exc):
+                    raise
+                failure = self.failed(exc)
+                if attempt < self.FINISH_ATTEMPTS:
+                    time.sleep(0.1 * attempt)  # a full or read-only disk fails at once
+                    continue
+                if self._kept.keep(task_id, {
+                        "owner": owner, "agent": agent, "state": state,
+                        "status_message": status_message,
+                        "artifacts": list(artifacts)}):
+                    failure.message = (
+                        "%s The outcome of task %s is kept and is stored by the "
+                        "next tasks/get of the task or a retry of the same "
+                        "message (same messageId)."
+                        % (failure.message.replace(" nothing was stored.", ""),
+                           task_id))
+                    failure.data = {"retry": True, "taskId": task_id}
+                raise failure from exc
+
+    def _store_outcome(self, task_id, owner, agent, state, status_message,
+                       artifacts):
         now = now_iso()
         body = dumps(status_message) if status_message else None
         with self.transaction() as conn:
@@ -295,6 +431,18 @@ class Store:
                 )
         return now
 
+    def _store_kept_outcome(self, task_id):
+        """Store an outcome kept aside by ``finish_turn``; True if there was one."""
+        outcome = self._kept.read(task_id)
+        if outcome is None:
+            return False
+        self._store_outcome(task_id, outcome["owner"], outcome["agent"],
+                            outcome["state"], outcome["status_message"],
+                            outcome["artifacts"])
+        self._kept.remove(task_id)
+        log.info("stored the kept outcome of task %s", task_id)
+        return True
+
     @staticmethod
     def _insert_message(conn, task_id, context_id, owner, agent, message, body=None):
         return conn.execute(
@@ -309,12 +457,18 @@ class Store:
     def get_task(self, task_id, owner, agent, history_length=None):
         """The Task as A2A shows it; ``TaskNotFound`` if not this caller's.
 
-        A task still ``working`` long after its turn began lost its worker
-        (killed mid-turn): it is failed here, or it would stay working for ever.
+        A ``working`` task whose outcome was kept aside (the storage refused
+        it) gets it stored here. A task still ``working`` long after its turn
+        began lost its worker (killed mid-turn): it is failed here, or it would
+        stay working for ever.
         """
         task = self._read_task(task_id, owner, agent, history_length)
         status = task["status"]
-        if status["state"] == "working" and status["timestamp"] < self._stale_cutoff():
+        if status["state"] != "working":
+            return task
+        if self._store_kept_outcome(task_id):
+            return self._read_task(task_id, owner, agent, history_length)
+        if status["timestamp"] < self._stale_cutoff():
             self._fail_stale_turn(task_id, owner, agent, task["contextId"])
             task = self._read_task(task_id, owner, agent, history_length)
         return task
@@ -372,15 +526,21 @@ class Store:
         rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
         return [json.loads(body) for (body,) in rows]
 
-    def context_history(self, owner, agent, context_id, before_seq=None):
-        """Messages of a conversation (all its tasks), oldest first."""
+    def context_history(self, owner, agent, context_id, before_seq=None,
+                        limit=None):
+        """Messages of a conversation (all its tasks), oldest first; only the
+        last ``limit`` of them when given (read newest first, then stopped)."""
         sql = ("SELECT body FROM a2a_messages WHERE context_id = ?"
                " AND owner = ? AND agent = ?")
         args = [context_id, owner, agent]
         if before_seq is not None:
             sql += " AND seq < ?"
             args.append(before_seq)
-        rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
+        if limit is None:
+            rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
+        else:
+            rows = self.connection().execute(
+                sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
         return [json.loads(body) for (body,) in rows]
 
     def task_state(self, task_id):

@@ -1,10 +1,16 @@
 """The routes: JSON-RPC endpoints, Agent Cards, the agent list.
 
-Every request to an agent goes: read and check the envelope -> find the
-method and check its params -> authenticate -> find the agent -> authorize ->
-run the method. The checks before authentication are static: they tell an
-anonymous caller nothing about agents or tasks (and conformance kits send
-malformed calls without credentials).
+Every request to an agent goes: read the whole body and check the envelope
+-> find the method -> authenticate -> find the agent -> authorize -> check
+the method's params -> run the method (docs/protocol.md, section 3). An anonymous caller costs no more than
+reading and parsing its JSON: the params (up to the size limit, maybe tens of
+thousands of parts) are checked only for a caller with credentials. The
+checks before authentication tell an anonymous caller nothing about agents
+or tasks.
+
+A storage failure (database unavailable, deleted, full or busy) is answered
+as such, a JSON-RPC error saying the call may be retried; the service goes on
+and serves again as soon as the storage is back.
 """
 
 import logging
@@ -18,6 +24,7 @@ from .cards import agent_card, base_url
 from .fallbacks import add_fallbacks, owned_paths
 from .jsonrpc import Envelope, error_response, json_response, result_response
 from .methods import Call, find_method
+from .sqlitefile import is_storage_failure
 
 log = logging.getLogger("a2a_flask")
 
@@ -41,7 +48,7 @@ def _read_body(limit):
         if length is not None:
             # The length is known and within the limit: read it straight from
             # the server, without werkzeug's limited-stream wrapper.
-            body = request.environ["wsgi.input"].read(length)
+            body = _read_exactly(request.environ["wsgi.input"], length)
         else:
             body = request.stream.read(limit + 1)
     except RequestEntityTooLarge:  # werkzeug enforcing the host app's limit
@@ -53,6 +60,22 @@ def _read_body(limit):
     return body
 
 
+def _read_exactly(stream, length):
+    """``length`` bytes, or ``IncompleteBody`` when the client stops sending
+    before (a half-close, a dropped connection): a truncated call never runs."""
+    chunks, missing = [], length
+    while missing > 0:
+        chunk = stream.read(missing)
+        if not chunk:
+            raise errors.IncompleteBody(
+                "The request body ended after %d of the %d bytes its "
+                "Content-Length declares; nothing was run."
+                % (length - missing, length))
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
 def _rpc(name, at_root=False):
     state = _state()
     envelope = caller = None
@@ -61,15 +84,18 @@ def _rpc(name, at_root=False):
                                   state.settings.strict_jsonrpc)
         envelope.check()
         method = find_method(envelope.method)
-        params = method.load(envelope.params)
         caller = authenticate(state, request)
         agent = state.agent(name)
         authorize(caller, agent)
+        params = method.load(envelope.params)
         return result_response(envelope.id,
                                method.run(Call(state, agent, caller, at_root), params))
     except errors.A2AError as exc:
         return error_response(exc, envelope.id if envelope else None)
-    except Exception:
+    except Exception as exc:
+        if is_storage_failure(exc):
+            return error_response(state.store.failed(exc),
+                                  envelope.id if envelope else None)
         log.exception("internal error answering agent %r", name)
         return error_response(errors.InternalError(
             "Internal error: the service could not answer this request."),

@@ -101,7 +101,9 @@ def service(make_app):
 
 @pytest.fixture
 def svc(service):
-    return service()
+    # Tests of refusals fail many logins on purpose: the throttle is tested
+    # on its own, with the default limit.
+    return service(A2A_LOGIN_FAILURES_PER_MINUTE=1000)
 
 
 def assert_401(response):
@@ -250,24 +252,44 @@ def test_credentials_are_checked_before_anything_is_said_about_the_agent(
 @pytest.mark.parametrize("body, code", [
     (b"not json", -32700),
     (call("no/such/method"), -32601),
-    (call("tasks/get", {"historyLength": 1}), -32602),
 ])
 def test_malformed_calls_answer_the_same_whatever_the_agent(service, body, code):
-    # The static checks of the envelope, method and params come before the
-    # credentials (conformance kits send malformed calls without any), so they
-    # must tell an anonymous caller nothing: the same answer for an agent that
-    # exists, one that does not, and ones switched off.
+    # The envelope and the method name are checked before the credentials
+    # (reading them costs no more than parsing the JSON), so they must tell an
+    # anonymous caller nothing: the same answer for an agent that exists, one
+    # that does not, and ones switched off.
     svc = service(_register_hidden, A2A_DISABLED_AGENTS="off")
     kwargs = {"data": body} if isinstance(body, bytes) else {}
     answers = set()
     for path in (ECHO, "/api/v1/agents/nope/a2a", "/api/v1/agents/off/a2a",
                  "/api/v1/agents/hidden/a2a"):
-        for headers in ({}, bearer("a2a_wrong")):
+        for headers in ({}, bearer("a2a_wrong"), bearer(svc.key())):
             response = svc.post(path, body, headers, **kwargs)
             assert response.status_code == 200, response.data
             answers.add(response.data)
     assert len(answers) == 1, answers
     assert json.loads(answers.pop())["error"]["code"] == code
+
+
+def test_params_are_checked_only_after_the_credentials(service):
+    # An anonymous caller must not make the service validate (maybe tens of
+    # thousands of) parts: 401 first; with a key, the agent, then -32602.
+    svc = service(_register_hidden, A2A_DISABLED_AGENTS="off")
+    bad = call("tasks/get", {"historyLength": 1})
+    many_parts = send()
+    many_parts["params"]["message"]["parts"] = [{"kind": "text"}] * 5000
+    key = bearer(svc.key())
+    for body in (bad, many_parts):
+        for path in (ECHO, "/api/v1/agents/nope/a2a", "/api/v1/agents/off/a2a",
+                     "/api/v1/agents/hidden/a2a"):
+            assert_401(svc.post(path, body, {}))
+            assert_401(svc.post(path, body, bearer("a2a_wrong")))
+            response = svc.post(path, body, key)
+            if path == ECHO:
+                assert response.status_code == 200, response.data
+                assert response.get_json()["error"]["code"] == -32602
+            else:
+                assert response.status_code == 404, response.data
 
 
 def _register_hidden(a2a):
@@ -614,7 +636,7 @@ def test_agent_list_shows_only_reachable_agents(service):
 
 def test_auth_off_warns_and_serves_one_anonymous_caller(service, caplog):
     with caplog.at_level(logging.WARNING, logger="a2a_flask"):
-        svc = service(A2A_AUTH="off")
+        svc = service(A2A_AUTH="off", A2A_PUBLIC_BASE_URL="https://a.example")
     warnings = [r for r in caplog.records
                 if r.name == "a2a_flask" and r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "A2A_AUTH=off" in warnings[0].getMessage()

@@ -1,0 +1,183 @@
+"""The database file as the operating system sees it: its writers' lock,
+its identity, and what its failures mean to a caller. No SQL here.
+"""
+
+import errno
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import weakref
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: SQLite's busy timeout alone
+    fcntl = None
+
+from . import errors
+
+log = logging.getLogger("a2a_flask")
+
+
+def file_identity(path):
+    """(device, inode) of the file at ``path``: changes when it is replaced."""
+    stat = os.stat(path)
+    return stat.st_dev, stat.st_ino
+
+
+def rollback(conn):
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:  # no transaction left to roll back (failed COMMIT)
+        pass
+
+
+_SQLITE_BUGS = (sqlite3.IntegrityError, sqlite3.ProgrammingError,
+                sqlite3.InterfaceError, sqlite3.DataError)
+_FULL_ERRNOS = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+_logged = {}  # (path, text) -> when last logged: an outage logs, not floods
+
+
+def is_storage_failure(exc):
+    """True for a failure of the storage itself (not of our SQL)."""
+    if isinstance(exc, sqlite3.DatabaseError):
+        return not isinstance(exc, _SQLITE_BUGS)
+    return isinstance(exc, OSError)
+
+
+def storage_failure(exc, path):
+    """The A2A error for a storage failure, logged with the database path
+    (once every 10 s per cause): full, busy, or unavailable, all retryable."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    if (name.startswith("SQLITE_FULL") or "is full" in text
+            or getattr(exc, "errno", None) in _FULL_ERRNOS):
+        error = errors.StorageFull(data={"retry": True})
+    elif name.startswith("SQLITE_BUSY") or "database is locked" in text:
+        error = errors.StorageBusy(data={"retry": True})
+    else:
+        error = errors.StorageUnavailable(data={"retry": True})
+    now = time.monotonic()
+    if now - _logged.get((path, text), -60.0) >= 10.0:
+        _logged[(path, text)] = now
+        log.error("storage unavailable: database %s: %s: %s (%s)", path,
+                  type(exc).__name__, text, name or "no SQLite code")
+    return error
+
+
+class ProcessWriteLock:
+    """The writers' queue: one ``flock``'d descriptor per process, and a
+    thread lock, since flock does not exclude threads sharing a descriptor.
+
+    Reopened after a fork (a descriptor inherited from the parent shares its
+    lock with every sibling); closed when its Store is garbage-collected.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self._pid = None
+        self._fd = None
+        self._threads = threading.Lock()
+        self._opening = threading.Lock()
+        self._finalizer = None
+
+    def _descriptor(self):
+        pid = os.getpid()
+        if self._pid != pid:
+            with self._opening:
+                if self._pid != pid:
+                    if self._finalizer is not None:
+                        self._finalizer()  # an inherited descriptor: ours only
+                    self._threads = threading.Lock()
+                    self._fd = self._open_lock_file()
+                    self._finalizer = weakref.finalize(self, _close_quietly, self._fd)
+                    self._pid = pid
+        return self._fd
+
+    def _open_lock_file(self):
+        if fcntl is None:
+            return None
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            # A read-only lock file (or folder) still locks: flock needs no write.
+            return os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def __enter__(self):
+        fd = self._descriptor()
+        self._threads.acquire()
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                self._threads.release()
+                raise
+        return self
+
+    def __exit__(self, *exc_info):
+        try:
+            if self._fd is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._threads.release()
+
+
+def _close_quietly(fd):
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+class KeptOutcomes:
+    """Outcomes of turns the database refused, kept as files until stored.
+
+    ``<database>-outcomes/<task id>.json``, written whole (fsync, rename):
+    what a worker computed survives the worker, for any worker to store.
+    """
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def _path(self, task_id):
+        # Our ids are letters, digits and "_": nothing else reaches a path.
+        if not task_id.replace("_", "").isalnum():
+            return None
+        return os.path.join(self.folder, task_id + ".json")
+
+    def keep(self, task_id, outcome):
+        """True once ``outcome`` is durably on disk; False if that fails too."""
+        path = self._path(task_id)
+        if path is None:
+            return False
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            with open(path + ".tmp", "w", encoding="utf-8") as out:
+                json.dump(outcome, out, separators=(",", ":"), ensure_ascii=False)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(path + ".tmp", path)
+            return True
+        except (OSError, TypeError, ValueError):
+            log.exception("could not keep the outcome of task %s aside", task_id)
+            return False
+
+    def read(self, task_id):
+        """The kept outcome of ``task_id``, or None (one failed open: cheap)."""
+        path = self._path(task_id)
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8") as kept:
+                return json.load(kept)
+        except (OSError, ValueError):
+            return None
+
+    def remove(self, task_id):
+        try:
+            os.unlink(self._path(task_id))
+        except OSError:
+            pass
