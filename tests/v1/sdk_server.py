@@ -1,0 +1,101 @@
+"""The official a2a-sdk 1.x server (A2A 1.0 only), a stand-in for ours while
+we do not speak 1.0: the reference the client scenarios were proven against.
+
+Runs under the SDK-1.x venv of ``clients.py`` (never the test venv: a2a-sdk
+0.3 there), one uvicorn worker, in-memory store:
+
+    PY -m ... sdk_server.py PORT [API_KEY [HEADER]]
+
+Serves the card at ``/.well-known/agent-card.json``, JSON-RPC at ``/a2a/jsonrpc``
+and HTTP+JSON at ``/a2a/rest`` (both listed in ``supportedInterfaces``). With
+an API key, every route but the card answers 401 without ``HEADER: KEY``.
+
+The agent is the test-side copy of ``bench/servers/peer13.py``'s echo, with the
+semantics the scenarios need:
+
+- ``chat`` starts a task that stops in ``input-required``; the next message on
+  that task echoes it and completes it (multi-turn);
+- ``wait`` leaves the task ``working`` (to cancel it);
+- anything else is echoed as an artifact and the task completes.
+"""
+
+import os
+import sys
+
+from a2a.helpers import new_task_from_user_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+
+
+class EchoChatExecutor(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue) -> None:
+        task = context.current_task
+        continuing = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        if task is None:
+            task = new_task_from_user_message(context.message)
+            # only a new task is published: re-publishing one in input-required
+            # makes the SDK answer with it at once, before the new turn runs
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        text = context.get_user_input()
+        if text == "chat" and not continuing:
+            await updater.requires_input(updater.new_agent_message([new_text_part("say more")]))
+            return
+        if text == "wait":
+            await updater.start_work()
+            return
+        await updater.add_artifact([new_text_part(text)], name="echo")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue) -> None:
+        task = context.current_task
+        await TaskUpdater(event_queue, task.id, task.context_id).cancel()
+
+
+def make_app(port, key=None, header="X-API-Key"):
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.base import BaseHTTPMiddleware
+    from starlette.responses import JSONResponse
+
+    base = f"http://127.0.0.1:{port}"
+    card = AgentCard(
+        name="echo",
+        description="Echoes the user's text; 'chat' asks for more input; 'wait' keeps working.",
+        supported_interfaces=[
+            AgentInterface(url=f"{base}/a2a/jsonrpc", protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=f"{base}/a2a/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+        ],
+        version="1.0.0",
+        default_input_modes=["text"],
+        default_output_modes=["text"],
+        capabilities=AgentCapabilities(streaming=False, push_notifications=False),
+        skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=EchoChatExecutor(),
+                                    task_store=InMemoryTaskStore(), agent_card=card)
+    routes = (create_agent_card_routes(card)
+              + create_jsonrpc_routes(handler, rpc_url="/a2a/jsonrpc")
+              + create_rest_routes(handler, path_prefix="/a2a/rest"))
+
+    class KeyCheck(BaseHTTPMiddleware):
+        async def dispatch(self, request, call_next):
+            if key and not request.url.path.startswith("/.well-known/") \
+                    and request.headers.get(header) != key:
+                return JSONResponse({"error": "missing or wrong API key"}, status_code=401)
+            return await call_next(request)
+
+    return Starlette(routes=routes, middleware=[Middleware(KeyCheck)])
+
+
+if __name__ == "__main__":
+    import uvicorn
+
+    if not 2 <= len(sys.argv) <= 4:
+        raise SystemExit("usage: sdk_server.py PORT [API_KEY [HEADER]]")
+    port = int(sys.argv[1])
+    app = make_app(port, *sys.argv[2:])
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level=os.environ.get("LOG_LEVEL", "warning"))
