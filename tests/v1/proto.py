@@ -27,6 +27,9 @@ PROTO = os.path.join(HERE, "a2a.proto")
 PACKAGE = "lf.a2a.v1"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "a2a_flask-tests")
 
+# Error details of 1.0 errors (JSON-RPC ``error.data``, REST ``error.details``).
+EXTRA_PROTOS = ["google/rpc/status.proto", "google/rpc/error_details.proto"]
+
 # Well-known types whose JSON form is not an object of their fields.
 _OPAQUE = {
     "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue",
@@ -58,14 +61,16 @@ def _include_dirs():
 def compile_descriptor_set():
     """Path of the compiled ``a2a.proto`` (with its imports), built once."""
     with open(PROTO, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        digest = hashlib.sha256(f.read() + " ".join(EXTRA_PROTOS).encode()).hexdigest()[:16]
     out = os.path.join(CACHE, f"proto-{digest}", "a2a.pb")
     if os.path.exists(out):
         return out
     os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = f"{out}.{os.getpid()}"
-    args = ["grpc_tools.protoc", f"-I{HERE}"] + [f"-I{d}" for d in _include_dirs()] + [
-        "--include_imports", f"--descriptor_set_out={tmp}", PROTO]
+    includes = _include_dirs()
+    extra = [os.path.join(includes[-1], name) for name in EXTRA_PROTOS]
+    args = ["grpc_tools.protoc", f"-I{HERE}"] + [f"-I{d}" for d in includes] + [
+        "--include_imports", f"--descriptor_set_out={tmp}", PROTO] + extra
     from grpc_tools import protoc
 
     if protoc.main(args) != 0:
@@ -91,7 +96,7 @@ def pool():
 
 
 def message_class(name):
-    """The message class of ``name`` (``Task`` or ``lf.a2a.v1.Task``)."""
+    """The message class of ``name`` (``Task``, ``lf.a2a.v1.Task``, ``google.rpc.Status``)."""
     full = name if "." in name else f"{PACKAGE}.{name}"
     return message_factory.GetMessageClass(pool().FindMessageTypeByName(full))
 
@@ -105,6 +110,10 @@ def _repeated(field):
 
 def _strict(descriptor, obj, path):
     """Keys must be JSON names, enums must be names: what ParseDict lets pass."""
+    if descriptor.full_name == "google.protobuf.Any" and isinstance(obj, dict) and "@type" in obj:
+        inner = pool().FindMessageTypeByName(obj["@type"].rsplit("/", 1)[-1])
+        _strict(inner, {k: v for k, v in obj.items() if k != "@type"}, path)
+        return
     if descriptor.full_name in _OPAQUE or not isinstance(obj, dict):
         return
     by_json = {f.json_name: f for f in descriptor.fields}
@@ -145,3 +154,84 @@ def validate(message_name, obj):
         raise ProtoJSONError(f"not a valid {cls.DESCRIPTOR.full_name}: {e}\n  in {obj!r}") from None
     _strict(cls.DESCRIPTOR, obj, cls.DESCRIPTOR.name)
     return parsed
+
+
+# What each 1.0 operation answers: JSON-RPC method -> message, REST route -> message.
+RESULTS = {
+    "SendMessage": "SendMessageResponse",
+    "GetTask": "Task",
+    "ListTasks": "ListTasksResponse",
+    "CancelTask": "Task",
+    "GetExtendedAgentCard": "AgentCard",
+}
+
+
+def _rest_operation(method, path):
+    if path.endswith("/message:send"):
+        return "SendMessage"
+    if path.endswith(":cancel"):
+        return "CancelTask"
+    if path.endswith("/extendedAgentCard"):
+        return "GetExtendedAgentCard"
+    if path.endswith("/agent-card.json"):
+        return "card"
+    if method == "GET" and path.endswith("/tasks"):
+        return "ListTasks"
+    if method == "GET" and "/tasks/" in path:
+        return "GetTask"
+    return None
+
+
+def validate_error_details(details, where):
+    """1.0 error details: a list of ProtoJSON ``Any`` objects (``@type`` each)."""
+    if not isinstance(details, list):
+        raise ProtoJSONError(f"{where}: error details must be an array, not {details!r}")
+    for i, detail in enumerate(details):
+        if not isinstance(detail, dict) or "@type" not in detail:
+            raise ProtoJSONError(f"{where}[{i}]: detail without @type: {detail!r}")
+        validate("google.protobuf.Any", detail)
+
+
+def check_exchange(record):
+    """Validate one recorded HTTP exchange of a 1.0 client (the ``wire`` items
+    of py_client.py / js_client.mjs: method, url, status, request, body).
+
+    JSON-RPC: ``result`` as the method's message, ``error`` with an integer
+    code and ``data`` (if any) as typed details. HTTP+JSON: the body of a 2xx
+    as the route's message, an error as ``{"error": google.rpc.Status + status}``.
+    Returns the operation name checked, or None when it is not one we know.
+    """
+    body, request = record["body"], record.get("request")
+    if isinstance(request, dict) and request.get("jsonrpc") == "2.0":
+        op = request.get("method")
+        if not isinstance(body, dict) or body.get("jsonrpc") != "2.0" \
+                or ("result" in body) == ("error" in body) or body.get("id") != request.get("id"):
+            raise ProtoJSONError(f"{op}: not a JSON-RPC 2.0 answer to id {request.get('id')!r}: {body!r}")
+        if "error" in body:
+            error = body["error"]
+            if not isinstance(error.get("code"), int) or not isinstance(error.get("message"), str):
+                raise ProtoJSONError(f"{op}: error without integer code and message: {error!r}")
+            if "data" in error:
+                validate_error_details(error["data"], f"{op} error.data")
+        elif op in RESULTS:
+            validate(RESULTS[op], body["result"])
+        return op
+    from urllib.parse import urlsplit
+
+    op = _rest_operation(record["method"], urlsplit(record["url"]).path)
+    if op == "card":
+        validate("AgentCard", body)
+    elif op is None:
+        return None
+    elif 200 <= record["status"] < 300:
+        validate(RESULTS[op], body)
+    else:
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict) or error.get("code") != record["status"]:
+            raise ProtoJSONError(f"{op}: HTTP {record['status']} without an error object"
+                                 f" carrying that code: {body!r}")
+        status = {k: v for k, v in error.items() if k != "status"}  # the text form of the code
+        if not isinstance(error.get("status", ""), str):
+            raise ProtoJSONError(f"{op}: error.status must be a string: {error!r}")
+        validate("google.rpc.Status", status)
+    return op

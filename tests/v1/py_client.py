@@ -137,21 +137,26 @@ async def main(args):
             body = response.json()
         except ValueError:
             body = response.text
+        try:
+            request = json.loads(response.request.content or b"null")
+        except ValueError:
+            request = None
         wire.append({"method": response.request.method, "url": str(response.request.url),
-                     "status": response.status_code, "body": body})
+                     "request": request, "status": response.status_code, "body": body})
 
     headers = {args.header: args.key} if args.key else {}
     http = httpx.AsyncClient(headers=headers, timeout=30, event_hooks={"response": [record]})
     parts = urlsplit(args.card_url)
     resolver = A2ACardResolver(http, f"{parts.scheme}://{parts.netloc}", agent_card_path=parts.path)
     card = await resolver.get_agent_card()
+    card_wire = list(wire)
     factory = ClientFactory(ClientConfig(httpx_client=http, streaming=False,
                                          supported_protocol_bindings=[BINDINGS[args.transport]]))
     client = factory.create(card)
     scenario = Scenario(client, card, wire)
     steps = STEPS if args.step == "all" else args.step.split(",")
     for step in steps:
-        del wire[:]
+        wire[:] = card_wire if step == "card" else []
         try:
             out = {"ok": True, **await getattr(scenario, f"step_{step}")()}
         except Exception as e:
