@@ -173,13 +173,13 @@ def _free_port():
 
 
 @contextlib.contextmanager
-def sdk_server(key=None, header="X-API-Key", port=None):
+def sdk_server(key=None, header="X-API-Key", port=None, rest_prefix="/a2a/rest"):
     """The official SDK 1.x server of ``sdk_server.py`` (the reference the
     scenarios were proven against); yields its card URL."""
     python, _ = py_sdk()
     port = port or _free_port()
-    cmd = [python, os.path.join(HERE, "sdk_server.py"), str(port)] + (
-        [key, header] if key else [])
+    cmd = [python, os.path.join(HERE, "sdk_server.py"), str(port), "--header", header,
+           "--rest-prefix", rest_prefix] + (["--key", key] if key else [])
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}/.well-known/agent-card.json"

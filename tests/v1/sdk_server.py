@@ -4,11 +4,14 @@ we do not speak 1.0: the reference the client scenarios were proven against.
 Runs under the SDK-1.x venv of ``clients.py`` (never the test venv: a2a-sdk
 0.3 there), one uvicorn worker, in-memory store:
 
-    PY -m ... sdk_server.py PORT [API_KEY [HEADER]]
+    PY sdk_server.py PORT [--key KEY] [--header X-API-Key]
+                          [--jsonrpc-path /a2a/jsonrpc] [--rest-prefix /a2a/rest]
 
-Serves the card at ``/.well-known/agent-card.json``, JSON-RPC at ``/a2a/jsonrpc``
-and HTTP+JSON at ``/a2a/rest`` (both listed in ``supportedInterfaces``). With
-an API key, every route but the card answers 401 without ``HEADER: KEY``.
+Serves the card at ``/.well-known/agent-card.json``, JSON-RPC at
+``--jsonrpc-path`` and HTTP+JSON under ``--rest-prefix`` (both listed in
+``supportedInterfaces``; ``--rest-prefix ""`` puts REST at the host root,
+where the TCK's REST client looks). With a key, every route but the card
+answers 401 without ``HEADER: KEY``.
 
 The agent is the test-side copy of ``bench/servers/peer13.py``'s echo, with the
 semantics the scenarios need:
@@ -55,7 +58,8 @@ class EchoChatExecutor(AgentExecutor):
         await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
 
-def make_app(port, key=None, header="X-API-Key"):
+def make_app(port, key=None, header="X-API-Key", jsonrpc_path="/a2a/jsonrpc",
+             rest_prefix="/a2a/rest"):
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.base import BaseHTTPMiddleware
@@ -66,8 +70,8 @@ def make_app(port, key=None, header="X-API-Key"):
         name="echo",
         description="Echoes the user's text; 'chat' asks for more input; 'wait' keeps working.",
         supported_interfaces=[
-            AgentInterface(url=f"{base}/a2a/jsonrpc", protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(url=f"{base}/a2a/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+            AgentInterface(url=f"{base}{jsonrpc_path}", protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=f"{base}{rest_prefix}", protocol_binding="HTTP+JSON", protocol_version="1.0"),
         ],
         version="1.0.0",
         default_input_modes=["text"],
@@ -78,8 +82,8 @@ def make_app(port, key=None, header="X-API-Key"):
     handler = DefaultRequestHandler(agent_executor=EchoChatExecutor(),
                                     task_store=InMemoryTaskStore(), agent_card=card)
     routes = (create_agent_card_routes(card)
-              + create_jsonrpc_routes(handler, rpc_url="/a2a/jsonrpc")
-              + create_rest_routes(handler, path_prefix="/a2a/rest"))
+              + create_jsonrpc_routes(handler, rpc_url=jsonrpc_path)
+              + create_rest_routes(handler, path_prefix=rest_prefix))
 
     class KeyCheck(BaseHTTPMiddleware):
         async def dispatch(self, request, call_next):
@@ -92,10 +96,16 @@ def make_app(port, key=None, header="X-API-Key"):
 
 
 if __name__ == "__main__":
+    import argparse
+
     import uvicorn
 
-    if not 2 <= len(sys.argv) <= 4:
-        raise SystemExit("usage: sdk_server.py PORT [API_KEY [HEADER]]")
-    port = int(sys.argv[1])
-    app = make_app(port, *sys.argv[2:])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level=os.environ.get("LOG_LEVEL", "warning"))
+    p = argparse.ArgumentParser(description="the official a2a-sdk 1.x server, echo agent")
+    p.add_argument("port", type=int)
+    p.add_argument("--key")
+    p.add_argument("--header", default="X-API-Key")
+    p.add_argument("--jsonrpc-path", default="/a2a/jsonrpc")
+    p.add_argument("--rest-prefix", default="/a2a/rest")
+    a = p.parse_args()
+    app = make_app(a.port, a.key, a.header, a.jsonrpc_path, a.rest_prefix)
+    uvicorn.run(app, host="127.0.0.1", port=a.port, log_level=os.environ.get("LOG_LEVEL", "warning"))
