@@ -18,7 +18,9 @@ semantics the scenarios need:
 
 - ``chat`` starts a task that stops in ``input-required``; the next message on
   that task echoes it and completes it (multi-turn);
-- ``wait`` leaves the task ``working`` (to cancel it);
+- ``wait`` leaves the task ``working`` (to cancel it); with ``--leave-working``
+  every new task but ``chat`` does (the TCK's main expects a task still
+  ``working`` after a plain send); the next message on it completes it;
 - anything else is echoed as an artifact and the task completes.
 """
 
@@ -30,10 +32,14 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentSkill, APIKeySecurityScheme,
+                       StringList, TaskState)
 
 
 class EchoChatExecutor(AgentExecutor):
+    def __init__(self, leave_working=False):
+        self.leave_working = leave_working
+
     async def execute(self, context: RequestContext, event_queue) -> None:
         task = context.current_task
         continuing = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -47,7 +53,7 @@ class EchoChatExecutor(AgentExecutor):
         if text == "chat" and not continuing:
             await updater.requires_input(updater.new_agent_message([new_text_part("say more")]))
             return
-        if text == "wait":
+        if text == "wait" or (self.leave_working and context.current_task is None):
             await updater.start_work()
             return
         await updater.add_artifact([new_text_part(text)], name="echo")
@@ -59,7 +65,7 @@ class EchoChatExecutor(AgentExecutor):
 
 
 def make_app(port, key=None, header="X-API-Key", jsonrpc_path="/a2a/jsonrpc",
-             rest_prefix="/a2a/rest"):
+             rest_prefix="/a2a/rest", leave_working=False):
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.base import BaseHTTPMiddleware
@@ -79,7 +85,11 @@ def make_app(port, key=None, header="X-API-Key", jsonrpc_path="/a2a/jsonrpc",
         capabilities=AgentCapabilities(streaming=False, push_notifications=False),
         skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])],
     )
-    handler = DefaultRequestHandler(agent_executor=EchoChatExecutor(),
+    if key:  # declared, so that clients and the TCK's auth tests know of it
+        card.security_schemes["apiKey"].api_key_security_scheme.CopyFrom(
+            APIKeySecurityScheme(location="header", name=header))
+        card.security_requirements.add().schemes["apiKey"].CopyFrom(StringList())
+    handler = DefaultRequestHandler(agent_executor=EchoChatExecutor(leave_working),
                                     task_store=InMemoryTaskStore(), agent_card=card)
     routes = (create_agent_card_routes(card)
               + create_jsonrpc_routes(handler, rpc_url=jsonrpc_path)
@@ -106,6 +116,8 @@ if __name__ == "__main__":
     p.add_argument("--header", default="X-API-Key")
     p.add_argument("--jsonrpc-path", default="/a2a/jsonrpc")
     p.add_argument("--rest-prefix", default="/a2a/rest")
+    p.add_argument("--leave-working", action="store_true",
+                   help="every new task but 'chat' stays working (what the TCK's main expects)")
     a = p.parse_args()
-    app = make_app(a.port, a.key, a.header, a.jsonrpc_path, a.rest_prefix)
+    app = make_app(a.port, a.key, a.header, a.jsonrpc_path, a.rest_prefix, a.leave_working)
     uvicorn.run(app, host="127.0.0.1", port=a.port, log_level=os.environ.get("LOG_LEVEL", "warning"))
