@@ -5,7 +5,7 @@ path or ``sqlite:///path`` is SQLite (the default, one file);
 ``postgresql://...`` is PostgreSQL (the ``postgres`` extra), imported only then.
 """
 
-from .base import Storage  # noqa: F401
+from .base import Storage  # noqa: F401  (the contract, for backends)
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 

@@ -1,6 +1,6 @@
 """The storage contract, continued: listing with cursors, operations, bulk
-copy, keys and users, and the races (``make_storage`` comes from
-test_contract.py: the same backends)."""
+copy, keys and users, and the races (the backends of conftest.py; the
+racers are separate storage objects: separate connections)."""
 
 import threading
 
@@ -10,9 +10,8 @@ from a2a_flask.storage.base import (
     KeyNotFound, KeyRow, TaskNotCancelable, TaskNotWaiting, UserExists,
     UserNotFound,
 )
-from test_contract import agent_reply, finished, make_storage, msg, storage  # noqa: F401
+from storage_helpers import agent_reply, finished, msg
 
-OLD_DAYS = "2000-01-01T00:00:00.000Z"
 
 
 # -- listing ----------------------------------------------------------------------
