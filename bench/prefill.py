@@ -23,6 +23,7 @@ from processes import HERE, HOST, ROOT, log
 from report import make_row
 
 sys.path.insert(0, ROOT)
+from a2a_flask.storage.common import new_id  # noqa: E402
 from a2a_flask.storage.base import TaskRecord  # noqa: E402
 from a2a_flask.storage.sqlite import SqliteStorage  # noqa: E402
 
@@ -68,8 +69,7 @@ def sample_task_ids(path, n, agent="echo"):
 def _copy_task(task, n):
     """Template ``task`` as a new task: fresh task and context ids, message and
     artifact ids suffixed with ``_n`` (unique per copy)."""
-    tid = "task_" + os.urandom(16).hex()
-    cid = "ctx_" + os.urandom(16).hex()
+    tid, cid = new_id("task_"), new_id("ctx_")  # as long as the service's
 
     def message(m):
         return dict(m, taskId=tid, contextId=cid, messageId=f"{m['messageId']}_{n}")

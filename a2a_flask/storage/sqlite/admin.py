@@ -10,20 +10,24 @@ import sqlite3
 
 from ..base import TaskPage, TaskRecord
 from ..common import dumps, fingerprint
-from .tasks import _TERMINAL_SQL
+from .tasks import _TERMINAL_SQL, load_message, message_body
 
 #: Tasks deleted per transaction by ``prune``.
 PRUNE_BATCH = 100
 
-_COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
-            " metadata, created_at")
+# The status message: its copy in the row (before schema v4, or not in the
+# history), else the history message the row points at.
+_COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
+            " coalesce(status_message, (SELECT body FROM a2a_messages"
+            " WHERE seq = status_seq)), metadata, created_at")
 
 
 def _record(row, history=None, artifacts=()):
     (task_id, context_id, agent, owner, state, updated_at, status_message,
      metadata, created_at) = row
     return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
-                      json.loads(status_message) if status_message else None,
+                      load_message(status_message, task_id, context_id)
+                      if status_message else None,
                       artifacts, history,
                       json.loads(metadata) if metadata else None, created_at)
 
@@ -172,10 +176,11 @@ class AdminOperations:
             marks = ", ".join("?" * len(rows))
             ids = [row[0] for row in rows]
             history, artifacts = {}, {}
-            for task_id, body in conn.execute(
-                    "SELECT task_id, body FROM a2a_messages WHERE task_id IN"
-                    " (%s) ORDER BY seq" % marks, ids):
-                history.setdefault(task_id, []).append(json.loads(body))
+            for task_id, context_id, body in conn.execute(
+                    "SELECT task_id, context_id, body FROM a2a_messages"
+                    " WHERE task_id IN (%s) ORDER BY seq" % marks, ids):
+                history.setdefault(task_id, []).append(
+                    load_message(body, task_id, context_id))
             for task_id, body in conn.execute(
                     "SELECT task_id, body FROM a2a_artifacts WHERE task_id IN"
                     " (%s) ORDER BY seq" % marks, ids):
@@ -185,16 +190,24 @@ class AdminOperations:
 
     def import_tasks(self, records, deliveries=True):
         tasks, messages, artifacts, retries = [], [], [], []
+        statuses = []  # (task id, messageId) of status messages in the history
         for task in records:
+            status = task.status_message
+            in_history = status is not None and any(
+                m["messageId"] == status["messageId"] and m == status
+                for m in task.history or ())
+            if in_history:
+                statuses.append((task.id, status["messageId"]))
             tasks.append((task.id, task.agent, task.owner, task.context_id,
-                          task.state, dumps(task.status_message)
-                          if task.status_message else None, task.updated_at,
-                          task.created_at or task.updated_at,
+                          task.state, dumps(status)
+                          if status and not in_history else None,
+                          task.updated_at, task.created_at or task.updated_at,
                           dumps(task.metadata) if task.metadata else None))
             for message in task.history or ():
                 messages.append((task.id, task.context_id, task.owner,
                                  task.agent, message["role"],
-                                 message["messageId"], dumps(message)))
+                                 message["messageId"],
+                                 message_body(message, task.id, task.context_id)))
                 if deliveries and message["role"] == "user":
                     # The digest of the message as it was received.
                     received = {k: v for k, v in message.items()
@@ -211,6 +224,10 @@ class AdminOperations:
             conn.executemany(
                 "INSERT INTO a2a_messages (task_id, context_id, owner, agent,"
                 " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)", messages)
+            conn.executemany(
+                "UPDATE a2a_tasks SET status_seq = (SELECT max(seq) FROM"
+                " a2a_messages WHERE task_id = ?1 AND message_id = ?2)"
+                " WHERE id = ?1", statuses)
             conn.executemany(
                 "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
                 " VALUES (?, ?, ?)", artifacts)

@@ -22,6 +22,31 @@ log = logging.getLogger("a2a_flask")
 _TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
 
+# A message is stored once, in a2a_messages, without the taskId and contextId
+# that its row's columns hold (schema v4): a task's status message is its row's
+# status_seq, a pointer into its history, not a second copy.
+_ROW_IDS = ("taskId", "contextId")
+
+
+def message_body(message, task_id, context_id):
+    """The stored JSON of ``message``, in the history of task ``task_id``."""
+    if message.get("taskId") == task_id and message.get("contextId") == context_id:
+        message = {k: v for k, v in message.items() if k not in _ROW_IDS}
+    return dumps(message)
+
+
+def load_message(body, task_id, context_id):
+    """A message as stored by ``message_body`` (or whole, before v4)."""
+    message = json.loads(body)
+    if "taskId" not in message:
+        message["taskId"] = task_id
+        message["contextId"] = context_id
+    return message
+
+
+class _NotWorking(Exception):
+    """The task is no longer ``working``: the transaction is rolled back."""
+
 
 class TaskOperations:
     """Mixed into ``SqliteStorage`` (needs ``transaction``/``connection``)."""
@@ -137,21 +162,26 @@ class TaskOperations:
     def _store_outcome(self, task_id, owner, agent, state, status_message,
                        artifacts):
         now = self._now()
-        body = dumps(status_message) if status_message else None
-        with self.transaction() as conn:
-            if not conn.execute(
-                    "UPDATE a2a_tasks SET state = ?, status_message = ?,"
-                    " updated_at = ? WHERE id = ? AND state = 'working'",
-                    (state, body, now, task_id)).rowcount:
-                return None
-            if status_message is not None:
-                self._insert_message(conn, task_id, status_message["contextId"],
-                                     owner, agent, status_message, body)
-            if artifacts:
-                conn.executemany(
-                    "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                    " VALUES (?, ?, ?)",
-                    [(task_id, a["artifactId"], dumps(a)) for a in artifacts])
+        try:
+            with self.transaction() as conn:
+                # The message first, for its seq; rolled back if the task
+                # is not working any more (canceled meanwhile).
+                seq = None if status_message is None else self._insert_message(
+                    conn, task_id, status_message["contextId"], owner, agent,
+                    status_message)
+                if not conn.execute(
+                        "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
+                        " status_seq = ?, updated_at = ?"
+                        " WHERE id = ? AND state = 'working'",
+                        (state, seq, now, task_id)).rowcount:
+                    raise _NotWorking()
+                if artifacts:
+                    conn.executemany(
+                        "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                        " VALUES (?, ?, ?)",
+                        [(task_id, a["artifactId"], dumps(a)) for a in artifacts])
+        except _NotWorking:
+            return None
         return now
 
     def _store_kept_outcome(self, task_id):
@@ -167,12 +197,13 @@ class TaskOperations:
         return True
 
     @staticmethod
-    def _insert_message(conn, task_id, context_id, owner, agent, message, body=None):
+    def _insert_message(conn, task_id, context_id, owner, agent, message):
         return conn.execute(
             "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
             " message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (task_id, context_id, owner, agent, message["role"],
-             message["messageId"], body or dumps(message))).lastrowid
+             message["messageId"],
+             message_body(message, task_id, context_id))).lastrowid
 
     # -- reading -------------------------------------------------------------
 
@@ -190,25 +221,29 @@ class TaskOperations:
         return task
 
     def fail_stale_turn(self, task_id):
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT context_id, owner, agent FROM a2a_tasks WHERE id = ?",
-                (task_id,)).fetchone()
-            if row is None:
-                return False
-            context_id, owner, agent = row
-            message = {"kind": "message", "role": "agent",
-                       "messageId": new_id("msg_"),
-                       "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
-                       "taskId": task_id, "contextId": context_id}
-            if not conn.execute(
-                    "UPDATE a2a_tasks SET state = 'failed', status_message = ?,"
-                    " updated_at = ? WHERE id = ? AND state = 'working'"
-                    " AND updated_at < ?",
-                    (dumps(message), self._now(), task_id, self._stale_cutoff()),
-            ).rowcount:
-                return False
-            self._insert_message(conn, task_id, context_id, owner, agent, message)
+        try:
+            with self.transaction() as conn:
+                row = conn.execute(
+                    "SELECT context_id, owner, agent FROM a2a_tasks WHERE id = ?",
+                    (task_id,)).fetchone()
+                if row is None:
+                    return False
+                context_id, owner, agent = row
+                message = {"kind": "message", "role": "agent",
+                           "messageId": new_id("msg_"),
+                           "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
+                           "taskId": task_id, "contextId": context_id}
+                seq = self._insert_message(conn, task_id, context_id, owner,
+                                           agent, message)
+                if not conn.execute(
+                        "UPDATE a2a_tasks SET state = 'failed', status_message ="
+                        " NULL, status_seq = ?, updated_at = ? WHERE id = ?"
+                        " AND state = 'working' AND updated_at < ?",
+                        (seq, self._now(), task_id, self._stale_cutoff()),
+                ).rowcount:
+                    raise _NotWorking()
+        except _NotWorking:
+            return False
         return True
 
     # One statement reads one state of the file: the task row, its artifacts
@@ -221,6 +256,9 @@ class TaskOperations:
         " FROM a2a_artifacts WHERE task_id = :id"
         " UNION ALL SELECT * FROM (SELECT 2, seq, body, NULL, NULL, NULL, NULL"
         " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :limit)"
+        " UNION ALL SELECT 3, m.seq, m.body, NULL, NULL, NULL, NULL"
+        " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
+        " WHERE t.id = :id"
         " ORDER BY 1, 2")
 
     def _read_task(self, task_id, owner, agent, history_length):
@@ -231,11 +269,15 @@ class TaskOperations:
         if not rows or rows[0][0] != 0:
             raise TaskNotFound(task_id)
         _, _, context_id, state, status_message, updated_at, metadata = rows[0]
+        if status_message is None and rows[-1][0] == 3:
+            status_message = rows[-1][2]
         return TaskRecord(
             task_id, context_id, agent, owner, state, updated_at,
-            json.loads(status_message) if status_message else None,
+            load_message(status_message, task_id, context_id)
+            if status_message else None,
             [json.loads(row[2]) for row in rows if row[0] == 1],
-            [json.loads(row[2]) for row in rows if row[0] == 2],
+            [load_message(row[2], task_id, context_id)
+             for row in rows if row[0] == 2],
             json.loads(metadata) if metadata else None)
 
     def _history(self, sql, args, before_seq, limit):
@@ -247,17 +289,18 @@ class TaskOperations:
         else:
             rows = self.connection().execute(
                 sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
-        return [json.loads(body) for (body,) in rows]
+        return [load_message(*row) for row in rows]
 
     def task_history(self, task_id, before_seq=None, limit=None):
-        return self._history("SELECT body FROM a2a_messages WHERE task_id = ?",
-                             [task_id], before_seq, limit)
+        return self._history(
+            "SELECT body, task_id, context_id FROM a2a_messages WHERE task_id = ?",
+            [task_id], before_seq, limit)
 
     def context_history(self, owner, agent, context_id, before_seq=None,
                         limit=None):
         return self._history(
-            "SELECT body FROM a2a_messages WHERE context_id = ?"
-            " AND owner = ? AND agent = ?", [context_id, owner, agent],
+            "SELECT body, task_id, context_id FROM a2a_messages"
+            " WHERE context_id = ? AND owner = ? AND agent = ?", [context_id, owner, agent],
             before_seq, limit)
 
     def task_state(self, task_id):
@@ -271,7 +314,7 @@ class TaskOperations:
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message ="
-                    " NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
+                    " NULL, status_seq = NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
                     " agent = ? AND state NOT IN %s" % _TERMINAL_SQL,
                     (self._now(), task_id, owner, agent)).rowcount:
                 return
