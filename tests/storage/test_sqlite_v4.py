@@ -1,6 +1,7 @@
 """SQLite schema v4: a message is stored once (the task row points at its
-status message in the history; bodies leave out the row's taskId and
-contextId), and a version-3 file is migrated to it with nothing lost."""
+status message in the history; bodies leave out the row's messageId, taskId
+and contextId, artifacts their artifactId), and a version-3 file is migrated
+to it with nothing lost."""
 
 import json
 import sqlite3
@@ -11,6 +12,8 @@ from a2a_flask.storage.sqlite import SqliteStorage
 from a2a_flask.storage.sqlite.migrations import MIGRATIONS
 
 OWNER, AGENT = "key:key_1", "echo"
+ARTIFACT = {"artifactId": "art1", "parts": [{"kind": "text", "text": "hi"}],
+            "name": "response"}
 
 
 def _message(role, mid, text, task_id, context_id):
@@ -54,6 +57,8 @@ def _version_3_file(path):
                 " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (task_id, context_id, OWNER, AGENT, message["role"],
                  message["messageId"], _dumps(message)))
+    conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                 " VALUES ('t1', 'art1', ?)", (_dumps(ARTIFACT),))
     conn.close()
     return {task_id: (state, status, history)
             for task_id, state, status, history in rows}
@@ -65,7 +70,8 @@ def _rows(path):
         tasks = {row[0]: row[1:] for row in conn.execute(
             "SELECT id, status_message, status_seq FROM a2a_tasks")}
         bodies = [json.loads(body) for (body,) in conn.execute(
-            "SELECT body FROM a2a_messages ORDER BY seq")]
+            "SELECT body FROM a2a_messages UNION ALL"
+            " SELECT body FROM a2a_artifacts")]
     finally:
         conn.close()
     return tasks, bodies
@@ -82,19 +88,22 @@ def test_a_version_3_file_is_migrated_with_nothing_lost(tmp_path):
         task = storage.get_task(task_id, OWNER, AGENT)
         assert (task.state, task.status_message, task.history) == (
             state, status, history), task_id
+        assert task.artifacts == ([ARTIFACT] if task_id == "t1" else [])
         shown = storage.show_task(task_id)
         assert (shown.status_message, shown.history) == (status, history)
     assert storage.task_history("t1") == expected["t1"][2]
     assert storage.context_history(OWNER, AGENT, "c1") == expected["t1"][2]
     exported = {t.id: t for batch in storage.export_tasks() for t in batch}
     assert exported["t1"].status_message == expected["t1"][1]
+    assert exported["t1"].artifacts == [ARTIFACT]
 
     tasks, bodies = _rows(path)
     assert tasks["t1"][0] is None and tasks["t1"][1] is not None
     assert tasks["t2"] == (None, None)
     # Not in its history: the copy in the row stays.
     assert json.loads(tasks["t3"][0]) == expected["t3"][1]
-    assert not any("taskId" in body or "contextId" in body for body in bodies)
+    assert not any(set(body) & {"messageId", "taskId", "contextId", "artifactId"}
+                   for body in bodies)
     storage.close()
 
 
@@ -106,24 +115,28 @@ def test_a_turn_stores_its_status_message_once(tmp_path):
         "kind": "message", "role": "user", "messageId": "m1",
         "parts": [{"kind": "text", "text": "hi"}]})
     status = _message("agent", "a1", "done", start.task_id, start.context_id)
-    storage.finish_turn(start.task_id, OWNER, AGENT, "completed", status)
+    storage.finish_turn(start.task_id, OWNER, AGENT, "completed", status,
+                        [ARTIFACT])
 
     task = storage.get_task(start.task_id, OWNER, AGENT)
     assert task.status_message == status
     assert task.history == [start.message, status]
+    assert task.artifacts == [ARTIFACT]
     assert storage.get_task(start.task_id, OWNER, AGENT,
                             history_length=0).status_message == status
     tasks, bodies = _rows(path)
     assert tasks[start.task_id][0] is None
-    assert [b["messageId"] for b in bodies] == ["m1", "a1"]
-    assert not any("taskId" in body or "contextId" in body for body in bodies)
+    assert len(bodies) == 3 and not any(
+        set(body) & {"messageId", "taskId", "contextId", "artifactId"}
+        for body in bodies)
 
     # Imported, the status message keeps pointing into the history.
     target = SqliteStorage(str(tmp_path / "copy.sqlite3"))
     target.migrate()
     target.import_tasks([task])
     copied = target.get_task(start.task_id, OWNER, AGENT)
-    assert (copied.status_message, copied.history) == (status, task.history)
+    assert (copied.status_message, copied.history, copied.artifacts) == (
+        status, task.history, [ARTIFACT])
     assert _rows(str(tmp_path / "copy.sqlite3"))[0][start.task_id][0] is None
     storage.close()
     target.close()

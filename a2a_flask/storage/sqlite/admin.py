@@ -10,7 +10,9 @@ import sqlite3
 
 from ..base import TaskPage, TaskRecord
 from ..common import dumps, fingerprint
-from .tasks import _TERMINAL_SQL, load_message, message_body
+from .tasks import (
+    _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
+)
 
 #: Tasks deleted per transaction by ``prune``.
 PRUNE_BATCH = 100
@@ -19,14 +21,16 @@ PRUNE_BATCH = 100
 # history), else the history message the row points at.
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
             " coalesce(status_message, (SELECT body FROM a2a_messages"
-            " WHERE seq = status_seq)), metadata, created_at")
+            " WHERE seq = status_seq)), metadata, created_at,"
+            " (SELECT message_id FROM a2a_messages WHERE seq = status_seq)")
 
 
 def _record(row, history=None, artifacts=()):
     (task_id, context_id, agent, owner, state, updated_at, status_message,
-     metadata, created_at) = row
+     metadata, created_at, status_message_id) = row
     return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
-                      load_message(status_message, task_id, context_id)
+                      load_message(status_message, task_id, context_id,
+                                   status_message_id)
                       if status_message else None,
                       artifacts, history,
                       json.loads(metadata) if metadata else None, created_at)
@@ -83,9 +87,9 @@ class AdminOperations:
         return TaskPage(tasks, next_cursor)
 
     def _artifacts(self, task_id):
-        return [json.loads(body) for (body,) in self.connection().execute(
-            "SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY seq",
-            (task_id,))]
+        return [load_artifact(*row) for row in self.connection().execute(
+            "SELECT body, artifact_id FROM a2a_artifacts WHERE task_id = ?"
+            " ORDER BY seq", (task_id,))]
 
     def show_task(self, task_id):
         row = self.connection().execute(
@@ -176,15 +180,17 @@ class AdminOperations:
             marks = ", ".join("?" * len(rows))
             ids = [row[0] for row in rows]
             history, artifacts = {}, {}
-            for task_id, context_id, body in conn.execute(
-                    "SELECT task_id, context_id, body FROM a2a_messages"
-                    " WHERE task_id IN (%s) ORDER BY seq" % marks, ids):
+            for task_id, context_id, body, message_id in conn.execute(
+                    "SELECT task_id, context_id, body, message_id FROM"
+                    " a2a_messages WHERE task_id IN (%s) ORDER BY seq" % marks,
+                    ids):
                 history.setdefault(task_id, []).append(
-                    load_message(body, task_id, context_id))
-            for task_id, body in conn.execute(
-                    "SELECT task_id, body FROM a2a_artifacts WHERE task_id IN"
-                    " (%s) ORDER BY seq" % marks, ids):
-                artifacts.setdefault(task_id, []).append(json.loads(body))
+                    load_message(body, task_id, context_id, message_id))
+            for task_id, body, artifact_id in conn.execute(
+                    "SELECT task_id, body, artifact_id FROM a2a_artifacts"
+                    " WHERE task_id IN (%s) ORDER BY seq" % marks, ids):
+                artifacts.setdefault(task_id, []).append(
+                    load_artifact(body, artifact_id))
             yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
                    for row in rows]
 
@@ -214,7 +220,7 @@ class AdminOperations:
                                 if k not in ("kind", "taskId", "contextId")}
                     retries.append((task.owner, task.agent, message["messageId"],
                                     fingerprint(received), task.id))
-            artifacts.extend((task.id, a["artifactId"], dumps(a))
+            artifacts.extend((task.id, a["artifactId"], artifact_body(a))
                              for a in task.artifacts or ())
         with self.transaction() as conn:
             conn.executemany(

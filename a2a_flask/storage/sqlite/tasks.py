@@ -22,26 +22,39 @@ log = logging.getLogger("a2a_flask")
 _TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
 
-# A message is stored once, in a2a_messages, without the taskId and contextId
-# that its row's columns hold (schema v4): a task's status message is its row's
-# status_seq, a pointer into its history, not a second copy.
-_ROW_IDS = ("taskId", "contextId")
+# A message is stored once, in a2a_messages, without the ids that its row's
+# columns hold (messageId, taskId, contextId; an artifact without its
+# artifactId): a task's status message is its row's status_seq, a pointer into
+# its history, not a second copy (schema v4).
+_ROW_IDS = ("messageId", "taskId", "contextId")
 
 
 def message_body(message, task_id, context_id):
     """The stored JSON of ``message``, in the history of task ``task_id``."""
     if message.get("taskId") == task_id and message.get("contextId") == context_id:
-        message = {k: v for k, v in message.items() if k not in _ROW_IDS}
-    return dumps(message)
+        return dumps({k: v for k, v in message.items() if k not in _ROW_IDS})
+    return dumps({k: v for k, v in message.items() if k != "messageId"})
 
 
-def load_message(body, task_id, context_id):
+def load_message(body, task_id, context_id, message_id):
     """A message as stored by ``message_body`` (or whole, before v4)."""
     message = json.loads(body)
+    message.setdefault("messageId", message_id)
     if "taskId" not in message:
         message["taskId"] = task_id
         message["contextId"] = context_id
     return message
+
+
+def artifact_body(artifact):
+    return dumps({k: v for k, v in artifact.items() if k != "artifactId"})
+
+
+def load_artifact(body, artifact_id):
+    artifact = json.loads(body)
+    if "artifactId" in artifact:  # stored before v4
+        return artifact
+    return dict({"artifactId": artifact_id}, **artifact)
 
 
 class _NotWorking(Exception):
@@ -179,7 +192,8 @@ class TaskOperations:
                     conn.executemany(
                         "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
                         " VALUES (?, ?, ?)",
-                        [(task_id, a["artifactId"], dumps(a)) for a in artifacts])
+                        [(task_id, a["artifactId"], artifact_body(a))
+                         for a in artifacts])
         except _NotWorking:
             return None
         return now
@@ -252,11 +266,12 @@ class TaskOperations:
     _READ_TASK = (
         "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
         " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
-        " UNION ALL SELECT 1, seq, body, NULL, NULL, NULL, NULL"
+        " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
         " FROM a2a_artifacts WHERE task_id = :id"
-        " UNION ALL SELECT * FROM (SELECT 2, seq, body, NULL, NULL, NULL, NULL"
-        " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :limit)"
-        " UNION ALL SELECT 3, m.seq, m.body, NULL, NULL, NULL, NULL"
+        " UNION ALL SELECT * FROM (SELECT 2, seq, body, message_id, NULL, NULL,"
+        " NULL FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC"
+        " LIMIT :limit)"
+        " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
         " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
         " WHERE t.id = :id"
         " ORDER BY 1, 2")
@@ -269,14 +284,15 @@ class TaskOperations:
         if not rows or rows[0][0] != 0:
             raise TaskNotFound(task_id)
         _, _, context_id, state, status_message, updated_at, metadata = rows[0]
-        if status_message is None and rows[-1][0] == 3:
-            status_message = rows[-1][2]
+        status = None
+        if status_message is not None:  # a copy in the row
+            status = load_message(status_message, task_id, context_id, None)
+        elif rows[-1][0] == 3:
+            status = load_message(rows[-1][2], task_id, context_id, rows[-1][3])
         return TaskRecord(
-            task_id, context_id, agent, owner, state, updated_at,
-            load_message(status_message, task_id, context_id)
-            if status_message else None,
-            [json.loads(row[2]) for row in rows if row[0] == 1],
-            [load_message(row[2], task_id, context_id)
+            task_id, context_id, agent, owner, state, updated_at, status,
+            [load_artifact(row[2], row[3]) for row in rows if row[0] == 1],
+            [load_message(row[2], task_id, context_id, row[3])
              for row in rows if row[0] == 2],
             json.loads(metadata) if metadata else None)
 
@@ -293,13 +309,14 @@ class TaskOperations:
 
     def task_history(self, task_id, before_seq=None, limit=None):
         return self._history(
-            "SELECT body, task_id, context_id FROM a2a_messages WHERE task_id = ?",
+            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
+            " WHERE task_id = ?",
             [task_id], before_seq, limit)
 
     def context_history(self, owner, agent, context_id, before_seq=None,
                         limit=None):
         return self._history(
-            "SELECT body, task_id, context_id FROM a2a_messages"
+            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
             " WHERE context_id = ? AND owner = ? AND agent = ?", [context_id, owner, agent],
             before_seq, limit)
 
