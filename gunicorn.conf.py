@@ -25,6 +25,10 @@ bind = "127.0.0.1:8000"  # behind nginx (deploy/nginx-a2a.conf)
 # while the agent runs. Two per core plus one keeps the cores busy while some
 # workers wait on a model or a database.
 workers = multiprocessing.cpu_count() * 2 + 1
+# Measured against gthread with keep-alive (bench/README.md, "Profile"): on
+# 127.0.0.1 with keep-alive clients, gthread took 10-60% more CPU per call
+# than sync, for a bare Flask route and for this service alike (its poller,
+# thread pool and GIL hand-offs cost more than the TCP connect they save).
 worker_class = "sync"
 # A turn may take a while (a model, a remote service): a worker silent for
 # longer is killed, and its task failed by the next reader.
