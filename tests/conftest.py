@@ -11,6 +11,7 @@ from flask import Flask
 
 from a2a_flask import A2A
 from a2a_flask.demo import register_demo_agents
+from pgfixtures import postgres_module_url, postgres_server, postgres_url  # noqa: F401
 
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "a2a-v0.3.0.schema.json")
 with open(SCHEMA_PATH) as f:
