@@ -114,12 +114,7 @@ class Cluster:
             self._run(["initdb", "-D", self.data, "-U", "postgres", "--auth=trust",
                        "-E", "UTF8", "--no-instructions", "--no-sync"])
             self.port = free_port()
-            options = ["-p %d" % self.port, "-c listen_addresses=%s" % HOST,
-                       "-c unix_socket_directories=%s" % self.dir,
-                       "-c max_connections=200"] + ["-c %s" % s for s in self.settings]
-            self._run(["pg_ctl", "-D", self.data, "-o", " ".join(options),
-                       "-l", os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start"])
-            self.running = True
+            self.resume()
             version = self.query("SELECT current_setting('server_version')")
         except BaseException:
             self.stop()
@@ -127,6 +122,20 @@ class Cluster:
         self.log("postgres: PostgreSQL %s on %s:%d (throwaway cluster in %s)"
                  % (version, HOST, self.port, self.dir))
         return self
+
+    def resume(self):
+        """Start the server (again, after ``pause``), same port and data."""
+        options = ["-p %d" % self.port, "-c listen_addresses=%s" % HOST,
+                   "-c unix_socket_directories=%s" % self.dir,
+                   "-c max_connections=200"] + ["-c %s" % s for s in self.settings]
+        self._run(["pg_ctl", "-D", self.data, "-o", " ".join(options),
+                   "-l", os.path.join(self.dir, "server.log"), "-w", "-t", "60", "start"])
+        self.running = True
+
+    def pause(self):
+        """Stop the server, keeping its data (a server down, for tests)."""
+        self._run(["pg_ctl", "-D", self.data, "-m", "fast", "-w", "-t", "30", "stop"])
+        self.running = False
 
     def postmaster_pid(self):
         with open(os.path.join(self.data, "postmaster.pid")) as f:

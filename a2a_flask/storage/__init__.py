@@ -1,0 +1,39 @@
+"""Storage backends behind one contract (``base.Storage``).
+
+``open_storage(settings)`` picks the backend from ``A2A_DATABASE``: a plain
+path or ``sqlite:///path`` is SQLite (the default, one file);
+``postgresql://...`` is PostgreSQL (the ``postgres`` extra), imported only then.
+"""
+
+from .base import Storage  # noqa: F401
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def sqlite_path(database):
+    """The file path of a SQLite ``A2A_DATABASE`` (plain or ``sqlite:///``)."""
+    # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's form)
+    if database.startswith("sqlite:///"):
+        return database[len("sqlite:///"):]
+    return database
+
+
+def is_postgres(database):
+    return database.startswith(POSTGRES_SCHEMES)
+
+
+def open_storage(settings):
+    """The backend for ``settings.database`` (not migrated: see ``migrate``)."""
+    if is_postgres(settings.database):
+        try:
+            from .postgres import open_postgres
+        except ImportError as exc:
+            raise RuntimeError(
+                "A2A_DATABASE is a PostgreSQL URL, but the PostgreSQL backend "
+                "cannot be imported (%s): install the postgres extra, "
+                "pip install 'a2a-flask[postgres]'" % exc) from exc
+        return open_postgres(settings)
+    from .sqlite import SqliteStorage
+    return SqliteStorage(sqlite_path(settings.database), settings.busy_timeout_ms,
+                         settings.sqlite_synchronous, settings.stale_turn_seconds,
+                         auto_migrate=settings.auto_migrate)

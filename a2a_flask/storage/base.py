@@ -1,0 +1,425 @@
+"""The storage contract: what the service asks of a backend, and what each
+operation guarantees. ``storage/sqlite`` and ``storage/postgres`` implement it.
+
+Rules every backend keeps:
+
+- **Stored form.** Messages, parts and artifacts are kept and returned exactly
+  as given (today's A2A 0.3-shaped JSON dicts: ``kind``, ``messageId``,
+  ``parts``...). The storage never converts them; bindings convert at the edge.
+- **Conditional updates.** Every state change is one UPDATE whose WHERE clause
+  states the state it leaves (``state = 'working'``, ``state IN
+  WAITING_STATES``, ``state NOT IN TERMINAL_STATES``) and whose row count is
+  checked: correctness never depends on one writer at a time. A terminal state
+  is never overwritten.
+- **The storage's clock.** Timestamps (``updated_at``, ``created_at``) and the
+  stale-turn cutoff are decided inside the storage (PostgreSQL: the database's
+  clock, so servers with skewed clocks agree); the service passes none.
+  Timestamps are ISO 8601 UTC text with milliseconds and ``Z``
+  (``2026-01-02T03:04:05.678Z``), which sort as text.
+- **Errors.** Outcomes the caller caused are the ``StorageError`` subclasses
+  below, with structured fields and no wire wording (bindings word them).
+  Failures of the storage itself (busy, full, unreachable) are raised as
+  ``a2a_flask.errors.StorageBusy`` / ``StorageFull`` / ``StorageUnavailable``
+  (with ``data={"retry": True}``): nothing was stored, the call may be retried.
+- **Ownership.** Every per-caller read and write is keyed by (owner, agent):
+  another caller's task is ``TaskNotFound``, never "forbidden".
+"""
+
+import abc
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+TERMINAL_STATES = frozenset(("completed", "canceled", "failed", "rejected"))
+WAITING_STATES = frozenset(("input-required", "auth-required"))
+#: The text of the status message a stale turn is failed with.
+STALE_TURN_TEXT = ("The agent stopped before finishing this turn: its worker "
+                   "process ended. Send a new message with this contextId to "
+                   "try again.")
+
+Message = Dict[str, Any]   # a message in its stored form
+Artifact = Dict[str, Any]  # an artifact in its stored form
+
+
+# -- records -------------------------------------------------------------------
+
+class TaskRecord:
+    """A task as stored. ``history`` and ``artifacts`` are lists of stored-form
+    dicts (``history`` oldest first, possibly clamped: see ``get_task``);
+    ``history`` is None where an operation does not read it (``list_tasks``
+    without ``history_length``)."""
+
+    __slots__ = ("id", "context_id", "agent", "owner", "state", "updated_at",
+                 "status_message", "artifacts", "history", "metadata",
+                 "created_at")
+
+    def __init__(self, id, context_id, agent, owner, state, updated_at,
+                 status_message=None, artifacts=(), history=None, metadata=None,
+                 created_at=None):
+        self.id = id
+        self.context_id = context_id
+        self.agent = agent
+        self.owner = owner
+        self.state = state
+        self.updated_at = updated_at
+        self.status_message = status_message
+        self.artifacts = list(artifacts) if artifacts is not None else None
+        self.history = history
+        self.metadata = metadata
+        self.created_at = created_at
+
+    def __eq__(self, other):
+        return (isinstance(other, TaskRecord)
+                and all(getattr(self, k) == getattr(other, k)
+                        for k in self.__slots__))
+
+    def __repr__(self):
+        return "TaskRecord(%s, %s, %s)" % (self.id, self.agent, self.state)
+
+
+class TurnStart:
+    """What ``start_turn`` did: which task, and whether it was a retry."""
+
+    __slots__ = ("task_id", "context_id", "message", "message_seq", "created",
+                 "replayed")
+
+    def __init__(self, task_id, context_id, message=None, message_seq=None,
+                 created=False, replayed=False):
+        self.task_id = task_id
+        self.context_id = context_id
+        #: The user message as stored (with taskId and contextId).
+        self.message = message
+        #: Its position in the task's history: ``task_history(before_seq=)``.
+        self.message_seq = message_seq
+        #: True when the task was created by this message (no earlier history).
+        self.created = created
+        #: True when this messageId was seen before: nothing was written.
+        self.replayed = replayed
+
+
+class TaskPage:
+    """One page of ``list_tasks``: ``next_cursor`` is None on the last page."""
+
+    __slots__ = ("tasks", "next_cursor")
+
+    def __init__(self, tasks, next_cursor=None):
+        self.tasks = tasks
+        self.next_cursor = next_cursor
+
+
+class KeyRow:
+    """An API key as stored (its hash, never its secret). ``scope`` is the
+    stored text: ``"*"`` or a JSON list of agent names."""
+
+    __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
+                 "revoked_at")
+
+    def __init__(self, id, prefix, label, scope, created_at, last_used_at=None,
+                 revoked_at=None):
+        self.id = id
+        self.prefix = prefix
+        self.label = label
+        self.scope = scope
+        self.created_at = created_at
+        self.last_used_at = last_used_at
+        self.revoked_at = revoked_at
+
+    def astuple(self):
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+
+# -- errors the caller caused (no wire wording: bindings word them) -----------
+
+class StorageError(Exception):
+    """Base of the outcomes of the contract that a caller caused."""
+
+
+class TaskNotFound(StorageError):
+    """No task ``task_id`` of this (owner, agent)."""
+
+    def __init__(self, task_id):
+        super().__init__(task_id)
+        self.task_id = task_id
+
+
+class MessageIdReused(StorageError):
+    """This (owner, agent, messageId) was stored with a different message."""
+
+    def __init__(self, message_id):
+        super().__init__(message_id)
+        self.message_id = message_id
+
+
+class ContextMismatch(StorageError):
+    """The message names a contextId other than its task's."""
+
+    def __init__(self, task_id, task_context_id):
+        super().__init__(task_id, task_context_id)
+        self.task_id = task_id
+        self.task_context_id = task_context_id
+
+
+class TaskNotWaiting(StorageError):
+    """A continuation of a task that does not wait for input: terminal
+    (``state in TERMINAL_STATES``) or running (another turn claimed it)."""
+
+    def __init__(self, task_id, state, context_id):
+        super().__init__(task_id, state)
+        self.task_id = task_id
+        self.state = state
+        self.context_id = context_id
+
+    @property
+    def terminal(self):
+        return self.state in TERMINAL_STATES
+
+
+class TaskNotCancelable(StorageError):
+    """``cancel_task`` of a task already in a terminal state."""
+
+    def __init__(self, task_id, state):
+        super().__init__(task_id, state)
+        self.task_id = task_id
+        self.state = state
+
+
+class KeyNotFound(StorageError):
+    def __init__(self, key_id):
+        super().__init__(key_id)
+        self.key_id = key_id
+
+
+class UserExists(StorageError):
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+class UserNotFound(StorageError):
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+class SchemaError(StorageError):
+    """The schema cannot be read or is newer than this code."""
+
+
+# -- the contract ----------------------------------------------------------------
+
+class Storage(abc.ABC):
+    """Tasks, messages, artifacts, retry records, keys and users.
+
+    One instance per app; safe to share between threads and (after a fork)
+    processes: connections are per thread / pooled per process, opened lazily.
+    """
+
+    #: Where the data lives, for messages to an operator (no password in it).
+    location: str = ""
+
+    # -- schema -----------------------------------------------------------
+
+    @abc.abstractmethod
+    def migrate(self) -> None:
+        """Create or upgrade the schema to ``expected_version()``; safe to call
+        from every worker and server at once (serialized inside)."""
+
+    @abc.abstractmethod
+    def schema_version(self) -> Optional[int]:
+        """The schema version found (None: no schema yet). ``SchemaError`` or a
+        storage failure when it cannot be read."""
+
+    @abc.abstractmethod
+    def expected_version(self) -> int:
+        """The schema version this code writes."""
+
+    def close(self) -> None:
+        """Release this thread's / process's connections (reopened on use)."""
+
+    # -- a turn of a send ---------------------------------------------------
+
+    @abc.abstractmethod
+    def start_turn(self, owner: str, agent: str, message: Message,
+                   context_id: Optional[str] = None,
+                   task_id: Optional[str] = None,
+                   metadata: Optional[dict] = None) -> TurnStart:
+        """Record an incoming user message and mark its task ``working``, in
+        one transaction.
+
+        - Retry record first: (owner, agent, messageId) with a fingerprint of
+          the message. Seen with the same fingerprint: nothing is written and
+          ``TurnStart(replayed=True)`` names the task it went to. Seen with a
+          different one: ``MessageIdReused``, nothing written.
+        - ``task_id`` None: a new task (``created=True``) in ``context_id``
+          (a new context id when None), state ``working``.
+        - ``task_id`` given: claim it with ONE conditional UPDATE
+          (``... SET state='working' WHERE id AND owner AND agent AND state IN
+          WAITING_STATES``) whose row count is checked; 0 rows: read why and
+          raise ``TaskNotFound`` / ``ContextMismatch`` / ``TaskNotWaiting``,
+          rolling back the retry record. Of two continuations racing for one
+          waiting task, exactly one wins; the other gets ``TaskNotWaiting``
+          (state ``working``).
+        - The stored message gets ``kind="message"``, ``taskId``, ``contextId``.
+        """
+
+    @abc.abstractmethod
+    def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
+                    status_message: Optional[Message] = None,
+                    artifacts: Sequence[Artifact] = ()) -> Optional[str]:
+        """Store a turn's outcome with ``UPDATE ... WHERE id AND state =
+        'working'``; the status message joins the history and the artifacts
+        are appended, in the same transaction, only if that row count is 1.
+        Returns the status timestamp, or None when the task left ``working``
+        meanwhile (canceled; stale-failed): the outcome is discarded.
+        A backend may keep a refused outcome aside and store it on the next
+        ``get_task`` (SQLite does); it then raises the storage failure."""
+
+    @abc.abstractmethod
+    def get_task(self, task_id: str, owner: str, agent: str,
+                 history_length: Optional[int] = None) -> TaskRecord:
+        """The task of this (owner, agent) with its artifacts and its last
+        ``history_length`` messages (all when None, none when 0), read as of
+        one moment; ``TaskNotFound`` otherwise. A ``working`` task whose turn
+        began longer than the stale-turn limit ago is failed first
+        (``fail_stale_turn``) and returned failed."""
+
+    @abc.abstractmethod
+    def fail_stale_turn(self, task_id: str) -> bool:
+        """Fail ``task_id`` if it is ``working`` and was last updated before
+        the stale cutoff (the storage's clock minus the stale-turn limit):
+        one conditional UPDATE; the ``STALE_TURN_TEXT`` agent message joins
+        the history when the row count is 1. True when it was failed."""
+
+    @abc.abstractmethod
+    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
+        """``UPDATE ... SET state='canceled' WHERE id AND owner AND agent AND
+        state NOT IN TERMINAL_STATES``; 0 rows: ``TaskNotFound`` or
+        ``TaskNotCancelable`` (with the terminal state found). Racing a
+        finishing turn, exactly one of the two takes effect; the terminal state
+        never changes afterwards."""
+
+    # -- reads for the Turn API -------------------------------------------------
+
+    @abc.abstractmethod
+    def task_history(self, task_id: str, before_seq: Optional[int] = None,
+                     limit: Optional[int] = None) -> List[Message]:
+        """Messages of a task, oldest first: those before ``before_seq``; the
+        last ``limit`` only when given (read newest first, then stopped)."""
+
+    @abc.abstractmethod
+    def context_history(self, owner: str, agent: str, context_id: str,
+                        before_seq: Optional[int] = None,
+                        limit: Optional[int] = None) -> List[Message]:
+        """Messages of a conversation (all its tasks of this owner and agent),
+        oldest first; bounded as ``task_history``."""
+
+    @abc.abstractmethod
+    def task_state(self, task_id: str) -> Optional[str]:
+        """The task's state, None when there is no such task."""
+
+    # -- listing -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def list_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                   context_id: Optional[str] = None, state: Optional[str] = None,
+                   updated_after: Optional[str] = None, limit: int = 50,
+                   cursor: Optional[str] = None,
+                   history_length: Optional[int] = 0,
+                   include_artifacts: bool = False) -> TaskPage:
+        """Tasks matching every filter given (None: any), newest
+        ``updated_at`` first, ties by id descending; ``limit`` per page.
+
+        Paging is a keyset on (updated_at, id) with an index: ``cursor`` is the
+        opaque text of ``next_cursor`` from the previous page (None on the last
+        page). A page costs the same at any depth. ``history_length`` 0 leaves
+        ``history`` empty ([]); None reads all of it; ``include_artifacts``
+        False leaves ``artifacts`` empty. A malformed cursor is ``ValueError``.
+        """
+
+    # -- operations (flask a2a tasks / db) ---------------------------------------
+
+    @abc.abstractmethod
+    def show_task(self, task_id: str) -> Optional[TaskRecord]:
+        """Any owner's task with its whole history and artifacts, or None."""
+
+    @abc.abstractmethod
+    def prunable_tasks(self, cutoff: str) -> List[TaskRecord]:
+        """Terminal tasks updated before ``cutoff`` (ISO time), oldest first,
+        without history or artifacts: what ``prune`` would delete."""
+
+    @abc.abstractmethod
+    def prune(self, cutoff: str) -> Iterator[Dict[str, int]]:
+        """Delete terminal tasks updated before ``cutoff`` with their messages,
+        artifacts and retry records, in batches (one transaction each); each
+        DELETE is conditional on the task still terminal and old. Yields
+        ``{"tasks", "messages", "artifacts", "deliveries"}`` counts per batch."""
+
+    @abc.abstractmethod
+    def task_counts(self) -> Dict[str, int]:
+        """{state: number of tasks}."""
+
+    @abc.abstractmethod
+    def check(self) -> List[str]:
+        """Problems an integrity check found ([] when none)."""
+
+    @abc.abstractmethod
+    def backup(self, target: str) -> None:
+        """A consistent copy to ``target`` (a path for SQLite), taken while
+        the service runs."""
+
+    # -- bulk copy (bench prefill, ``flask a2a db copy``) ------------------------
+
+    @abc.abstractmethod
+    def export_tasks(self, batch_size: int = 1000) -> Iterator[List[TaskRecord]]:
+        """Every task, whole (history with user and agent messages, artifacts,
+        metadata, created_at), in batches, oldest id first."""
+
+    @abc.abstractmethod
+    def import_tasks(self, records: Iterable[TaskRecord],
+                     deliveries: bool = True) -> int:
+        """Insert whole tasks as they are (ids, timestamps and states kept),
+        in one transaction per call; with ``deliveries``, the retry record of
+        every user message is recorded too. Returns the number of tasks.
+        Fast enough for 1,000,000 tasks in batches of ~10,000."""
+
+    # -- keys and users (hashing policy stays in credentials.py) -----------------
+
+    @abc.abstractmethod
+    def insert_key(self, key: KeyRow, key_hash: str) -> None:
+        """Store a new key under its hash."""
+
+    @abc.abstractmethod
+    def keys(self) -> List[KeyRow]:
+        """Every key, oldest first."""
+
+    @abc.abstractmethod
+    def revoke_key(self, key_id: str) -> None:
+        """Set ``revoked_at`` if unset (conditional UPDATE; revoking twice is
+        no change); ``KeyNotFound`` when there is no such key."""
+
+    @abc.abstractmethod
+    def find_key(self, key_hash: str) -> Optional[KeyRow]:
+        """The live (unrevoked) key with this hash, or None."""
+
+    @abc.abstractmethod
+    def touch_key(self, key_id: str, older_than: str) -> Optional[str]:
+        """Record a use: ``last_used_at`` = now where it is NULL or older than
+        ``older_than``; returns the new value, None when nothing changed."""
+
+    @abc.abstractmethod
+    def insert_user(self, name: str, password_hash: str) -> None:
+        """A new built-in user; ``UserExists`` when the name is taken."""
+
+    @abc.abstractmethod
+    def users(self) -> List[Tuple[str, str]]:
+        """(name, created_at) of every user, by name."""
+
+    @abc.abstractmethod
+    def has_users(self) -> bool:
+        """True when there is at least one user."""
+
+    @abc.abstractmethod
+    def delete_user(self, name: str) -> None:
+        """``UserNotFound`` when there is no such user."""
+
+    @abc.abstractmethod
+    def password_hash(self, name: str) -> Optional[str]:
+        """The stored password hash of ``name``, or None."""
