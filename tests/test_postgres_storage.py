@@ -261,7 +261,7 @@ def test_export_then_import_keeps_everything(storage, postgres_server):
 
 def test_keys_and_users(storage):
     key = base.KeyRow("key_1", "a2a_abc", "ci", "*", "2026-01-01T00:00:00.000Z")
-    storage.insert_key(key, "hash1")
+    assert TIMESTAMP.match(storage.insert_key(key, "hash1").created_at)
     assert storage.find_key("hash1").astuple() == key.astuple()
     touched = storage.touch_key("key_1", "2026-01-01T00:00:00.000Z")
     assert TIMESTAMP.match(touched)

@@ -234,6 +234,14 @@ class Storage(abc.ABC):
     def close(self) -> None:
         """Release this thread's / process's connections (reopened on use)."""
 
+    @abc.abstractmethod
+    def failure(self, exc: BaseException) -> Optional[Exception]:
+        """The ``errors.StorageBusy`` / ``StorageFull`` / ``StorageUnavailable``
+        to answer for ``exc``, an exception of this backend's driver (logged,
+        with the database, at most once every 10 s per cause; this thread's
+        connection is dropped so that the next use reconnects); None when
+        ``exc`` is not a failure of the storage (a bug: let it propagate)."""
+
     # -- a turn of a send ---------------------------------------------------
 
     @abc.abstractmethod
@@ -383,8 +391,8 @@ class Storage(abc.ABC):
     # -- keys and users (hashing policy stays in credentials.py) -----------------
 
     @abc.abstractmethod
-    def insert_key(self, key: KeyRow, key_hash: str) -> None:
-        """Store a new key under its hash."""
+    def insert_key(self, key: KeyRow, key_hash: str) -> KeyRow:
+        """Store a new key under its hash; its ``created_at`` is set here."""
 
     @abc.abstractmethod
     def keys(self) -> List[KeyRow]:

@@ -133,6 +133,13 @@ class PostgresConnections:
             with conn.transaction():
                 yield conn
 
+    def failure(self, exc):
+        """See ``Storage.failure``: our operations raise the storage errors
+        themselves; a driver exception that escaped is mapped here."""
+        if isinstance(exc, errors.StorageUnavailable):
+            return exc
+        return storage_failure(exc, self.location) if is_storage_failure(exc) else None
+
     def close(self):
         pool, self._pool = self._pool, None
         if pool is not None and self._pool_pid == os.getpid():

@@ -20,11 +20,13 @@ class CredentialOperations:
             return conn.execute(sql, args).fetchall()
 
     def insert_key(self, key, key_hash):
-        with self.connection() as conn:
-            conn.execute(
-                "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (%%s, %%s, %%s, %%s, %%s, %%s, %%s, %%s)" % _KEY_COLUMNS,
-                key.astuple() + (key_hash,))
+        key.created_at = self._one(
+            "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
+            " last_used_at, revoked_at, key_hash) VALUES (%s, %s, %s, %s, " + NOW +
+            ", %s, %s, %s) RETURNING created_at",
+            (key.id, key.prefix, key.label, key.scope, key.last_used_at,
+             key.revoked_at, key_hash))[0]
+        return key
 
     def keys(self):
         return [KeyRow(*row) for row in self._all(
