@@ -54,6 +54,8 @@ def test_migrations_from_many_threads_at_once_apply_once(postgres_url):
     assert sql(postgres_url, "SELECT version FROM a2a_schema_version") == [(len(MIGRATIONS),)]
     assert stores[0].schema_version() == stores[0].expected_version() == len(MIGRATIONS)
     assert stores[0].check() == []
+    sql(postgres_url, "DROP TABLE a2a_users")
+    assert stores[0].check() == ["table a2a_users is missing"]
 
 
 def test_a_newer_schema_is_refused(storage, postgres_url):

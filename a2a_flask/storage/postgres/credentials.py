@@ -75,3 +75,30 @@ class CredentialOperations:
     def password_hash(self, name):
         row = self._one("SELECT password_hash FROM a2a_users WHERE name = %s", (name,))
         return None if row is None else row[0]
+
+    # -- bulk copy (``flask a2a db copy``) ------------------------------------
+
+    def export_credentials(self):
+        """(keys as (KeyRow, key hash), users as (name, password hash,
+        created_at)): everything ``import_credentials`` needs, hashes only."""
+        keys = [(KeyRow(*row[:7]), row[7]) for row in self._all(
+            "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
+            % _KEY_COLUMNS)]
+        users = [tuple(row) for row in self._all(
+            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+        return keys, users
+
+    def import_credentials(self, keys, users):
+        """Insert keys and users as they are (timestamps kept), in one
+        transaction; a key id or user name already here is left as it is."""
+        with self.transaction() as conn:
+            cur = conn.cursor()
+            if keys:
+                cur.executemany(
+                    "INSERT INTO a2a_api_keys (%s, key_hash) VALUES (%%s, %%s, %%s,"
+                    " %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                    [key.astuple() + (key_hash,) for key, key_hash in keys])
+            if users:
+                cur.executemany(
+                    "INSERT INTO a2a_users (name, password_hash, created_at)"
+                    " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", users)
