@@ -15,7 +15,7 @@ from . import errors
 from .schemas import (
     AGENT_ARTIFACT, AGENT_PARTS, SKILLS, flatten_errors, load_agent_output,
 )
-from .store import new_id
+from .storage.common import new_id
 
 log = logging.getLogger("a2a_flask")
 

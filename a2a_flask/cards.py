@@ -6,6 +6,7 @@ from flask import current_app, request
 from werkzeug.exceptions import SecurityError
 from werkzeug.sansio.utils import host_is_trusted
 
+from . import urls
 from .auth import security_requirements
 
 log = logging.getLogger("a2a_flask")
@@ -41,17 +42,15 @@ def base_url(settings):
 def agent_url(settings, name, at_root=False):
     """The JSON-RPC endpoint of agent ``name`` (``/a2a`` for the default agent
     reached at the host root)."""
-    if at_root:
-        return base_url(settings) + "/a2a"
-    return "%s%s/agents/%s/a2a" % (base_url(settings), settings.url_prefix, name)
+    return base_url(settings) + urls.agent_path(settings, name, at_root)
 
 
-def agent_card(state, agent, at_root=False, extended=False):
+def agent_card(runtime, agent, at_root=False, extended=False):
     """The AgentCard of ``agent``; ``at_root``: as the default agent at /a2a."""
-    url = agent_url(state.settings, agent.name, at_root)
-    schemes, security = security_requirements(state)
+    url = agent_url(runtime.settings, agent.name, at_root)
+    schemes, security = security_requirements(runtime)
     description = agent.description
-    if state.settings.auth_off:
+    if runtime.settings.auth_off:
         description += " (Authentication is off on this service.)"
     card = {
         "protocolVersion": PROTOCOL_VERSION,
@@ -69,7 +68,7 @@ def agent_card(state, agent, at_root=False, extended=False):
         "defaultOutputModes": agent.output_modes,
         "skills": agent.skills + (agent.extended_skills if extended else []),
         "supportsAuthenticatedExtendedCard": (
-            agent.has_extended_card and not state.settings.auth_off),
+            agent.has_extended_card and not runtime.settings.auth_off),
     }
     if schemes:
         card["securitySchemes"] = schemes

@@ -1,19 +1,21 @@
-"""``flask a2a tasks ...`` and ``flask a2a db ...``: operating the store.
+"""``flask a2a tasks ...`` and ``flask a2a db ...``: operating the storage.
 
 Safe while the service runs: reads are plain reads, deletions run in small
-transactions (``store_admin.prune``), the backup is SQLite's online backup.
+transactions (``Storage.prune``), the backup is the backend's online backup.
 """
 
 import json
+import os
 from datetime import datetime, timezone
 
 import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from . import store_admin
+from .bindings.jsonrpc_v03 import render_task
 from .config import parse_age
-from .store import TERMINAL_STATES, WAITING_STATES, now_iso
+from .storage.base import TERMINAL_STATES, WAITING_STATES
+from .storage.common import now_iso
 
 tasks_cli = AppGroup("tasks", help="List, show and prune tasks.")
 db_cli = AppGroup("db", help="Check, back up and upgrade the database.")
@@ -21,8 +23,19 @@ db_cli = AppGroup("db", help="Check, back up and upgrade the database.")
 STATES = sorted(TERMINAL_STATES | WAITING_STATES | {"working"})
 
 
-def _store():
-    return current_app.extensions["a2a"].store
+def _storage():
+    return current_app.extensions["a2a"].storage
+
+
+def _unreadable(storage, exc):
+    """True when ``exc`` says the database cannot be read (not a bug)."""
+    return isinstance(exc, (OSError, RuntimeError)) or storage.failure(exc) is not None
+
+
+def _task_row(task):
+    return {"id": task.id, "agent": task.agent, "caller": task.owner,
+            "contextId": task.context_id, "state": task.state,
+            "createdAt": task.created_at, "updatedAt": task.updated_at}
 
 
 def _echo_json(value):
@@ -52,7 +65,8 @@ def _task_table(tasks):
 @click.option("--json", "as_json", is_flag=True, help="One JSON array.")
 def tasks_list(agent, state, caller, limit, as_json):
     """List tasks, newest first."""
-    tasks = store_admin.list_tasks(_store(), agent, state, caller, limit)
+    tasks = [_task_row(task) for task in _storage().list_tasks(
+        owner=caller, agent=agent, state=state, limit=limit).tasks]
     if as_json:
         _echo_json(tasks)
     elif not tasks:
@@ -66,9 +80,11 @@ def tasks_list(agent, state, caller, limit, as_json):
 @click.option("--json", "as_json", is_flag=True, help="The task as JSON.")
 def tasks_show(task_id, as_json):
     """Show a task with its history and artifacts."""
-    task = store_admin.show_task(_store(), task_id)
-    if task is None:
+    record = _storage().show_task(task_id)
+    if record is None:
         raise click.ClickException("no task %s" % task_id)
+    task = dict(render_task(record), agent=record.agent, caller=record.owner,
+                createdAt=record.created_at)
     if as_json:
         _echo_json(task)
         return
@@ -117,16 +133,16 @@ def tasks_prune(older_than, dry_run):
     """Delete finished tasks last updated before then, with their messages,
     artifacts and retry records. Open tasks are never deleted."""
     cutoff = _cutoff(older_than)
-    store = _store()
+    storage = _storage()
     if dry_run:
-        tasks = store_admin.prunable_tasks(store, cutoff)
+        tasks = [_task_row(task) for task in storage.prunable_tasks(cutoff)]
         if tasks:
             _task_table(tasks)
         click.echo("Would remove %d finished tasks last updated before %s."
                    % (len(tasks), cutoff))
         return
     total = {"tasks": 0, "messages": 0, "artifacts": 0, "deliveries": 0}
-    for batch in store_admin.prune(store, cutoff):
+    for batch in storage.prune(cutoff):
         for key, count in batch.items():
             total[key] += count
     click.echo("Removed %(tasks)d finished tasks, %(messages)d messages, "
@@ -137,13 +153,16 @@ def tasks_prune(older_than, dry_run):
 @db_cli.command("check")
 def db_check():
     """Integrity check and schema version; exit status 1 on a problem."""
-    store = _store()
+    storage = _storage()
     try:
-        problems, version = store_admin.check(store)
-    except store_admin.StorageError as exc:
-        raise click.ClickException("cannot read %s: %s" % (store.path, exc)) from None
-    expected = store_admin.expected_version()
-    click.echo("Database %s" % store.path)
+        problems, version = storage.check(), storage.schema_version()
+    except Exception as exc:
+        if not _unreadable(storage, exc):
+            raise
+        raise click.ClickException("cannot read %s: %s"
+                                   % (storage.location, exc)) from None
+    expected = storage.expected_version()
+    click.echo("Database %s" % storage.location)
     click.echo("Integrity: %s" % ("ok" if not problems else "%d problems"
                                   % len(problems)))
     for problem in problems[:20]:
@@ -159,19 +178,28 @@ def db_check():
 @click.argument("path", type=click.Path(dir_okay=False))
 def db_backup(path):
     """Copy the database to PATH, consistently, while the service runs."""
+    storage = _storage()
     try:
-        size = store_admin.backup(_store(), path)
-    except store_admin.StorageError as exc:
+        storage.backup(path)
+    except Exception as exc:
+        if not _unreadable(storage, exc):
+            raise
         raise click.ClickException("backup failed: %s" % exc) from None
-    click.echo("Backed up %s to %s (%d bytes)." % (_store().path, path, size))
+    click.echo("Backed up %s to %s (%d bytes)." % (storage.location, path,
+                                                  os.path.getsize(path)))
 
 
 @db_cli.command("upgrade")
 def db_upgrade():
     """Apply the schema migrations this database lacks."""
+    storage = _storage()
     try:
-        before, after = store_admin.upgrade(_store())
-    except (RuntimeError, *store_admin.StorageError) as exc:
+        before = storage.schema_version()
+        storage.migrate()
+        after = storage.schema_version()
+    except Exception as exc:
+        if not _unreadable(storage, exc):
+            raise
         raise click.ClickException(str(exc)) from None
     current_app.extensions["a2a"].schema_current = True
     if before == after:

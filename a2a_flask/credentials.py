@@ -13,7 +13,8 @@ from datetime import datetime, timedelta, timezone
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from .store import now_iso
+from .storage.base import KeyNotFound, KeyRow, UserExists, UserNotFound
+from .storage.common import now_iso
 
 KEY_PREFIX = "a2a_"
 #: Last use is recorded to the minute: a write per request would cost more.
@@ -80,14 +81,12 @@ class ApiKey:
         return "*" if self.scope is None else ",".join(sorted(self.scope))
 
 
-_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
-
-
 class Credentials:
-    """Keys and users of one ``Store``."""
+    """Keys and users of one ``Storage``: what a key is and how secrets are
+    hashed is decided here; the storage keeps rows."""
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, storage):
+        self.storage = storage
 
     # -- API keys ----------------------------------------------------------
 
@@ -100,46 +99,31 @@ class Credentials:
         scope = "*" if agents is None else json.dumps(sorted(set(agents)))
         # Not new_id()[:16]: new_id starts with the time, so that would be a
         # timestamp, the same for two keys made in one millisecond.
-        row = ("key_" + secrets.token_hex(6), secret[:10], label, scope, now_iso(),
-               None, None)
-        with self.store.transaction() as conn:
-            conn.execute(
-                "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
-                " last_used_at, revoked_at, key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                row + (hash_key(secret),))
-        return ApiKey(*row), secret
+        row = self.storage.insert_key(KeyRow(
+            "key_" + secrets.token_hex(6), secret[:10], label, scope, None),
+            hash_key(secret))
+        return ApiKey(*row.astuple()), secret
 
     def keys(self):
-        rows = self.store.connection().execute(
-            "SELECT %s FROM a2a_api_keys ORDER BY created_at, id" % _KEY_COLUMNS)
-        return [ApiKey(*row) for row in rows]
+        return [ApiKey(*row.astuple()) for row in self.storage.keys()]
 
     def revoke_key(self, key_id):
-        with self.store.transaction() as conn:
-            row = conn.execute("SELECT revoked_at FROM a2a_api_keys WHERE id = ?",
-                               (key_id,)).fetchone()
-            if row is None:
-                raise CredentialError("no API key with id %r (see: a2a keys list)"
-                                      % key_id)
-            if row[0] is None:
-                conn.execute("UPDATE a2a_api_keys SET revoked_at = ? WHERE id = ?",
-                             (now_iso(), key_id))
+        try:
+            self.storage.revoke_key(key_id)
+        except KeyNotFound:
+            raise CredentialError("no API key with id %r (see: a2a keys list)"
+                                  % key_id) from None
 
     def find_key(self, secret):
         """The live key with this secret, or None; records its use."""
-        conn = self.store.connection()
-        row = conn.execute(
-            "SELECT %s FROM a2a_api_keys WHERE key_hash = ? AND revoked_at IS NULL"
-            % _KEY_COLUMNS, (hash_key(secret),)).fetchone()
+        row = self.storage.find_key(hash_key(secret))
         if row is None:
             return None
-        key = ApiKey(*row)
+        key = ApiKey(*row.astuple())
         # ISO timestamps of one format sort as text: no parsing per request.
-        if key.last_used_at is None or key.last_used_at < _last_used_cutoff():
-            key.last_used_at = now_iso()
-            with self.store.transaction() as conn:
-                conn.execute("UPDATE a2a_api_keys SET last_used_at = ? WHERE id = ?",
-                             (key.last_used_at, key.id))
+        cutoff = _last_used_cutoff()
+        if key.last_used_at is None or key.last_used_at < cutoff:
+            key.last_used_at = self.storage.touch_key(key.id, cutoff) or key.last_used_at
         return key
 
     # -- built-in users --------------------------------------------------------
@@ -150,28 +134,23 @@ class Credentials:
                                   % name)
         if not password:
             raise CredentialError("the password must not be empty")
-        with self.store.transaction() as conn:
-            if conn.execute("SELECT 1 FROM a2a_users WHERE name = ?",
-                            (name,)).fetchone():
-                raise CredentialError("a user named %r already exists" % name)
-            conn.execute("INSERT INTO a2a_users (name, password_hash, created_at)"
-                         " VALUES (?, ?, ?)",
-                         (name, generate_password_hash(password), now_iso()))
+        try:
+            self.storage.insert_user(name, generate_password_hash(password))
+        except UserExists:
+            raise CredentialError("a user named %r already exists" % name) from None
 
     def users(self):
         """(name, created_at) of every built-in user."""
-        return self.store.connection().execute(
-            "SELECT name, created_at FROM a2a_users ORDER BY name").fetchall()
+        return self.storage.users()
 
     def has_users(self):
-        return self.store.connection().execute(
-            "SELECT EXISTS (SELECT 1 FROM a2a_users)").fetchone()[0] == 1
+        return self.storage.has_users()
 
     def delete_user(self, name):
-        with self.store.transaction() as conn:
-            if not conn.execute("DELETE FROM a2a_users WHERE name = ?",
-                                (name,)).rowcount:
-                raise CredentialError("no user named %r" % name)
+        try:
+            self.storage.delete_user(name)
+        except UserNotFound:
+            raise CredentialError("no user named %r" % name) from None
 
     def check_user(self, name, password, before_slow_check=None):
         """True when ``password`` is ``name``'s.
@@ -182,15 +161,13 @@ class Credentials:
         ``before_slow_check()`` runs before any hash is computed (and may
         raise: the login throttle), not before a remembered success.
         """
-        row = self.store.connection().execute(
-            "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        stored = self.storage.password_hash(name)
         if before_slow_check is not None and (
-                row is None or _verified.get(name) != _proof(row[0], password)):
+                stored is None or _verified.get(name) != _proof(stored, password)):
             before_slow_check()
-        if row is None:
+        if stored is None:
             _check_dummy_password(password)
             return False
-        stored = row[0]
         proof = _proof(stored, password)
         if _verified.get(name) == proof:
             return True

@@ -1,20 +1,18 @@
-"""The Flask extension: agent registry, ``init_app``, per-app state."""
+"""The Flask extension: agent registry, ``init_app``, the per-app Runtime."""
 
 import logging
 from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
 
-from . import errors, store_admin
 from .agents import Agent
 from .auth import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
-from .credentials import Credentials
-from .sqlitefile import is_storage_failure, storage_failure
 from .hosting import (FirstRequest, check_not_mounted, exempt_from_csrf,
                       warn_about_settings)
-from .store import Store
+from .runtime import Runtime
+from .storage import open_storage
 from .views import make_blueprint
 
 log = logging.getLogger("a2a_flask")
@@ -23,63 +21,6 @@ log = logging.getLogger("a2a_flask")
 #: ``InputRequired``, ``AuthRequired`` or ``Reject``.
 AgentFunc = TypeVar("AgentFunc", bound=Callable[..., Any])
 HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
-
-
-class State:
-    """What one app's requests need; kept in ``app.extensions["a2a"]``."""
-
-    def __init__(self, extension, settings, store, session_cookie_name):
-        self.extension = extension
-        self.settings = settings
-        self.store = store
-        self.credentials = Credentials(store)
-        self.session_cookie_name = session_cookie_name
-        #: True once the file is known to be at this package's schema.
-        self.schema_current = False
-        #: The Prometheus metrics (A2A_METRICS), else None.
-        self.metrics = None
-        if settings.metrics:
-            from .metrics import Metrics  # the optional `metrics` extra
-            self.metrics = Metrics(store)
-
-    def schema_problem(self, version=None):
-        """None when the database is at the schema this package needs, else
-        the ``SchemaOutdated`` error to answer (A2A_AUTO_MIGRATE=0). Given
-        ``version`` (read by the health check), it is judged afresh."""
-        if version is None:
-            if self.schema_current:
-                return None
-            try:
-                version = store_admin.schema_version_now(self.store)
-            except store_admin.StorageError:
-                return None  # not a schema problem: the call fails its own way
-        expected = store_admin.expected_version()
-        if version == expected:
-            self.schema_current = True
-            return None
-        remedy = ("Run `flask a2a db upgrade`." if version < expected
-                  else "Upgrade a2a_flask.")
-        return errors.SchemaOutdated(
-            "The database schema is version %d; this a2a_flask needs version "
-            "%d. %s" % (version, expected, remedy))
-
-    def _reachable(self, agent):
-        """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
-        return agent.enabled and agent.name not in self.settings.disabled_agents
-
-    def agent(self, name):
-        """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
-        agent = self.extension.agents.get(name)
-        if agent is None or not self._reachable(agent):
-            raise errors.AgentNotFound(
-                "No agent named %r can be talked to here." % name,
-                data={"agent": name})
-        return agent
-
-    def agents(self):
-        """The agents that may be talked to now, by name."""
-        return [agent for _, agent in sorted(self.extension.agents.items())
-                if self._reachable(agent)]
 
 
 class A2A:
@@ -105,30 +46,27 @@ class A2A:
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
-        store = Store(settings.database, settings.busy_timeout_ms,
-                      settings.sqlite_synchronous, settings.stale_turn_seconds,
-                      auto_migrate=settings.auto_migrate)
+        storage = open_storage(settings)
         if settings.auto_migrate:
             try:
-                store.migrate()
+                storage.migrate()
             except Exception as exc:
-                if not is_storage_failure(exc):
-                    raise
                 # Booting anyway: calls answer "storage unavailable" (and log
-                # why) until the file can be opened, then serve, no restart.
-                storage_failure(exc, settings.database)
-        state = State(self, settings, store,
-                      app.config.get("SESSION_COOKIE_NAME", "session"))
-        state.schema_current = settings.auto_migrate
-        app.extensions["a2a"] = state
+                # why) until the database can be opened, then serve, no restart.
+                if storage.failure(exc) is None:
+                    raise
+        runtime = Runtime(self, settings, storage,
+                          app.config.get("SESSION_COOKIE_NAME", "session"))
+        runtime.schema_current = settings.auto_migrate
+        app.extensions["a2a"] = runtime
         if not settings.auto_migrate:
-            problem = state.schema_problem()
+            problem = runtime.schema_problem()
             if problem is not None:
                 log.warning("%s Calls are refused until then.", problem.message)
         blueprint = make_blueprint(settings)
         app.register_blueprint(blueprint)
         exempt_from_csrf(app, blueprint)
-        app.before_request(FirstRequest(app, state, blueprint))
+        app.before_request(FirstRequest(app, runtime, blueprint))
         app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "

@@ -23,22 +23,6 @@ log = logging.getLogger("a2a_flask")
 UNROUTED = "unrouted"
 
 
-def owned_paths(settings, card_paths):
-    """The URL rules (besides the routes) that answer for the service."""
-    trees = [settings.url_prefix + "/agents"]
-    paths = []
-    if settings.default_agent:
-        trees.append("/a2a")
-        paths.extend(card_paths)
-    for tree in trees:
-        paths.extend((tree, tree + "/", tree + "/<path:rest>"))
-    # Single routes of ours: any other method there is our JSON 405.
-    paths.append(settings.url_prefix + "/health")
-    if settings.metrics:
-        paths.append(settings.url_prefix + "/metrics")
-    return paths
-
-
 def http_error_response(exc):
     """An HTTP error (werkzeug's) as the bare JSON error object."""
     code = -32603 if exc.code >= 500 else -32600

@@ -26,8 +26,7 @@ except ImportError:  # pragma: no cover - said at init_app
     raise ImportError("A2A_METRICS=1 needs prometheus_client: "
                       "pip install 'a2a_flask[metrics]'") from None
 
-from . import store_admin
-from .methods import METHODS
+from .bindings.jsonrpc_v03 import METHODS
 
 # Once per process, on a registry of our own (never the global one, which a
 # host app may use too); in multiprocess mode the values go to files.
@@ -43,13 +42,13 @@ TURN_SECONDS = Histogram(
 class _TaskStates:
     """Tasks by state, read from the database when scraped."""
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, storage):
+        self.storage = storage
 
     def collect(self):
         family = GaugeMetricFamily("a2a_tasks", "Tasks stored, by state.",
                                    labels=["state"])
-        for state, count in sorted(store_admin.task_counts(self.store).items()):
+        for state, count in sorted(self.storage.task_counts().items()):
             family.add_metric([state], count)
         yield family
 
@@ -63,8 +62,8 @@ class _Own:
 
 
 class Metrics:
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, storage):
+        self.storage = storage
 
     def observe_call(self, fields):
         """Count one call from its access-record fields."""
@@ -82,6 +81,6 @@ class Metrics:
             multiprocess.MultiProcessCollector(registry)
         else:
             registry.register(_Own(_OWN))
-        registry.register(_TaskStates(self.store))
+        registry.register(_TaskStates(self.storage))
         return Response(generate_latest(registry), mimetype=None,
                         content_type=CONTENT_TYPE_LATEST)

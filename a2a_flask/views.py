@@ -18,20 +18,16 @@ import logging
 from flask import Blueprint, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import access, errors, store_admin
+from . import access, bindings, errors, urls
 from .auth import authenticate, authorize
 from .cards import agent_card, base_url
-from .fallbacks import add_fallbacks, owned_paths
+from .fallbacks import add_fallbacks
 from .jsonrpc import Envelope, error_response, json_response, result_response
-from .methods import Call, find_method
-from .sqlitefile import is_storage_failure
+from .service import Request
 
 log = logging.getLogger("a2a_flask")
 
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
-
-
-def _state():
+def _runtime():
     return current_app.extensions["a2a"]
 
 
@@ -77,25 +73,26 @@ def _read_exactly(stream, length):
 
 
 def _rpc(name, at_root=False):
-    state = _state()
+    runtime = _runtime()
     envelope = caller = None
     try:
-        envelope = Envelope.parse(_read_body(state.settings.max_content_length),
-                                  state.settings.strict_jsonrpc)
+        envelope = Envelope.parse(_read_body(runtime.settings.max_content_length),
+                                  runtime.settings.strict_jsonrpc)
         envelope.check()
-        method = find_method(envelope.method)
-        caller = authenticate(state, request)
-        agent = state.agent(name)
+        binding = bindings.for_request(request)  # the seam for A2A 1.0
+        method = binding.find_method(envelope.method)
+        caller = authenticate(runtime, request)
+        agent = runtime.reachable_agent(name)
         authorize(caller, agent)
         params = method.load(envelope.params)
-        return result_response(envelope.id,
-                               method.run(Call(state, agent, caller, at_root), params))
+        return result_response(envelope.id, binding.call(
+            method, Request(runtime, agent, caller, at_root), params))
     except errors.A2AError as exc:
         return error_response(exc, envelope.id if envelope else None)
     except Exception as exc:
-        if is_storage_failure(exc):
-            return error_response(state.store.failed(exc),
-                                  envelope.id if envelope else None)
+        failure = runtime.storage.failure(exc)
+        if failure is not None:
+            return error_response(failure, envelope.id if envelope else None)
         log.exception("internal error answering agent %r", name)
         return error_response(errors.InternalError(
             "Internal error: the service could not answer this request."),
@@ -106,28 +103,30 @@ def _rpc(name, at_root=False):
 
 def _logged_rpc(name, at_root=False):
     """``_rpc`` with its access record, and refused while the schema is old."""
-    state = _state()
+    runtime = _runtime()
 
     def answer():
-        problem = state.schema_problem()
+        problem = runtime.schema_problem()
         if problem is not None:
             return error_response(problem)
         return _rpc(name, at_root)
 
-    return access.logged_call(name, answer,
-                              state.metrics.observe_call if state.metrics else None)
+    return access.logged_call(
+        name, answer, runtime.metrics.observe_call if runtime.metrics else None)
 
 
-def _health(state):
+def _health(runtime):
     """(body, status) of ``GET PREFIX/health``: one trivial query; a database
     problem is told as "unavailable" and no more (the log has the rest)."""
     try:
-        version = store_admin.schema_version_now(state.store)
-    except store_admin.StorageError:
+        version = runtime.storage.schema_version()
+    except Exception as exc:
+        if runtime.storage.failure(exc) is None:
+            raise
         log.warning("health: the database is unavailable", exc_info=True)
         return {"status": "unavailable", "database": "unavailable"}, 503
     body = {"status": "ok", "database": "ok", "schemaVersion": version}
-    problem = state.schema_problem(version)
+    problem = runtime.schema_problem(version)
     if problem is not None:
         body.update(status="outdated", message=problem.message)
         return body, 503
@@ -135,67 +134,68 @@ def _health(state):
 
 
 def _card(name, at_root=False):
-    state = _state()
+    runtime = _runtime()
     try:
-        caller = None if state.settings.public_cards else authenticate(state, request)
-        agent = state.agent(name)
+        caller = (None if runtime.settings.public_cards
+                  else authenticate(runtime, request))
+        agent = runtime.reachable_agent(name)
         if caller is not None:
             authorize(caller, agent)
-        return json_response(agent_card(state, agent, at_root))
+        return json_response(agent_card(runtime, agent, at_root))
     except errors.A2AError as exc:
         return error_response(exc, bare=True)
 
 
 def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
-    prefix = settings.url_prefix
 
-    @bp.post(prefix + "/agents/<name>/a2a")
+    @bp.post(urls.rpc_rule(settings))
     def rpc(name):
         return _logged_rpc(name)
 
     def card(name):
         return _card(name)
 
-    for path, endpoint in zip(CARD_PATHS, ("card", "legacy_card")):
-        bp.add_url_rule(prefix + "/agents/<name>" + path, endpoint, card,
+    for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
+        bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, card,
                         methods=["GET"])
 
-    @bp.get(prefix + "/agents")
+    @bp.get(urls.agents_tree(settings))
     def agent_list():
-        state = _state()
+        runtime = _runtime()
         try:
-            caller = authenticate(state, request)
+            caller = authenticate(runtime, request)
         except errors.A2AError as exc:
             return error_response(exc, bare=True)
-        base = base_url(state.settings) + prefix + "/agents/"
+        base = base_url(runtime.settings)
         return json_response({"agents": [
             {"name": agent.name, "description": agent.description,
-             "url": base + agent.name + "/a2a",
-             "card": base + agent.name + CARD_PATHS[0]}
-            for agent in state.agents() if caller.may_reach(agent.name)]})
+             "url": base + urls.agent_path(settings, agent.name),
+             "card": base + urls.card_path(settings, agent.name)}
+            for agent in runtime.reachable_agents()
+            if caller.may_reach(agent.name)]})
 
-    @bp.get(prefix + "/health")
+    @bp.get(urls.health_path(settings))
     def health():
-        return json_response(*_health(_state()))
+        return json_response(*_health(_runtime()))
 
     if settings.metrics:
-        @bp.get(prefix + "/metrics")
+        @bp.get(urls.metrics_path(settings))
         def metrics():
-            return _state().metrics.response()
+            return _runtime().metrics.response()
 
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
-        @bp.post("/a2a")
+        @bp.post(urls.ROOT_RPC)
         def default_rpc():
-            return _logged_rpc(_state().settings.default_agent, at_root=True)
+            return _logged_rpc(_runtime().settings.default_agent, at_root=True)
 
         def default_card():
-            return _card(_state().settings.default_agent, at_root=True)
+            return _card(_runtime().settings.default_agent, at_root=True)
 
-        for path, endpoint in zip(CARD_PATHS, ("card", "legacy_card")):
+        for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
             bp.add_url_rule(path, "default_" + endpoint, default_card,
                             methods=["GET"])
-    add_fallbacks(bp, owned_paths(settings, CARD_PATHS))
+    add_fallbacks(bp, urls.owned_paths(settings))
     return bp
 

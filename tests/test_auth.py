@@ -352,8 +352,7 @@ def test_built_in_users_authenticate_with_basic(svc):
     svc.credentials.create_user("alice", "s3cret pass")
     svc.result(ECHO, send(), basic("alice", "s3cret pass"))
     assert_401(svc.post(ECHO, send(), basic("alice", "s3cret pas")))
-    (stored,) = svc.state.store.connection().execute(
-        "SELECT password_hash FROM a2a_users WHERE name = 'alice'").fetchone()
+    stored = svc.state.storage.password_hash("alice")
     assert stored != "s3cret pass" and check_password_hash(stored, "s3cret pass")
     svc.credentials.delete_user("alice")
     assert_401(svc.post(ECHO, send(), basic("alice", "s3cret pass")))
@@ -794,7 +793,7 @@ def test_keys_and_passwords_never_stored_or_logged_in_clear(service, caplog):
     data = b""
     for suffix in ("", "-wal", "-journal"):
         try:
-            with open(svc.state.store.path + suffix, "rb") as f:
+            with open(svc.state.storage.path + suffix, "rb") as f:
                 data += f.read()
         except FileNotFoundError:
             pass

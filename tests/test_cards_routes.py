@@ -260,7 +260,7 @@ def test_unexpected_exception_is_json_500_without_traceback(make_app, monkeypatc
 
 def test_unexpected_exception_in_a_method_is_32603_without_traceback(
         rpc, monkeypatch, caplog):
-    store = rpc.client.application.extensions["a2a"].store
+    store = rpc.client.application.extensions["a2a"].storage
 
     def broken(*args, **kwargs):
         raise RuntimeError("secret store failure")

@@ -93,7 +93,7 @@ def test_threads_of_one_process_still_exclude_each_other(make_app):
     # One descriptor for the whole process: the thread lock must keep two
     # writers of one worker apart, as flock keeps processes apart.
     app, _ = make_app()
-    store = app.extensions["a2a"].store
+    store = app.extensions["a2a"].storage
     inside, overlaps = [], []
 
     def write():
@@ -214,7 +214,7 @@ def test_disk_full_says_so_and_that_a_retry_may_succeed(make_app):
     app, _ = make_app()
     rpc = Rpc(app.test_client())
     rpc.send("warm up")
-    conn = app.extensions["a2a"].store.connection()
+    conn = app.extensions["a2a"].storage.connection()
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
     conn.execute("PRAGMA max_page_count = %d" % pages)
     status, answer = rpc.call("message/send", {"message": message("x" * 200000)})

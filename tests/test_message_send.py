@@ -112,8 +112,7 @@ def test_invalid_params_name_the_field(rpc, params, field):
 
 def task_count_of(rpc):
     app = rpc.client.application
-    conn = app.extensions["a2a"].store.connection()
-    return conn.execute("SELECT count(*) FROM a2a_tasks").fetchone()[0]
+    return sum(app.extensions["a2a"].storage.task_counts().values())
 
 
 def test_valid_parts_of_every_kind_are_accepted(rpc):
@@ -356,7 +355,7 @@ def test_new_task_with_existing_context_sees_earlier_turns(script):
 
 
 def test_a_context_is_the_callers_own_with_this_agent(script):
-    store = script.app.extensions["a2a"].store
+    store = script.app.extensions["a2a"].storage
     store.start_turn("someone-else", "script", message("their secret",
                                                        contextId="shared"))
     script.send("on echo", agent="echo", contextId="shared")
@@ -382,7 +381,7 @@ def test_task_id_of_another_agent_is_task_not_found(script):
 
 
 def test_task_id_of_another_owner_is_task_not_found(script):
-    store = script.app.extensions["a2a"].store
+    store = script.app.extensions["a2a"].storage
     start = store.start_turn("someone-else", "script", message("mine"))
     store.finish_turn(start.task_id, "someone-else", "script", "input-required")
     error = send_error(script, message("hi", taskId=start.task_id))

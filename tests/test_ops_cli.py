@@ -4,6 +4,8 @@ tasks made over HTTP by an app on the same file."""
 
 import json
 import sqlite3
+from contextlib import contextmanager
+from datetime import datetime
 
 from conftest import Rpc, message
 from test_cli import assert_fails, flask_a2a
@@ -16,11 +18,17 @@ def _app_rpc(make_app, db, **config):
     return app, Rpc(app.test_client())
 
 
-def _age(db, task_id, when=OLD):
-    """Make a task look last updated at ``when`` (as if made long ago)."""
-    with sqlite3.connect(str(db)) as conn:
-        assert conn.execute("UPDATE a2a_tasks SET updated_at = ? WHERE id = ?",
-                            (when, task_id)).rowcount == 1
+@contextmanager
+def _clock(app, when=OLD):
+    """Tasks made and changed meanwhile are stamped ``when`` (long ago):
+    the storage's clock, set for the test."""
+    storage = app.extensions["a2a"].storage
+    moment = datetime.fromisoformat(when.replace("Z", "+00:00"))
+    storage.clock = lambda: moment
+    try:
+        yield
+    finally:
+        del storage.clock  # back to the class's real clock
 
 
 def _count(db, sql, *args):
@@ -97,14 +105,13 @@ def test_tasks_show(tmp_path, make_app):
 
 def test_prune_deletes_only_old_finished_tasks(tmp_path, make_app):
     db = tmp_path / "ops.sqlite3"
-    _, rpc = _app_rpc(make_app, db)
-    old_done = rpc.send("old and done", agent="echo")
-    old_open = rpc.send("old and waiting", agent="chat")
+    app, rpc = _app_rpc(make_app, db)
+    with _clock(app):
+        old_done = rpc.send("old and done", agent="echo")
+        old_open = rpc.send("old and waiting", agent="chat")
+        canceled = rpc.send("to cancel", agent="chat")
+        rpc.result("tasks/cancel", {"id": canceled["id"]}, agent="chat")
     recent_done = rpc.send("recent", agent="echo")
-    canceled = rpc.send("to cancel", agent="chat")
-    rpc.result("tasks/cancel", {"id": canceled["id"]}, agent="chat")
-    for task in (old_done, old_open, canceled):
-        _age(db, task["id"])
 
     dry = _ok(flask_a2a(db, "tasks", "prune", "--older-than", "30d", "--dry-run"))
     assert old_done["id"] in dry and canceled["id"] in dry
@@ -133,9 +140,9 @@ def test_prune_deletes_only_old_finished_tasks(tmp_path, make_app):
 
 def test_prune_takes_a2a_retention_and_refuses_bad_ages(tmp_path, make_app):
     db = tmp_path / "ops.sqlite3"
-    _, rpc = _app_rpc(make_app, db)
-    task = rpc.send("x", agent="echo")
-    _age(db, task["id"], "2026-01-01T00:00:00.000Z")
+    app, rpc = _app_rpc(make_app, db)
+    with _clock(app, "2026-01-01T00:00:00.000Z"):
+        rpc.send("x", agent="echo")
     _usage_error(flask_a2a(db, "tasks", "prune"), "A2A_RETENTION")
     _usage_error(flask_a2a(db, "tasks", "prune", "--older-than", "30 days"),
                  "--older-than")
@@ -151,7 +158,7 @@ def test_db_check_backup_upgrade(tmp_path, make_app):
     task = rpc.send("keep me", agent="echo")
 
     checked = _ok(flask_a2a(db, "db", "check"))
-    assert "Integrity: ok" in checked and "Schema version: 2" in checked
+    assert "Integrity: ok" in checked and "Schema version: 3" in checked
 
     copy = tmp_path / "backup.sqlite3"
     backed = _ok(flask_a2a(db, "db", "backup", str(copy)))
@@ -188,9 +195,9 @@ def test_auto_migrate_off_refuses_until_db_upgrade(tmp_path, make_app):
     checked = flask_a2a(db, "db", "check", env={"A2A_AUTO_MIGRATE": "0"})
     assert checked.returncode == 1 and "db upgrade" in checked.stdout
     upgraded = _ok(flask_a2a(db, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
-    assert "from version 0 to 2" in upgraded
+    assert "from version 0 to 3" in upgraded
 
     # The same app, without a restart: serves now.
     assert app.test_client().get("/api/v1/health").get_json() == {
-        "status": "ok", "database": "ok", "schemaVersion": 2}
+        "status": "ok", "database": "ok", "schemaVersion": 3}
     assert rpc.send("hi")["status"]["state"] == "completed"

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from a2a_flask.agents import FAILED_TEXT
-from a2a_flask.store import STALE_TURN_TEXT
+from a2a_flask.storage.base import STALE_TURN_TEXT
 from conftest import message
 from server_app import LATE, SECRET
 from servers import assert_clean_log

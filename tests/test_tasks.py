@@ -112,7 +112,7 @@ def test_task_of_another_agent_is_not_found(script, method):
 
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/cancel"])
 def test_task_of_another_owner_is_not_found(script, method):
-    store = script.app.extensions["a2a"].store
+    store = script.app.extensions["a2a"].storage
     start = store.start_turn("someone-else", "script", message("theirs"))
     store.finish_turn(start.task_id, "someone-else", "script", "input-required")
     status, error = script.error(method, {"id": start.task_id})
@@ -193,9 +193,8 @@ def test_cancel_of_a_working_task(make_rpc):
     thread.start()
     try:
         assert started.wait(10)
-        store = rpc.app.extensions["a2a"].store
-        [task_id] = [row[0] for row in store.connection().execute(
-            "SELECT id FROM a2a_tasks")]
+        storage = rpc.app.extensions["a2a"].storage
+        [task_id] = [task.id for task in storage.list_tasks().tasks]
         # Another request sees it working (committed before the agent runs)...
         working = rpc.result("tasks/get", {"id": task_id})
         assert working["status"]["state"] == "working"

@@ -16,7 +16,7 @@ try:
 except ImportError:  # not POSIX: SQLite's busy timeout alone
     fcntl = None
 
-from . import errors
+from ... import errors
 
 log = logging.getLogger("a2a_flask")
 

@@ -46,7 +46,15 @@ def _v2_credentials(db):
     }, pk="name", not_null={"password_hash", "created_at"}))
 
 
-MIGRATIONS = [_v1_tasks, _v2_credentials]
+def _v3_task_listing(db):
+    # list_tasks pages newest-updated first by the keyset (updated_at, id):
+    # one index range per page, at any depth, for one caller and agent.
+    db.execute("CREATE INDEX a2a_tasks_listing ON a2a_tasks"
+               " (owner, agent, updated_at DESC, id DESC)")
+    db.execute("CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at, id)")
+
+
+MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing]
 
 
 def schema_version(db):

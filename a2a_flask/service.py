@@ -1,0 +1,109 @@
+"""The version-neutral service: send, get, list, cancel, extended card.
+
+It takes and returns neutral values (``TaskRecord``, messages in their stored
+form) and raises neutral errors (``storage.base.StorageError`` subclasses,
+``errors.A2AError`` for what every version words alike). It knows no
+JSON-RPC and no method names: a binding (``bindings/``) parses a protocol's
+params into these calls and renders what they return.
+
+Ownership: every call is keyed by (caller, agent); another caller's task is
+``TaskNotFound``. The stale-turn policy is the storage's (``get_task``).
+"""
+
+from typing import Optional
+
+from . import errors
+from .agents import Turn, run_turn
+from .cards import agent_card
+from .storage.base import TaskPage, TaskRecord
+
+
+class Request:
+    """Who calls which agent, through which runtime (``app.extensions["a2a"]``)."""
+
+    __slots__ = ("runtime", "agent", "caller", "at_root")
+
+    def __init__(self, runtime, agent, caller, at_root=False):
+        self.runtime = runtime
+        self.agent = agent
+        self.caller = caller
+        #: Reached as the default agent at /a2a rather than under the prefix.
+        self.at_root = at_root
+
+    @property
+    def storage(self):
+        return self.runtime.storage
+
+    def history_length(self, asked):
+        """``asked``, else A2A_HISTORY_LENGTH_DEFAULT (None: all)."""
+        return self.runtime.settings.history_length_default if asked is None else asked
+
+
+def clamp_history(history, limit):
+    """The last ``limit`` messages (all of them when ``limit`` is None)."""
+    if limit is None:
+        return history
+    return history[len(history) - limit:] if limit else []
+
+
+def send(req: Request, message: dict, accepted_output_modes=None,
+         metadata: Optional[dict] = None,
+         history_length: Optional[int] = None) -> TaskRecord:
+    """Run one turn of ``message`` (a new task, a continuation when it names a
+    taskId, or a replay of a messageId already sent: nothing runs twice) and
+    return the task as it ends. Synchronous: the turn ends before the answer."""
+    req.agent.check_accepts(message, accepted_output_modes)
+    owner, agent_name = req.caller.id, req.agent.name
+    storage = req.storage
+    start = storage.start_turn(
+        owner, agent_name, message, context_id=message.get("contextId"),
+        task_id=message.get("taskId"), metadata=metadata)
+    history_length = req.history_length(history_length)
+    if start.replayed:
+        return storage.get_task(start.task_id, owner, agent_name, history_length)
+    outcome = run_turn(Turn(storage, req.agent, req.caller, start.task_id,
+                            start.context_id, message, start.message_seq,
+                            metadata))
+    if outcome is None or not start.created:
+        # Canceled meanwhile, or a task with earlier turns: read it as stored.
+        return storage.get_task(start.task_id, owner, agent_name, history_length)
+    # A new task holds exactly what this turn wrote: no need to read it back.
+    state, status_message, artifacts, timestamp = outcome
+    return TaskRecord(start.task_id, start.context_id, agent_name, owner, state,
+                      timestamp, status_message, artifacts,
+                      clamp_history([start.message, status_message],
+                                    history_length),
+                      metadata)
+
+
+def get(req: Request, task_id: str,
+        history_length: Optional[int] = None) -> TaskRecord:
+    return req.storage.get_task(task_id, req.caller.id, req.agent.name,
+                                req.history_length(history_length))
+
+
+def cancel(req: Request, task_id: str) -> TaskRecord:
+    req.storage.cancel_task(task_id, req.caller.id, req.agent.name)
+    return req.storage.get_task(task_id, req.caller.id, req.agent.name)
+
+
+def list_tasks(req: Request, context_id=None, state=None, updated_after=None,
+               limit=50, cursor=None, history_length=0,
+               include_artifacts=False) -> TaskPage:
+    """The caller's tasks of this agent only, newest first, one page."""
+    return req.storage.list_tasks(
+        owner=req.caller.id, agent=req.agent.name, context_id=context_id,
+        state=state, updated_after=updated_after, limit=limit, cursor=cursor,
+        history_length=history_length, include_artifacts=include_artifacts)
+
+
+def extended_card(req: Request) -> dict:
+    if not req.agent.has_extended_card:
+        raise errors.AuthenticatedExtendedCardNotConfigured(
+            "Agent %s has no authenticated extended card; its public card is "
+            "all there is." % req.agent.name)
+    if not req.caller.authenticated:
+        raise errors.AuthenticatedExtendedCardNotConfigured(
+            "The extended card of agent %s is shown only to authenticated "
+            "callers, and authentication is off here." % req.agent.name)
+    return agent_card(req.runtime, req.agent, req.at_root, extended=True)

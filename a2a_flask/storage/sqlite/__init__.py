@@ -1,0 +1,19 @@
+"""The SQLite backend: one file, several worker processes.
+
+``connection`` (the file, its connections, transactions and schema),
+``tasks`` (the request path), ``admin`` (listing, operations, bulk copy),
+``credentials`` (keys and users), ``file`` (lock, identity, failures, kept
+outcomes), ``migrations`` (the versioned schema).
+"""
+
+from ..base import Storage
+from .admin import AdminOperations
+from .connection import SqliteConnections
+from .credentials import CredentialOperations
+from .file import is_storage_failure, storage_failure  # noqa: F401
+from .tasks import TaskOperations
+
+
+class SqliteStorage(TaskOperations, AdminOperations, CredentialOperations,
+                    SqliteConnections, Storage):
+    """``Storage`` on one SQLite file."""

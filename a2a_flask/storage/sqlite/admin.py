@@ -1,0 +1,221 @@
+"""Listing, operating (``flask a2a tasks`` / ``flask a2a db``) and bulk copy
+of ``SqliteStorage``. Deletions run in small transactions, so that they are
+safe while the service runs: a worker waits at most one batch for the lock.
+"""
+
+import base64
+import json
+import os
+import sqlite3
+
+from ..base import TaskPage, TaskRecord
+from ..common import dumps, fingerprint
+from .tasks import _TERMINAL_SQL
+
+#: Tasks deleted per transaction by ``prune``.
+PRUNE_BATCH = 100
+
+_COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
+            " metadata, created_at")
+
+
+def _record(row, history=None, artifacts=()):
+    (task_id, context_id, agent, owner, state, updated_at, status_message,
+     metadata, created_at) = row
+    return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
+                      json.loads(status_message) if status_message else None,
+                      artifacts, history,
+                      json.loads(metadata) if metadata else None, created_at)
+
+
+def encode_cursor(updated_at, task_id):
+    text = "%s|%s" % (updated_at, task_id)
+    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def decode_cursor(cursor):
+    """(updated_at, id) of a cursor; ``ValueError`` when it is not ours."""
+    try:
+        updated_at, task_id = base64.urlsafe_b64decode(
+            cursor.encode("ascii")).decode("utf-8").split("|")
+    except (UnicodeError, ValueError, TypeError) as exc:
+        raise ValueError("not a cursor of this list: %r" % cursor) from exc
+    return updated_at, task_id
+
+
+class AdminOperations:
+    """Mixed into ``SqliteStorage``."""
+
+    def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
+                   updated_after=None, limit=50, cursor=None, history_length=0,
+                   include_artifacts=False):
+        where, args = [], []
+        for column, value in (("owner", owner), ("agent", agent),
+                              ("context_id", context_id), ("state", state)):
+            if value is not None:
+                where.append("%s = ?" % column)
+                args.append(value)
+        if updated_after is not None:
+            where.append("updated_at > ?")
+            args.append(updated_after)
+        if cursor is not None:
+            where.append("(updated_at, id) < (?, ?)")
+            args.extend(decode_cursor(cursor))
+        sql = "SELECT %s FROM a2a_tasks" % _COLUMNS
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+        rows = self.connection().execute(sql, args + [limit + 1]).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        tasks = []
+        for row in rows:
+            history = [] if history_length == 0 else self.task_history(
+                row[0], limit=history_length)
+            tasks.append(_record(row, history,
+                                 self._artifacts(row[0]) if include_artifacts
+                                 else []))
+        next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
+        return TaskPage(tasks, next_cursor)
+
+    def _artifacts(self, task_id):
+        return [json.loads(body) for (body,) in self.connection().execute(
+            "SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY seq",
+            (task_id,))]
+
+    def show_task(self, task_id):
+        row = self.connection().execute(
+            "SELECT %s FROM a2a_tasks WHERE id = ?" % _COLUMNS,
+            (task_id,)).fetchone()
+        if row is None:
+            return None
+        task = self.get_task(task_id, row[3], row[2])  # fails a stale turn
+        task.created_at = row[8]
+        return task
+
+    def prunable_tasks(self, cutoff):
+        return [_record(row) for row in self.connection().execute(
+            "SELECT %s FROM a2a_tasks WHERE state IN %s AND updated_at < ?"
+            " ORDER BY id" % (_COLUMNS, _TERMINAL_SQL), (cutoff,))]
+
+    def prune(self, cutoff):
+        while True:
+            with self.transaction() as conn:
+                ids = [row[0] for row in conn.execute(
+                    "SELECT id FROM a2a_tasks WHERE state IN %s AND updated_at < ?"
+                    " LIMIT ?" % _TERMINAL_SQL, (cutoff, PRUNE_BATCH))]
+                if not ids:
+                    return
+                marks = ", ".join("?" * len(ids))
+                # Only tasks still terminal and old (conditional on both),
+                # then only what belongs to the tasks actually deleted.
+                conn.execute("CREATE TEMP TABLE IF NOT EXISTS a2a_pruned"
+                             " (id TEXT PRIMARY KEY)")
+                conn.execute("DELETE FROM a2a_pruned")
+                conn.execute(
+                    "INSERT INTO a2a_pruned SELECT id FROM a2a_tasks WHERE id IN"
+                    " (%s) AND state IN %s AND updated_at < ?"
+                    % (marks, _TERMINAL_SQL), ids + [cutoff])
+                # Retry records are keyed by (caller, agent, messageId): found
+                # through the task's user messages, by that key.
+                deliveries = conn.execute(
+                    "DELETE FROM a2a_deliveries WHERE task_id IN a2a_pruned AND"
+                    " (owner, agent, message_id) IN (SELECT owner, agent,"
+                    " message_id FROM a2a_messages WHERE task_id IN a2a_pruned"
+                    " AND role = 'user')").rowcount
+                messages = conn.execute(
+                    "DELETE FROM a2a_messages WHERE task_id IN a2a_pruned").rowcount
+                artifacts = conn.execute(
+                    "DELETE FROM a2a_artifacts WHERE task_id IN a2a_pruned").rowcount
+                tasks = conn.execute(
+                    "DELETE FROM a2a_tasks WHERE id IN a2a_pruned").rowcount
+            yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
+                   "deliveries": deliveries}
+
+    def task_counts(self):
+        return dict(self.connection().execute(
+            "SELECT state, count(*) FROM a2a_tasks GROUP BY state").fetchall())
+
+    def check(self):
+        rows = [row[0] for row in
+                self.connection().execute("PRAGMA integrity_check").fetchall()]
+        return [] if rows == ["ok"] else rows
+
+    def backup(self, target):
+        """SQLite's backup API, in one step: one read transaction, which in
+        WAL mode blocks no writer. Written beside ``target`` then renamed, so
+        ``target`` is either absent or whole; the copy is a single file."""
+        if os.path.exists(target):
+            raise FileExistsError("%s exists: give a new path" % target)
+        partial = target + ".partial"
+        if os.path.exists(partial):
+            os.remove(partial)
+        copy = sqlite3.connect(partial)
+        try:
+            self.connection().backup(copy)
+            copy.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            copy.close()
+        os.replace(partial, target)
+
+    # -- bulk copy -----------------------------------------------------------
+
+    def export_tasks(self, batch_size=1000):
+        conn, last = self.connection(), ""
+        while True:
+            rows = conn.execute("SELECT %s FROM a2a_tasks WHERE id > ? ORDER BY"
+                                " id LIMIT ?" % _COLUMNS,
+                                (last, batch_size)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            marks = ", ".join("?" * len(rows))
+            ids = [row[0] for row in rows]
+            history, artifacts = {}, {}
+            for task_id, body in conn.execute(
+                    "SELECT task_id, body FROM a2a_messages WHERE task_id IN"
+                    " (%s) ORDER BY seq" % marks, ids):
+                history.setdefault(task_id, []).append(json.loads(body))
+            for task_id, body in conn.execute(
+                    "SELECT task_id, body FROM a2a_artifacts WHERE task_id IN"
+                    " (%s) ORDER BY seq" % marks, ids):
+                artifacts.setdefault(task_id, []).append(json.loads(body))
+            yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
+                   for row in rows]
+
+    def import_tasks(self, records, deliveries=True):
+        tasks, messages, artifacts, retries = [], [], [], []
+        for task in records:
+            tasks.append((task.id, task.agent, task.owner, task.context_id,
+                          task.state, dumps(task.status_message)
+                          if task.status_message else None, task.updated_at,
+                          task.created_at or task.updated_at,
+                          dumps(task.metadata) if task.metadata else None))
+            for message in task.history or ():
+                messages.append((task.id, task.context_id, task.owner,
+                                 task.agent, message["role"],
+                                 message["messageId"], dumps(message)))
+                if deliveries and message["role"] == "user":
+                    # The digest of the message as it was received.
+                    received = {k: v for k, v in message.items()
+                                if k not in ("kind", "taskId", "contextId")}
+                    retries.append((task.owner, task.agent, message["messageId"],
+                                    fingerprint(received), task.id))
+            artifacts.extend((task.id, a["artifactId"], dumps(a))
+                             for a in task.artifacts or ())
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
+                " status_message, updated_at, created_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tasks)
+            conn.executemany(
+                "INSERT INTO a2a_messages (task_id, context_id, owner, agent,"
+                " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)", messages)
+            conn.executemany(
+                "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                " VALUES (?, ?, ?)", artifacts)
+            conn.executemany(
+                "INSERT INTO a2a_deliveries (owner, agent, message_id,"
+                " fingerprint, task_id) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING", retries)
+        return len(tasks)

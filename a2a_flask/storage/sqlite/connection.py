@@ -1,0 +1,225 @@
+"""The SQLite file of ``SqliteStorage``: connections per thread, short write
+transactions behind the process's writers' lock, the schema migration.
+
+WAL journal, a busy timeout, short ``BEGIN IMMEDIATE`` write transactions (so
+a writer takes the lock up front instead of failing to upgrade a read lock).
+Writers queue on an advisory file lock (``<database>-lock``) before ``BEGIN
+IMMEDIATE``: the kernel wakes the next writer the moment the lock is free,
+where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
+"""
+
+import errno
+import os
+import sqlite3
+import threading
+import time
+import urllib.parse
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+
+import sqlite_utils
+
+from ... import errors
+from ..common import now_iso
+from .file import (
+    KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
+    storage_failure,
+)
+from .migrations import MIGRATIONS, migrate
+
+
+def _utc_now():
+    return datetime.now(timezone.utc)
+
+
+class SqliteConnections:
+    """One SQLite file; one connection per thread, one lock per process.
+
+    A thread's connection lives in a ``threading.local``: it is closed when its
+    thread ends (the thread-local is dropped), so a server that starts a thread
+    per request does not pile up connections. The lock file is opened once per
+    process and closed when the Store is garbage-collected.
+    """
+
+    #: The storage's clock (a test may set a fixed one to make tasks old).
+    clock = staticmethod(_utc_now)
+
+    def __init__(self, path, busy_timeout_ms=5000, synchronous="NORMAL",
+                 stale_turn_seconds=3600, auto_migrate=True):
+        self.path = path
+        self.busy_timeout_ms = int(busy_timeout_ms)
+        self.synchronous = synchronous
+        #: A turn ``working`` for longer lost its worker (killed mid-turn).
+        self.stale_turn = timedelta(seconds=stale_turn_seconds)
+        self._local = threading.local()
+        self._writer = ProcessWriteLock(path + "-lock")
+        self._kept = KeptOutcomes(path + "-outcomes")
+        #: False (A2A_AUTO_MIGRATE=0): the file is opened as it is, and only
+        #: ``migrate`` (``flask a2a db upgrade``) changes its schema.
+        self.auto_migrate = auto_migrate
+        #: The file is in place: from then on it is opened, never created
+        #: (a deleted file is an outage, not a fresh empty service).
+        self._ready = False
+        self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
+
+    # -- connections and transactions ----------------------------------
+
+    def _open(self, create):
+        if create:
+            conn = sqlite3.connect(self.path, isolation_level=None,
+                                   check_same_thread=False)
+        else:
+            uri = "file:%s?mode=rw" % urllib.parse.quote(os.path.abspath(self.path))
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+            conn.execute("PRAGMA synchronous = %s" % self.synchronous)
+            identity = file_identity(self.path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn, identity
+
+    def connection(self):
+        """This thread's connection, opened on first use.
+
+        Keyed by process id too: a connection must never cross a fork (gunicorn
+        --preload forks workers after the app is built).
+        """
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is None or local.pid != os.getpid():
+            local.conn = None
+            if not self._ready and self.auto_migrate:
+                self._retry_migrate()
+            conn, local.identity = self._open(create=not self._ready)
+            self._ready = True
+            local.conn, local.pid = conn, os.getpid()
+        return conn
+
+    def drop_connection(self):
+        """Close this thread's connection; the next use opens a new one."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    def failed(self, exc):
+        """The A2A error for storage failure ``exc`` (logged with the path);
+        this thread's connection is dropped: a connection that met a
+        read-only or vanished file stays so, a new one sees the file as it is."""
+        self.drop_connection()
+        return storage_failure(exc, self.path)
+
+    def failure(self, exc):
+        """See ``Storage.failure``."""
+        return self.failed(exc) if is_storage_failure(exc) else None
+
+    def check_same_file(self):
+        """``StorageUnavailable`` when the database file was deleted or
+        replaced since this thread opened it: a commit would go to a file
+        nobody will ever open again. One stat() of the path (a few µs)."""
+        expected = getattr(self._local, "identity", None)
+        try:
+            found = file_identity(self.path)
+        except OSError:
+            found = None
+        if found != expected:
+            self.drop_connection()
+            raise errors.StorageUnavailable(
+                "The storage is unavailable: the database file was deleted or "
+                "replaced while the service ran; nothing was stored. The call "
+                "may be retried once the file is restored.",
+                data={"retry": True})
+
+    @contextmanager
+    def transaction(self):
+        """A short write transaction, holding the write lock from the start.
+
+        Commits only into the file the service was configured with: a file
+        deleted or replaced meanwhile is detected before the commit.
+        """
+        conn = self.connection()
+        with self._writer:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                self.check_same_file()
+            except BaseException:
+                rollback(conn)
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
+
+    def migrate(self):
+        """Create or upgrade the schema; safe to call from every worker."""
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        if not os.path.exists(self.path) and os.path.exists(self.path + "-lock"):
+            # Its lock file says it was in use: deleted under the service. An
+            # empty new file would silently serve without keys and tasks.
+            raise FileNotFoundError(
+                errno.ENOENT, "the database file is missing but its lock file "
+                "shows it was in use: restore it from a backup, or delete %s-lock "
+                "to start with an empty database" % self.path, self.path)
+        conn, _ = self._open(create=True)
+        try:
+            # WAL is a property of the file: set once, kept by every later opener.
+            conn.execute("PRAGMA journal_mode = WAL")
+            with self._writer:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    migrate(sqlite_utils.Database(conn))
+                except BaseException:
+                    rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+        self._ready = True
+
+    def _retry_migrate(self):
+        """Open the storage that was unavailable at start, at most once a second."""
+        at, error = self._last_attempt
+        if error is not None and time.monotonic() - at < 1.0:
+            raise error
+        try:
+            self.migrate()
+        except (sqlite3.Error, OSError) as exc:
+            self._last_attempt = (time.monotonic(), exc)
+            raise
+
+    @property
+    def location(self):
+        return self.path
+
+    def close(self):
+        self.drop_connection()
+
+    def expected_version(self):
+        return len(MIGRATIONS)
+
+    def schema_version(self):
+        """The schema version of the file, by one trivial query (0: none)."""
+        try:
+            row = self.connection().execute(
+                "SELECT version FROM a2a_schema_version").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            return 0
+        return row[0] if row else 0
+
+    # The clock is this process's: SQLite has no server clock.
+    def _now(self):
+        return now_iso(self.clock())
+
+    def _stale_cutoff(self):
+        return now_iso(self.clock() - self.stale_turn)

@@ -1,0 +1,76 @@
+"""API keys and built-in users of ``SqliteStorage``: rows only; what a key
+or a password is, and how it is hashed, is ``a2a_flask.credentials``."""
+
+from ..base import KeyNotFound, KeyRow, UserExists, UserNotFound
+
+_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+
+
+class CredentialOperations:
+    """Mixed into ``SqliteStorage``."""
+
+    def insert_key(self, key, key_hash):
+        key.created_at = self._now()
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
+                key.astuple() + (key_hash,))
+        return key
+
+    def keys(self):
+        return [KeyRow(*row) for row in self.connection().execute(
+            "SELECT %s FROM a2a_api_keys ORDER BY created_at, id" % _KEY_COLUMNS)]
+
+    def revoke_key(self, key_id):
+        with self.transaction() as conn:
+            if conn.execute("UPDATE a2a_api_keys SET revoked_at = ? WHERE id = ?"
+                            " AND revoked_at IS NULL",
+                            (self._now(), key_id)).rowcount:
+                return
+            if conn.execute("SELECT 1 FROM a2a_api_keys WHERE id = ?",
+                            (key_id,)).fetchone() is None:
+                raise KeyNotFound(key_id)
+
+    def find_key(self, key_hash):
+        row = self.connection().execute(
+            "SELECT %s FROM a2a_api_keys WHERE key_hash = ? AND revoked_at IS NULL"
+            % _KEY_COLUMNS, (key_hash,)).fetchone()
+        return None if row is None else KeyRow(*row)
+
+    def touch_key(self, key_id, older_than):
+        now = self._now()
+        with self.transaction() as conn:
+            if conn.execute(
+                    "UPDATE a2a_api_keys SET last_used_at = ? WHERE id = ? AND"
+                    " (last_used_at IS NULL OR last_used_at < ?)",
+                    (now, key_id, older_than)).rowcount:
+                return now
+        return None
+
+    def insert_user(self, name, password_hash):
+        with self.transaction() as conn:
+            if not conn.execute(
+                    "INSERT INTO a2a_users (name, password_hash, created_at)"
+                    " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    (name, password_hash, self._now())).rowcount:
+                raise UserExists(name)
+
+    def users(self):
+        return [tuple(row) for row in self.connection().execute(
+            "SELECT name, created_at FROM a2a_users ORDER BY name")]
+
+    def has_users(self):
+        return self.connection().execute(
+            "SELECT EXISTS (SELECT 1 FROM a2a_users)").fetchone()[0] == 1
+
+    def delete_user(self, name):
+        with self.transaction() as conn:
+            if not conn.execute("DELETE FROM a2a_users WHERE name = ?",
+                                (name,)).rowcount:
+                raise UserNotFound(name)
+
+    def password_hash(self, name):
+        row = self.connection().execute(
+            "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]

@@ -1,0 +1,283 @@
+"""The request path of ``SqliteStorage``: a turn (start, claim, finish, fail
+when stale), cancel, and the reads of a task and of its history.
+
+Every state change is one conditional UPDATE whose row count is checked:
+correctness does not rest on the writers' lock.
+"""
+
+import json
+import logging
+import time
+
+from ... import errors
+from ..base import (
+    STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
+    TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
+)
+from ..common import dumps, fingerprint, new_id
+from .file import is_storage_failure
+
+log = logging.getLogger("a2a_flask")
+
+_TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
+_WAITING_SQL = "('auth-required', 'input-required')"
+
+
+class TaskOperations:
+    """Mixed into ``SqliteStorage`` (needs ``transaction``/``connection``)."""
+
+    #: Tries to store a turn's outcome before keeping it aside (each try waits
+    #: up to the busy timeout for another writer).
+    FINISH_ATTEMPTS = 3
+
+    def start_turn(self, owner, agent, message, context_id=None, task_id=None,
+                   metadata=None):
+        message_id = message["messageId"]
+        digest = fingerprint(message)
+        now = self._now()
+        created = task_id is None
+        if created:
+            task_id = new_id("task_")
+        with self.transaction() as conn:
+            # Insert first: on the usual path (a new messageId) that is the
+            # only statement the retry check costs.
+            if not conn.execute(
+                    "INSERT INTO a2a_deliveries (owner, agent, message_id,"
+                    " fingerprint, task_id) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT DO NOTHING",
+                    (owner, agent, message_id, digest, task_id)).rowcount:
+                seen = conn.execute(
+                    "SELECT fingerprint, task_id FROM a2a_deliveries"
+                    " WHERE owner = ? AND agent = ? AND message_id = ?",
+                    (owner, agent, message_id)).fetchone()
+                if seen[0] != digest:
+                    raise MessageIdReused(message_id)
+                task_id = seen[1]
+                context_id = conn.execute(
+                    "SELECT context_id FROM a2a_tasks WHERE id = ?", (task_id,)
+                ).fetchone()[0]
+                return TurnStart(task_id, context_id, replayed=True)
+
+            if not created:
+                context_id = self._claim_waiting_task(
+                    conn, owner, agent, task_id, context_id, now)
+            else:
+                context_id = context_id or new_id("ctx_")
+                conn.execute(
+                    "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
+                    " updated_at, created_at, metadata)"
+                    " VALUES (?, ?, ?, ?, 'working', ?, ?, ?)",
+                    (task_id, agent, owner, context_id, now, now,
+                     dumps(metadata) if metadata else None),
+                )
+            stored = dict(message, kind="message", taskId=task_id,
+                          contextId=context_id)
+            seq = self._insert_message(conn, task_id, context_id, owner, agent,
+                                       stored)
+        return TurnStart(task_id, context_id, stored, seq, created=created)
+
+    def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now):
+        """One conditional UPDATE claims the task; when it changes no row,
+        a read says why (and the transaction rolls back)."""
+        match_context = "" if context_id is None else " AND context_id = :context"
+        if conn.execute(
+                "UPDATE a2a_tasks SET state = 'working', updated_at = :now"
+                " WHERE id = :id AND owner = :owner AND agent = :agent"
+                " AND state IN %s%s" % (_WAITING_SQL, match_context),
+                {"now": now, "id": task_id, "owner": owner, "agent": agent,
+                 "context": context_id}).rowcount:
+            if context_id is not None:
+                return context_id
+            return conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
+                                (task_id,)).fetchone()[0]
+        row = conn.execute(
+            "SELECT state, context_id FROM a2a_tasks"
+            " WHERE id = ? AND owner = ? AND agent = ?",
+            (task_id, owner, agent)).fetchone()
+        if row is None:
+            raise TaskNotFound(task_id)
+        state, task_context = row
+        if context_id is not None and context_id != task_context:
+            raise ContextMismatch(task_id, task_context)
+        raise TaskNotWaiting(task_id, state, task_context)
+
+    def finish_turn(self, task_id, owner, agent, state, status_message=None,
+                    artifacts=()):
+        """See ``Storage.finish_turn``. A write the file refuses (busy past
+        the busy timeout, read-only, full) is tried ``FINISH_ATTEMPTS`` times;
+        then the outcome is kept in a file beside the database
+        (``<database>-outcomes/<task id>.json``), stored by the next
+        ``get_task`` of that task, and the storage error is raised."""
+        for attempt in range(1, self.FINISH_ATTEMPTS + 1):
+            try:
+                return self._store_outcome(task_id, owner, agent, state,
+                                           status_message, artifacts)
+            except errors.A2AError:
+                raise  # the file was deleted or replaced: nowhere to keep it
+            except Exception as exc:
+                if not is_storage_failure(exc):
+                    raise
+                failure = self.failed(exc)
+                if attempt < self.FINISH_ATTEMPTS:
+                    time.sleep(0.1 * attempt)  # a full or read-only disk fails at once
+                    continue
+                if self._kept.keep(task_id, {
+                        "owner": owner, "agent": agent, "state": state,
+                        "status_message": status_message,
+                        "artifacts": list(artifacts)}):
+                    failure.message = (
+                        "%s The outcome of task %s is kept and is stored by the "
+                        "next tasks/get of the task or a retry of the same "
+                        "message (same messageId)."
+                        % (failure.message.replace(" nothing was stored.", ""),
+                           task_id))
+                    failure.data = {"retry": True, "taskId": task_id}
+                raise failure from exc
+
+    def _store_outcome(self, task_id, owner, agent, state, status_message,
+                       artifacts):
+        now = self._now()
+        body = dumps(status_message) if status_message else None
+        with self.transaction() as conn:
+            if not conn.execute(
+                    "UPDATE a2a_tasks SET state = ?, status_message = ?,"
+                    " updated_at = ? WHERE id = ? AND state = 'working'",
+                    (state, body, now, task_id)).rowcount:
+                return None
+            if status_message is not None:
+                self._insert_message(conn, task_id, status_message["contextId"],
+                                     owner, agent, status_message, body)
+            if artifacts:
+                conn.executemany(
+                    "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                    " VALUES (?, ?, ?)",
+                    [(task_id, a["artifactId"], dumps(a)) for a in artifacts])
+        return now
+
+    def _store_kept_outcome(self, task_id):
+        """Store an outcome kept aside by ``finish_turn``; True if there was one."""
+        outcome = self._kept.read(task_id)
+        if outcome is None:
+            return False
+        self._store_outcome(task_id, outcome["owner"], outcome["agent"],
+                            outcome["state"], outcome["status_message"],
+                            outcome["artifacts"])
+        self._kept.remove(task_id)
+        log.info("stored the kept outcome of task %s", task_id)
+        return True
+
+    @staticmethod
+    def _insert_message(conn, task_id, context_id, owner, agent, message, body=None):
+        return conn.execute(
+            "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
+            " message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (task_id, context_id, owner, agent, message["role"],
+             message["messageId"], body or dumps(message))).lastrowid
+
+    # -- reading -------------------------------------------------------------
+
+    def get_task(self, task_id, owner, agent, history_length=None):
+        """See ``Storage.get_task``; a ``working`` task whose outcome was kept
+        aside (the file refused it) gets it stored here."""
+        task = self._read_task(task_id, owner, agent, history_length)
+        if task.state != "working":
+            return task
+        if self._store_kept_outcome(task_id):
+            return self._read_task(task_id, owner, agent, history_length)
+        if task.updated_at < self._stale_cutoff():
+            self.fail_stale_turn(task_id)  # or another worker just did
+            task = self._read_task(task_id, owner, agent, history_length)
+        return task
+
+    def fail_stale_turn(self, task_id):
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT context_id, owner, agent FROM a2a_tasks WHERE id = ?",
+                (task_id,)).fetchone()
+            if row is None:
+                return False
+            context_id, owner, agent = row
+            message = {"kind": "message", "role": "agent",
+                       "messageId": new_id("msg_"),
+                       "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
+                       "taskId": task_id, "contextId": context_id}
+            if not conn.execute(
+                    "UPDATE a2a_tasks SET state = 'failed', status_message = ?,"
+                    " updated_at = ? WHERE id = ? AND state = 'working'"
+                    " AND updated_at < ?",
+                    (dumps(message), self._now(), task_id, self._stale_cutoff()),
+            ).rowcount:
+                return False
+            self._insert_message(conn, task_id, context_id, owner, agent, message)
+        return True
+
+    # One statement reads one state of the file: the task row, its artifacts
+    # and its last messages as of the same moment, whatever other workers
+    # write meanwhile (and one statement costs less than a transaction of four).
+    _READ_TASK = (
+        "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
+        " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
+        " UNION ALL SELECT 1, seq, body, NULL, NULL, NULL, NULL"
+        " FROM a2a_artifacts WHERE task_id = :id"
+        " UNION ALL SELECT * FROM (SELECT 2, seq, body, NULL, NULL, NULL, NULL"
+        " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :limit)"
+        " ORDER BY 1, 2")
+
+    def _read_task(self, task_id, owner, agent, history_length):
+        limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
+        rows = self.connection().execute(self._READ_TASK, {
+            "id": task_id, "owner": owner, "agent": agent, "limit": limit,
+        }).fetchall()
+        if not rows or rows[0][0] != 0:
+            raise TaskNotFound(task_id)
+        _, _, context_id, state, status_message, updated_at, metadata = rows[0]
+        return TaskRecord(
+            task_id, context_id, agent, owner, state, updated_at,
+            json.loads(status_message) if status_message else None,
+            [json.loads(row[2]) for row in rows if row[0] == 1],
+            [json.loads(row[2]) for row in rows if row[0] == 2],
+            json.loads(metadata) if metadata else None)
+
+    def _history(self, sql, args, before_seq, limit):
+        if before_seq is not None:
+            sql += " AND seq < ?"
+            args.append(before_seq)
+        if limit is None:
+            rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
+        else:
+            rows = self.connection().execute(
+                sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
+        return [json.loads(body) for (body,) in rows]
+
+    def task_history(self, task_id, before_seq=None, limit=None):
+        return self._history("SELECT body FROM a2a_messages WHERE task_id = ?",
+                             [task_id], before_seq, limit)
+
+    def context_history(self, owner, agent, context_id, before_seq=None,
+                        limit=None):
+        return self._history(
+            "SELECT body FROM a2a_messages WHERE context_id = ?"
+            " AND owner = ? AND agent = ?", [context_id, owner, agent],
+            before_seq, limit)
+
+    def task_state(self, task_id):
+        row = self.connection().execute(
+            "SELECT state FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
+        return row[0] if row else None
+
+    # -- cancel --------------------------------------------------------------
+
+    def cancel_task(self, task_id, owner, agent):
+        with self.transaction() as conn:
+            if conn.execute(
+                    "UPDATE a2a_tasks SET state = 'canceled', status_message ="
+                    " NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
+                    " agent = ? AND state NOT IN %s" % _TERMINAL_SQL,
+                    (self._now(), task_id, owner, agent)).rowcount:
+                return
+            row = conn.execute(
+                "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ?"
+                " AND agent = ?", (task_id, owner, agent)).fetchone()
+        if row is None:
+            raise TaskNotFound(task_id)
+        raise TaskNotCancelable(task_id, row[0])

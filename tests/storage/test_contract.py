@@ -1,0 +1,282 @@
+"""The storage contract (``a2a_flask.storage.base.Storage``), run against
+every backend: ``sqlite`` always; ``postgres`` when ``A2A_TEST_POSTGRES_URL``
+names a server (each test then gets a fresh schema on it).
+
+Every operation, ownership, retries, and the races the contract settles by
+conditional updates: two continuations of one waiting task (exactly one
+wins) and a cancel racing a finishing turn (the terminal state never moves).
+Concurrent callers use separate storage objects, hence separate connections.
+"""
+
+import os
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from a2a_flask.storage import base, open_storage
+from a2a_flask.storage.base import (
+    STALE_TURN_TEXT, ContextMismatch, KeyNotFound, KeyRow, MessageIdReused,
+    TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, UserExists,
+    UserNotFound,
+)
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+class _Settings:
+    """The settings ``open_storage`` reads."""
+
+    def __init__(self, database, stale_turn_seconds=3600):
+        self.database = database
+        self.busy_timeout_ms = 5000
+        self.sqlite_synchronous = "NORMAL"
+        self.stale_turn_seconds = stale_turn_seconds
+        self.auto_migrate = True
+
+
+@pytest.fixture(params=BACKENDS)
+def make_storage(request, tmp_path):
+    """``make_storage(**settings)``: a new storage object on this test's
+    database (call it twice for two independent connections/processes)."""
+    if request.param == "sqlite":
+        database = "sqlite:///" + str(tmp_path / "contract.sqlite3")
+    else:
+        database = os.environ.get("A2A_TEST_POSTGRES_URL")
+        if not database:
+            pytest.skip("no PostgreSQL: set A2A_TEST_POSTGRES_URL")
+    made = []
+
+    def make(**settings):
+        storage = open_storage(_Settings(database, **settings))
+        storage.migrate()
+        made.append(storage)
+        return storage
+
+    yield make
+    for storage in made:
+        storage.close()
+
+
+@pytest.fixture
+def storage(make_storage):
+    return make_storage()
+
+
+def msg(text="hi", message_id=None, role="user", **fields):
+    message = {"role": role, "parts": [{"kind": "text", "text": text}],
+               "messageId": message_id or "m-" + text}
+    message.update(fields)
+    return message
+
+
+def agent_reply(start, text="done"):
+    return {"kind": "message", "role": "agent", "messageId": "a-" + text,
+            "parts": [{"kind": "text", "text": text}], "taskId": start.task_id,
+            "contextId": start.context_id}
+
+
+def finished(storage, state="completed", owner="alice", agent="echo", text="hi",
+             **fields):
+    start = storage.start_turn(owner, agent, msg(text), **fields)
+    storage.finish_turn(start.task_id, owner, agent, state, agent_reply(start, text))
+    return start
+
+
+# -- schema -----------------------------------------------------------------------
+
+def test_migrate_is_idempotent_and_reports_the_version(storage):
+    assert storage.schema_version() == storage.expected_version() >= 3
+    storage.migrate()
+    assert storage.schema_version() == storage.expected_version()
+    assert isinstance(storage, base.Storage)
+
+
+# -- a turn -----------------------------------------------------------------------
+
+def test_start_turn_creates_a_working_task_with_the_stored_message(storage):
+    start = storage.start_turn("alice", "echo", msg("one"), metadata={"k": 1})
+    assert start.created and not start.replayed
+    assert start.task_id.startswith("task_") and start.context_id.startswith("ctx_")
+    assert start.message == dict(msg("one"), kind="message", taskId=start.task_id,
+                                 contextId=start.context_id)
+    task = storage.get_task(start.task_id, "alice", "echo")
+    assert isinstance(task, TaskRecord)
+    assert (task.id, task.context_id, task.agent, task.owner, task.state) == (
+        start.task_id, start.context_id, "echo", "alice", "working")
+    assert task.history == [start.message] and task.artifacts == []
+    assert task.metadata == {"k": 1} and task.status_message is None
+    assert storage.task_state(start.task_id) == "working"
+
+
+def test_start_turn_joins_a_given_context(storage):
+    first = finished(storage)
+    second = storage.start_turn("alice", "echo", msg("two"),
+                                context_id=first.context_id)
+    assert second.context_id == first.context_id and second.task_id != first.task_id
+
+
+def test_finish_turn_stores_state_message_and_artifacts(storage):
+    start = storage.start_turn("alice", "echo", msg())
+    artifact = {"artifactId": "art-1", "parts": [{"kind": "text", "text": "x"}]}
+    stamp = storage.finish_turn(start.task_id, "alice", "echo", "completed",
+                                agent_reply(start), [artifact])
+    task = storage.get_task(start.task_id, "alice", "echo")
+    assert task.state == "completed" and task.updated_at == stamp
+    assert stamp.endswith("Z") and len(stamp) == len("2026-01-02T03:04:05.678Z")
+    assert task.status_message == agent_reply(start)
+    assert task.history == [start.message, agent_reply(start)]
+    assert task.artifacts == [artifact]
+
+
+def test_finish_turn_of_a_task_no_longer_working_changes_nothing(storage):
+    start = storage.start_turn("alice", "echo", msg())
+    storage.cancel_task(start.task_id, "alice", "echo")
+    assert storage.finish_turn(start.task_id, "alice", "echo", "completed",
+                               agent_reply(start), [{"artifactId": "a",
+                                                     "parts": []}]) is None
+    task = storage.get_task(start.task_id, "alice", "echo")
+    assert task.state == "canceled" and task.artifacts == []
+    assert task.history == [start.message]
+
+
+def test_a_waiting_task_is_claimed_by_its_continuation(storage):
+    first = finished(storage, "input-required")
+    again = storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id,
+                               context_id=first.context_id)
+    assert not again.created and again.task_id == first.task_id
+    assert again.context_id == first.context_id
+    assert storage.task_state(first.task_id) == "working"
+    without_context = finished(storage, "auth-required", text="x")
+    claimed = storage.start_turn("alice", "echo", msg("y"),
+                                 task_id=without_context.task_id)
+    assert claimed.context_id == without_context.context_id
+
+
+@pytest.mark.parametrize("state", sorted(base.TERMINAL_STATES))
+def test_a_terminal_task_takes_no_continuation(storage, state):
+    first = finished(storage, state)
+    with pytest.raises(TaskNotWaiting) as caught:
+        storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id)
+    assert caught.value.state == state and caught.value.terminal
+    assert caught.value.context_id == first.context_id
+    assert storage.task_state(first.task_id) == state
+    # Nothing was recorded: the same messageId may be sent elsewhere.
+    assert storage.start_turn("alice", "echo", msg("more")).created
+
+
+def test_a_running_task_takes_no_continuation(storage):
+    start = storage.start_turn("alice", "echo", msg())
+    with pytest.raises(TaskNotWaiting) as caught:
+        storage.start_turn("alice", "echo", msg("more"), task_id=start.task_id)
+    assert caught.value.state == "working" and not caught.value.terminal
+
+
+def test_a_continuation_with_another_context_is_refused(storage):
+    first = finished(storage, "input-required")
+    with pytest.raises(ContextMismatch) as caught:
+        storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id,
+                           context_id="ctx_other")
+    assert caught.value.task_context_id == first.context_id
+    assert storage.task_state(first.task_id) == "input-required"
+
+
+# -- ownership --------------------------------------------------------------------
+
+def test_another_callers_or_agents_task_is_not_found(storage):
+    first = finished(storage, "input-required")
+    for owner, agent in (("bob", "echo"), ("alice", "chat")):
+        with pytest.raises(TaskNotFound):
+            storage.get_task(first.task_id, owner, agent)
+        with pytest.raises(TaskNotFound):
+            storage.cancel_task(first.task_id, owner, agent)
+        with pytest.raises(TaskNotFound):
+            storage.start_turn(owner, agent, msg("x"), task_id=first.task_id)
+    assert storage.task_state(first.task_id) == "input-required"
+    with pytest.raises(TaskNotFound):
+        storage.get_task("task_nope", "alice", "echo")
+
+
+def test_a_context_history_is_the_callers_own_with_this_agent(storage):
+    mine = finished(storage, context_id="shared")
+    finished(storage, owner="bob", context_id="shared", text="theirs")
+    finished(storage, agent="chat", context_id="shared", text="other agent")
+    assert [m["messageId"] for m in storage.context_history(
+        "alice", "echo", "shared")] == ["m-hi", "a-hi"]
+    assert mine.context_id == "shared"
+
+
+# -- retries ----------------------------------------------------------------------
+
+def test_a_retry_is_replayed_and_writes_nothing(storage):
+    first = finished(storage)
+    again = storage.start_turn("alice", "echo", msg())
+    assert again.replayed and not again.created
+    assert (again.task_id, again.context_id) == (first.task_id, first.context_id)
+    assert len(storage.get_task(first.task_id, "alice", "echo").history) == 2
+
+
+def test_a_message_id_reused_for_another_message_is_refused(storage):
+    finished(storage)
+    with pytest.raises(MessageIdReused) as caught:
+        storage.start_turn("alice", "echo", msg("different", message_id="m-hi"))
+    assert caught.value.message_id == "m-hi"
+    # Per caller and agent: the same messageId elsewhere is a new message.
+    assert storage.start_turn("bob", "echo", msg()).created
+    assert storage.start_turn("alice", "chat", msg()).created
+
+
+# -- reads ------------------------------------------------------------------------
+
+def test_history_length_clamps_newest_last(storage):
+    first = finished(storage, "input-required")
+    storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id)
+    ids = ["m-hi", "a-hi", "m-more"]
+    for length, expected in ((None, ids), (0, []), (2, ids[1:]), (10, ids)):
+        task = storage.get_task(first.task_id, "alice", "echo", length)
+        assert [m["messageId"] for m in task.history] == expected
+
+
+def test_task_and_context_history_bounded_and_before(storage):
+    first = finished(storage, "input-required")
+    more = storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id)
+    assert [m["messageId"] for m in storage.task_history(first.task_id)] == [
+        "m-hi", "a-hi", "m-more"]
+    assert [m["messageId"] for m in storage.task_history(
+        first.task_id, before_seq=more.message_seq)] == ["m-hi", "a-hi"]
+    assert [m["messageId"] for m in storage.task_history(
+        first.task_id, limit=1)] == ["m-more"]
+    assert [m["messageId"] for m in storage.context_history(
+        "alice", "echo", first.context_id, before_seq=more.message_seq,
+        limit=1)] == ["a-hi"]
+    assert storage.task_state("task_nope") is None
+
+
+# -- stale turns ------------------------------------------------------------------
+
+def test_a_stale_turn_is_failed_on_read_and_only_then(make_storage):
+    storage = make_storage(stale_turn_seconds=60)
+    start = storage.start_turn("alice", "echo", msg())
+    assert not storage.fail_stale_turn(start.task_id)  # fresh: still running
+    assert storage.get_task(start.task_id, "alice", "echo").state == "working"
+    later = datetime.now(timezone.utc) + timedelta(seconds=120)
+    storage.clock = lambda: later
+    task = storage.get_task(start.task_id, "alice", "echo")
+    assert task.state == "failed"
+    assert task.status_message["parts"][0]["text"] == STALE_TURN_TEXT
+    assert task.history[-1] == task.status_message
+    # The turn that finally ends finds the task failed and changes nothing.
+    assert storage.finish_turn(start.task_id, "alice", "echo", "completed",
+                               agent_reply(start)) is None
+    assert not storage.fail_stale_turn(start.task_id)
+
+
+# -- cancel -----------------------------------------------------------------------
+
+def test_cancel_a_task_then_not_again(storage):
+    first = finished(storage, "input-required")
+    storage.cancel_task(first.task_id, "alice", "echo")
+    assert storage.task_state(first.task_id) == "canceled"
+    with pytest.raises(TaskNotCancelable) as caught:
+        storage.cancel_task(first.task_id, "alice", "echo")
+    assert caught.value.state == "canceled"

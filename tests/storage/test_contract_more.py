@@ -1,0 +1,187 @@
+"""The storage contract, continued: listing with cursors, operations, bulk
+copy, keys and users, and the races (``make_storage`` comes from
+test_contract.py: the same backends)."""
+
+import threading
+
+import pytest
+
+from a2a_flask.storage.base import (
+    KeyNotFound, KeyRow, TaskNotCancelable, TaskNotWaiting, UserExists,
+    UserNotFound,
+)
+from test_contract import agent_reply, finished, make_storage, msg, storage  # noqa: F401
+
+OLD_DAYS = "2000-01-01T00:00:00.000Z"
+
+
+# -- listing ----------------------------------------------------------------------
+
+def test_list_filters_newest_first_with_cursor_pages(storage):
+    made = [finished(storage, text="t%d" % i) for i in range(7)]
+    waiting = finished(storage, "input-required", text="w")
+    finished(storage, owner="bob", text="bob's")
+    finished(storage, agent="chat", text="chat's")
+    page = storage.list_tasks(owner="alice", agent="echo", limit=3)
+    seen = [t.id for t in page.tasks]
+    while page.next_cursor is not None:
+        page = storage.list_tasks(owner="alice", agent="echo", limit=3,
+                                  cursor=page.next_cursor)
+        seen.extend(t.id for t in page.tasks)
+    tasks = [storage.get_task(s.task_id, "alice", "echo") for s in made + [waiting]]
+    expected = [t.id for t in sorted(tasks, key=lambda t: (t.updated_at, t.id),
+                                     reverse=True)]
+    assert seen == expected  # newest update first (ties: id), each once
+    only = storage.list_tasks(owner="alice", agent="echo", state="input-required")
+    assert [t.id for t in only.tasks] == [waiting.task_id]
+    assert only.next_cursor is None and only.tasks[0].history == []
+    ctx = storage.list_tasks(context_id=waiting.context_id, history_length=None,
+                             include_artifacts=True)
+    assert [len(t.history) for t in ctx.tasks] == [2]
+    after = storage.list_tasks(owner="alice", agent="echo",
+                               updated_after=ctx.tasks[0].updated_at)
+    assert waiting.task_id not in [t.id for t in after.tasks]
+    with pytest.raises(ValueError):
+        storage.list_tasks(cursor="not a cursor")
+
+
+# -- operations -------------------------------------------------------------------
+
+def test_show_prune_counts_and_check(make_storage):
+    storage = make_storage()
+    clock = type(storage).clock
+    storage.clock = lambda: clock().replace(year=2000)
+    old = finished(storage)
+    old_open = finished(storage, "input-required", text="open")
+    del storage.clock
+    recent = finished(storage, text="recent")
+    shown = storage.show_task(old.task_id)
+    assert shown.owner == "alice" and len(shown.history) == 2
+    assert shown.created_at is not None
+    assert storage.show_task("task_nope") is None
+    cutoff = "2001-01-01T00:00:00.000Z"
+    assert [t.id for t in storage.prunable_tasks(cutoff)] == [old.task_id]
+    batches = list(storage.prune(cutoff))
+    assert sum(b["tasks"] for b in batches) == 1
+    assert sum(b["messages"] for b in batches) == 2
+    assert sum(b["deliveries"] for b in batches) == 1
+    assert storage.show_task(old.task_id) is None
+    assert storage.task_counts() == {"completed": 1, "input-required": 1}
+    assert storage.show_task(old_open.task_id) and storage.show_task(recent.task_id)
+    assert storage.check() == []
+    # The retry record went with its task: the same messageId is new again.
+    assert storage.start_turn("alice", "echo", msg()).created
+
+
+# -- bulk copy --------------------------------------------------------------------
+
+def test_export_then_import_copies_whole_tasks(make_storage, tmp_path):
+    source = make_storage()
+    starts = [finished(source, text="t%d" % i) for i in range(5)]
+    artifact = {"artifactId": "art", "parts": [{"kind": "text", "text": "a"}]}
+    extra = source.start_turn("alice", "echo", msg("art"), metadata={"m": 1})
+    source.finish_turn(extra.task_id, "alice", "echo", "completed",
+                       agent_reply(extra, "art"), [artifact])
+    batches = list(source.export_tasks(batch_size=2))
+    assert [len(b) for b in batches] == [2, 2, 2]
+    from a2a_flask.storage.sqlite import SqliteStorage
+    target = SqliteStorage(str(tmp_path / "copy.sqlite3"))
+    target.migrate()
+    assert sum(target.import_tasks(batch) for batch in batches) == 6
+    for start in starts + [extra]:
+        assert target.show_task(start.task_id) == source.show_task(start.task_id)
+    # Retries still replay on the copy.
+    assert target.start_turn("alice", "echo", msg("t0")).replayed
+
+
+# -- keys and users ---------------------------------------------------------------
+
+def test_keys(storage):
+    key = storage.insert_key(KeyRow("key_1", "a2a_abc", "ci", "*", None), "hash1")
+    assert key.created_at is not None
+    assert [k.id for k in storage.keys()] == ["key_1"]
+    assert storage.find_key("hash1").id == "key_1"
+    assert storage.find_key("nope") is None
+    assert storage.touch_key("key_1", "9999") is not None
+    assert storage.touch_key("key_1", "0000") is None  # recent enough: no write
+    storage.revoke_key("key_1")
+    storage.revoke_key("key_1")  # twice: no change
+    assert storage.find_key("hash1") is None
+    assert storage.keys()[0].revoked_at is not None
+    with pytest.raises(KeyNotFound):
+        storage.revoke_key("key_nope")
+
+
+def test_users(storage):
+    assert not storage.has_users()
+    storage.insert_user("alice", "h1")
+    with pytest.raises(UserExists):
+        storage.insert_user("alice", "h2")
+    assert storage.has_users() and storage.password_hash("alice") == "h1"
+    assert [name for name, _ in storage.users()] == ["alice"]
+    storage.delete_user("alice")
+    assert storage.password_hash("alice") is None
+    with pytest.raises(UserNotFound):
+        storage.delete_user("alice")
+
+
+# -- races (separate storage objects: separate connections) -----------------------
+
+def _race(*calls):
+    barrier = threading.Barrier(len(calls))
+    results = [None] * len(calls)
+
+    def run(i, call):
+        barrier.wait()
+        try:
+            results[i] = call()
+        except Exception as exc:  # noqa: BLE001 - the outcome under test
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_two_continuations_of_one_waiting_task_exactly_one_wins(make_storage,
+                                                                attempt):
+    one, two = make_storage(), make_storage()
+    first = finished(one, "input-required")
+    results = _race(
+        lambda: one.start_turn("alice", "echo", msg("from one"),
+                               task_id=first.task_id),
+        lambda: two.start_turn("alice", "echo", msg("from two"),
+                               task_id=first.task_id))
+    won = [r for r in results if not isinstance(r, Exception)]
+    lost = [r for r in results if isinstance(r, Exception)]
+    assert len(won) == 1 and len(lost) == 1, results
+    assert isinstance(lost[0], TaskNotWaiting) and lost[0].state == "working"
+    history = one.get_task(first.task_id, "alice", "echo").history
+    assert [m["messageId"] for m in history][-1] == won[0].message["messageId"]
+    assert len(history) == 3
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_cancel_racing_a_finishing_turn_never_moves_a_terminal_state(
+        make_storage, attempt):
+    one, two = make_storage(), make_storage()
+    start = one.start_turn("alice", "echo", msg())
+    results = _race(
+        lambda: one.finish_turn(start.task_id, "alice", "echo", "completed",
+                                agent_reply(start)),
+        lambda: two.cancel_task(start.task_id, "alice", "echo"))
+    state = one.task_state(start.task_id)
+    finished_stamp, cancel = results
+    if state == "completed":
+        assert finished_stamp is not None and isinstance(cancel, TaskNotCancelable)
+    else:
+        assert state == "canceled" and finished_stamp is None and cancel is None
+    # Whatever comes later, the terminal state stays.
+    with pytest.raises(TaskNotCancelable):
+        two.cancel_task(start.task_id, "alice", "echo")
+    assert one.finish_turn(start.task_id, "alice", "echo", "failed") is None
+    assert one.task_state(start.task_id) == state
