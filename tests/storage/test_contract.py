@@ -1,6 +1,6 @@
 """The storage contract (``a2a_flask.storage.base.Storage``), run against
-every backend: ``sqlite`` always; ``postgres`` when ``A2A_TEST_POSTGRES_URL``
-names a server (each test then gets a fresh schema on it).
+every backend: ``sqlite`` and ``postgres`` (a throwaway cluster, or
+``A2A_TEST_POSTGRES_URL``; each test gets a fresh database on it).
 
 Every operation, ownership, retries, and the races the contract settles by
 conditional updates: two continuations of one waiting task (exactly one
@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from a2a_flask.storage import base, open_storage
+from a2a_flask.storage.common import now_iso
 from a2a_flask.storage.base import (
     STALE_TURN_TEXT, ContextMismatch, KeyNotFound, KeyRow, MessageIdReused,
     TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, UserExists,
@@ -38,13 +39,13 @@ class _Settings:
 @pytest.fixture(params=BACKENDS)
 def make_storage(request, tmp_path):
     """``make_storage(**settings)``: a new storage object on this test's
-    database (call it twice for two independent connections/processes)."""
+    database (call it twice for two independent connections/processes).
+    PostgreSQL: a fresh database on the session's server (tests/pgfixtures.py:
+    skipped, or failed under A2A_TEST_REQUIRE_POSTGRES=1, when there is none)."""
     if request.param == "sqlite":
         database = "sqlite:///" + str(tmp_path / "contract.sqlite3")
     else:
-        database = os.environ.get("A2A_TEST_POSTGRES_URL")
-        if not database:
-            pytest.skip("no PostgreSQL: set A2A_TEST_POSTGRES_URL")
+        database = request.getfixturevalue("postgres_url")
     made = []
 
     def make(**settings):
@@ -68,6 +69,15 @@ def msg(text="hi", message_id=None, role="user", **fields):
                "messageId": message_id or "m-" + text}
     message.update(fields)
     return message
+
+
+def set_updated_at(storage, task_id, moment):
+    """Make a task look last changed at ``moment`` (a datetime): the storage's
+    clock cannot be moved (PostgreSQL's is the server's), the row can."""
+    stamp = now_iso(moment)
+    with storage.transaction() as conn:  # SQL text both drivers take as is
+        conn.execute("UPDATE a2a_tasks SET updated_at = '%s', created_at = '%s'"
+                     " WHERE id = '%s'" % (stamp, stamp, task_id))
 
 
 def agent_reply(start, text="done"):
@@ -259,8 +269,8 @@ def test_a_stale_turn_is_failed_on_read_and_only_then(make_storage):
     start = storage.start_turn("alice", "echo", msg())
     assert not storage.fail_stale_turn(start.task_id)  # fresh: still running
     assert storage.get_task(start.task_id, "alice", "echo").state == "working"
-    later = datetime.now(timezone.utc) + timedelta(seconds=120)
-    storage.clock = lambda: later
+    set_updated_at(storage, start.task_id,
+                   datetime.now(timezone.utc) - timedelta(seconds=120))
     task = storage.get_task(start.task_id, "alice", "echo")
     assert task.state == "failed"
     assert task.status_message["parts"][0]["text"] == STALE_TURN_TEXT

@@ -3,6 +3,7 @@ copy, keys and users, and the races (``make_storage`` comes from
 test_contract.py: the same backends)."""
 
 import threading
+from datetime import datetime, timezone
 
 import pytest
 
@@ -10,7 +11,9 @@ from a2a_flask.storage.base import (
     KeyNotFound, KeyRow, TaskNotCancelable, TaskNotWaiting, UserExists,
     UserNotFound,
 )
-from test_contract import agent_reply, finished, make_storage, msg, storage  # noqa: F401
+from test_contract import (  # noqa: F401
+    agent_reply, finished, make_storage, msg, set_updated_at, storage,
+)
 
 OLD_DAYS = "2000-01-01T00:00:00.000Z"
 
@@ -49,11 +52,10 @@ def test_list_filters_newest_first_with_cursor_pages(storage):
 
 def test_show_prune_counts_and_check(make_storage):
     storage = make_storage()
-    clock = type(storage).clock
-    storage.clock = lambda: clock().replace(year=2000)
     old = finished(storage)
     old_open = finished(storage, "input-required", text="open")
-    del storage.clock
+    for task in (old, old_open):
+        set_updated_at(storage, task.task_id, datetime(2000, 1, 1, tzinfo=timezone.utc))
     recent = finished(storage, text="recent")
     shown = storage.show_task(old.task_id)
     assert shown.owner == "alice" and len(shown.history) == 2
