@@ -96,6 +96,26 @@ def test_export_then_import_copies_whole_tasks(make_storage, tmp_path):
     assert target.start_turn("alice", "echo", msg("t0")).replayed
 
 
+def test_export_then_import_copies_keys_and_users(make_storage, tmp_path):
+    source = make_storage()
+    source.insert_key(KeyRow("key_1", "a2a_abc", "ci", "*", None), "hash1")
+    source.insert_key(KeyRow("key_2", "a2a_def", None, '["echo"]', None), "hash2")
+    source.revoke_key("key_2")
+    source.touch_key("key_1", "9999")
+    source.insert_user("ann", "h-ann")
+    keys, users = source.export_credentials()
+    assert [(k.id, h) for k, h in keys] == [("key_1", "hash1"), ("key_2", "hash2")]
+    from a2a_flask.storage.sqlite import SqliteStorage
+    target = SqliteStorage(str(tmp_path / "copy.sqlite3"))
+    target.migrate()
+    target.import_credentials(keys, users)
+    target.import_credentials(keys, users)  # again: nothing doubled
+    assert [k.astuple() for k in target.keys()] == [k.astuple() for k in source.keys()]
+    assert target.find_key("hash1").id == "key_1" and target.find_key("hash2") is None
+    assert target.users() == source.users()
+    assert target.password_hash("ann") == "h-ann"
+
+
 # -- keys and users ---------------------------------------------------------------
 
 def test_keys(storage):
