@@ -37,6 +37,16 @@ def history_limit(history_length):
     return None if history_length is None else min(int(history_length), BIGINT_MAX)
 
 
+# The start of a turn is acknowledged to nobody: its commit need not wait for
+# the disk. The turn's outcome is (synchronous_commit on), and flushing its
+# commit flushes the WAL before it, this start included; a crash before then
+# loses only a turn nobody was told of. A retry that finds the start
+# (``_SEEN``) is answered, so it flushes first: txid_current() gives its
+# statement a commit record, which waits for the disk as any other.
+# (A start acknowledged by itself, e.g. a queued background turn, must not
+# take this path.)
+_UNFLUSHED = "SET LOCAL synchronous_commit TO off"
+
 # A new task: its retry record, the task and its first message, one statement.
 # An existing (owner, agent, messageId) inserts nothing and returns no seq.
 _START_NEW = (
@@ -51,7 +61,8 @@ _START_NEW = (
     " %(mid)s, %(body)s FROM t RETURNING seq")
 
 _SEEN = (
-    "SELECT d.fingerprint, d.task_id, t.context_id FROM a2a_deliveries d"
+    "SELECT d.fingerprint, d.task_id, t.context_id, txid_current()"
+    " FROM a2a_deliveries d"
     " JOIN a2a_tasks t ON t.id = d.task_id"
     " WHERE d.owner = %s AND d.agent = %s AND d.message_id = %s")
 
@@ -124,11 +135,14 @@ class TaskOperations:
             context_id = context_id or new_id("ctx_")
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
             with self.connection() as conn:
-                row = conn.execute(_START_NEW, {
-                    "owner": owner, "agent": agent, "mid": message_id, "fp": digest,
-                    "id": task_id, "ctx": context_id, "role": stored["role"],
-                    "meta": dumps(metadata) if metadata else None,
-                    "body": dumps(stored)}).fetchone()
+                with conn.pipeline(), conn.transaction():  # one round trip
+                    conn.execute(_UNFLUSHED)
+                    cur = conn.execute(_START_NEW, {
+                        "owner": owner, "agent": agent, "mid": message_id,
+                        "fp": digest, "id": task_id, "ctx": context_id,
+                        "role": stored["role"], "body": dumps(stored),
+                        "meta": dumps(metadata) if metadata else None})
+                row = cur.fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0], created=True)
                 return self._replayed(conn, owner, agent, message_id, digest)
@@ -139,6 +153,7 @@ class TaskOperations:
                     " ON CONFLICT DO NOTHING", (owner, agent, message_id, digest,
                                                 task_id)).rowcount != 1:
                 return self._replayed(conn, owner, agent, message_id, digest)
+            conn.execute(_UNFLUSHED)  # read at COMMIT: a replay above still waits
             context_id = self._claim_waiting_task(conn, owner, agent, task_id, context_id)
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
             seq = conn.execute(_INSERT_MESSAGE, (
