@@ -8,7 +8,6 @@ with the server's continuous archiving; ``backup`` runs ``pg_dump`` when it
 is installed and says so clearly when it is not.
 """
 
-import base64
 import json
 import os
 import shutil
@@ -17,7 +16,7 @@ import subprocess
 import psycopg
 
 from ..base import TaskPage, TaskRecord
-from ..common import dumps, fingerprint
+from ..common import decode_cursor, encode_cursor, import_rows
 from .tasks import TERMINAL_SQL, history_limit
 
 #: Tasks deleted per statement by ``prune``.
@@ -34,21 +33,6 @@ def _record(row, history=None, artifacts=()):
                       json.loads(status_message) if status_message else None,
                       artifacts, history,
                       json.loads(metadata) if metadata else None, created_at)
-
-
-def encode_cursor(updated_at, task_id):
-    text = "%s|%s" % (updated_at, task_id)
-    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
-
-
-def decode_cursor(cursor):
-    """(updated_at, id) of a cursor; ``ValueError`` when it is not ours."""
-    try:
-        updated_at, task_id = base64.urlsafe_b64decode(
-            cursor.encode("ascii")).decode("utf-8").split("|")
-    except (UnicodeError, ValueError, TypeError) as exc:
-        raise ValueError("not a cursor of this list: %r" % cursor) from exc
-    return updated_at, task_id
 
 
 # The page's tasks with, in the same statement, their artifacts and their
@@ -211,25 +195,7 @@ class AdminOperations:
     def import_tasks(self, records, deliveries=True):
         """COPY into the tables, in one transaction; retry records with ON
         CONFLICT DO NOTHING (a messageId may be known already)."""
-        tasks, messages, artifacts, retries = [], [], [], []
-        for task in records:
-            tasks.append((task.id, task.agent, task.owner, task.context_id,
-                          task.state, dumps(task.status_message)
-                          if task.status_message else None, task.updated_at,
-                          task.created_at or task.updated_at,
-                          dumps(task.metadata) if task.metadata else None))
-            for message in task.history or ():
-                messages.append((task.id, task.context_id, task.owner,
-                                 task.agent, message["role"],
-                                 message["messageId"], dumps(message)))
-                if deliveries and message["role"] == "user":
-                    # The digest of the message as it was received.
-                    received = {k: v for k, v in message.items()
-                                if k not in ("kind", "taskId", "contextId")}
-                    retries.append((task.owner, task.agent, message["messageId"],
-                                    fingerprint(received), task.id))
-            artifacts.extend((task.id, a["artifactId"], dumps(a))
-                             for a in task.artifacts or ())
+        tasks, messages, artifacts, retries = import_rows(records, deliveries)
         with self.transaction() as conn:
             cur = conn.cursor()
             for table, rows in (("a2a_tasks (id, agent, owner, context_id, state,"
