@@ -55,6 +55,33 @@ def test_a_server_that_cannot_be_reached_is_a_clear_retryable_error(make_rpc):
     assert "nobody" not in error["message"]
 
 
+def test_a_database_that_does_not_exist_is_unavailable_until_created(
+        make_rpc, postgres_server, caplog):
+    """Refused by the server (here: no such database; a wrong password is
+    the same path) at boot and after: retryable errors, then served once the
+    database exists, without a new app."""
+    name = "a2a_test_created_later"
+    postgres_server.drop_db(name)
+    url = postgres_server.url(name).replace("postgres@", "postgres:s3cret-pw@")
+    rpc = make_rpc(A2A_DATABASE=url)
+    status, error = rpc.error("message/send", {"message": {
+        "kind": "message", "role": "user", "messageId": "m1",
+        "parts": [{"kind": "text", "text": "hi"}]}})
+    assert error["data"] == {"retry": True}
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert name in logged and "does not exist" in logged
+    assert "s3cret-pw" not in logged and "postgres:***@" in logged
+    postgres_server.query('CREATE DATABASE "%s"' % name)
+    try:
+        import time
+
+        time.sleep(1.1)  # the next try to open it comes at most once a second
+        assert rpc.send("hi")["status"]["state"] == "completed"
+    finally:
+        rpc.app.extensions["a2a"].storage.close()
+        postgres_server.drop_db(name)
+
+
 def test_db_check_and_backup_on_postgres(tmp_path, postgres_url):
     checked = _ok(flask_a2a(postgres_url, "db", "check"))
     assert "Integrity: ok" in checked and "Schema version: 3 (this a2a_flask: 3)" in checked
