@@ -13,6 +13,8 @@ after it), ``postgres_module_url`` one per test module.
 
 import itertools
 import os
+import signal
+import sys
 
 import pytest
 
@@ -51,6 +53,10 @@ def postgres_server():
     reason = pgcluster.unavailable()
     if reason:
         _not_here(reason)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        # a terminated session still stops the cluster (pytest tears down on
+        # Ctrl-C by itself; SIGTERM would end it without teardown or atexit)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     cluster = pgcluster.Cluster(settings=pgcluster.FAST)
     try:
         cluster.start()

@@ -94,3 +94,39 @@ def _gone(pid):
             return "\nState:\tZ" in f.read()
     except FileNotFoundError:
         return True
+
+
+def test_a_terminated_session_stops_its_cluster(tmp_path):
+    """SIGTERM to pytest mid-session: the cluster is stopped and removed."""
+    import os
+    import signal
+    import time
+
+    marker = tmp_path / "cluster.txt"
+    test = tmp_path / "test_pg_hang.py"
+    test.write_text(
+        "import time\n"
+        "def test_it(postgres_server):\n"
+        "    open(%r, 'w').write('%%s %%d' %% (postgres_server.dir,"
+        " postgres_server.postmaster_pid()))\n"
+        "    time.sleep(60)\n" % str(marker))
+    (tmp_path / "conftest.py").write_text(
+        "import sys; sys.path.insert(0, %r)\n"
+        "from pgfixtures import postgres_server  # noqa\n" % (REPO_DIR + "/tests"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_TEST_POSTGRES")}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             str(test)], cwd=str(tmp_path), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (marker.exists() and marker.read_text()):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        folder, pid = marker.read_text().split()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not os.path.exists(folder)
+    assert _gone(pid)
