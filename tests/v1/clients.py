@@ -1,0 +1,203 @@
+"""Real A2A 1.0 clients for the tests: the official Python SDK 1.x and JS SDK 1.x.
+
+a2a-sdk 1.x cannot share the test venv (a2a-sdk 0.3 there), so each SDK is
+installed once, beside the tests, in a cache keyed by its major version:
+
+- ``~/.cache/a2a_flask-tests/py-a2a-sdk-1``: a venv with ``a2a-sdk[http-server]`` 1.x
+  (and uvicorn, for the reference server ``sdk_server.py``);
+- ``~/.cache/a2a_flask-tests/js-a2a-sdk-1``: ``npm install @a2a-js/sdk@^1``.
+
+``A2A_TESTS_CACHE`` moves the cache. The first use installs (needs the
+package registries, a minute or two); later runs and sessions reuse it; a
+file lock keeps parallel sessions from installing twice. ``run_py`` and
+``run_js`` run the scenario programs (``py_client.py``, ``js_client.mjs``)
+and return ``{step: result}``; see README.md.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.environ.get("A2A_TESTS_CACHE") or os.path.join(
+    os.path.expanduser("~"), ".cache", "a2a_flask-tests")
+PY_REQUIREMENTS = ["a2a-sdk[http-server]>=1.3,<2", "uvicorn>=0.30"]
+JS_PACKAGE = "@a2a-js/sdk@^1.3.0"
+TRANSPORTS = ("jsonrpc", "rest")
+
+
+@contextlib.contextmanager
+def _locked(name):
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, f".{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _run(cmd, timeout, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-2000:]}")
+    return r.stdout
+
+
+def _py_sdk_version(python):
+    if not os.access(python, os.X_OK):
+        return None
+    r = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('a2a-sdk'))"],
+                       capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+_py_sdk = None
+
+
+def py_sdk():
+    """``(python, version)`` of the venv holding a2a-sdk 1.x; made on first use."""
+    global _py_sdk
+    if _py_sdk is None:
+        venv = os.path.join(CACHE, "py-a2a-sdk-1")
+        python = os.path.join(venv, "bin", "python")
+        with _locked("py-a2a-sdk-1"):
+            version = _py_sdk_version(python)
+            if not (version or "").startswith("1."):
+                shutil.rmtree(venv, ignore_errors=True)
+                _run([sys.executable, "-m", "venv", venv], 300)
+                _run([python, "-m", "pip", "install", "-q"] + PY_REQUIREMENTS, 900)
+                version = _py_sdk_version(python)
+                if not (version or "").startswith("1."):
+                    raise RuntimeError(f"a2a-sdk 1.x not importable in {venv} after install")
+        _py_sdk = (python, version)
+    return _py_sdk
+
+
+def node_missing():
+    """Why the JS client cannot run here, or None."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    return f"{' and '.join(missing)} not installed: the JS SDK 1.x client needs them" \
+        if missing else None
+
+
+_js_sdk = None
+
+
+def js_sdk():
+    """``(node_modules, version)`` of the cached npm install of @a2a-js/sdk 1.x.
+
+    Skips the calling test (clear reason) where node or npm is absent.
+    """
+    global _js_sdk
+    reason = node_missing()
+    if reason:
+        pytest.skip(reason)
+    if _js_sdk is None:
+        folder = os.path.join(CACHE, "js-a2a-sdk-1")
+        manifest = os.path.join(folder, "node_modules", "@a2a-js", "sdk", "package.json")
+        with _locked("js-a2a-sdk-1"):
+            if not os.path.exists(manifest):
+                os.makedirs(folder, exist_ok=True)
+                with open(os.path.join(folder, "package.json"), "w") as f:
+                    json.dump({"private": True, "type": "module"}, f)
+                _run(["npm", "install", "--no-audit", "--no-fund", "--silent", JS_PACKAGE], 900,
+                     cwd=folder)
+            with open(manifest) as f:
+                version = json.load(f)["version"]
+        if not version.startswith("1."):
+            raise RuntimeError(f"{manifest}: @a2a-js/sdk {version}, expected 1.x")
+        _js_sdk = (os.path.join(folder, "node_modules"), version)
+    return _js_sdk
+
+
+def _parse_steps(stdout, program):
+    results = {}
+    for line in stdout.splitlines():
+        if line.strip():
+            item = json.loads(line)
+            results[item["step"]] = item
+    if not results:
+        raise RuntimeError(f"{program} printed no step")
+    return results
+
+
+def _scenario_args(card_url, key, header, transport, steps):
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
+    if not isinstance(steps, str):
+        steps = ",".join(steps)
+    return ["--card-url", card_url, "--key", key or "", "--header", header,
+            "--transport", transport, "--step", steps]
+
+
+def run_py(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120):
+    """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``."""
+    python, _ = py_sdk()
+    cmd = [python, os.path.join(HERE, "py_client.py")] + _scenario_args(
+        card_url, key, header, transport, steps)
+    return _parse_steps(_run(cmd, timeout), "py_client.py")
+
+
+def run_js(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120):
+    """Run js_client.mjs (JS SDK 1.x, no legacy switch) and return ``{step: result}``."""
+    node_modules, _ = js_sdk()
+    cmd = ["node", os.path.join(HERE, "js_client.mjs")] + _scenario_args(
+        card_url, key, header, transport, steps)
+    env = dict(os.environ, NODE_PATH=node_modules)
+    return _parse_steps(_run(cmd, timeout, env=env), "js_client.mjs")
+
+
+def check_wire(results):
+    """Check every recorded answer of ``results`` against the 1.0 proto;
+    returns how many exchanges were checked per operation."""
+    from .proto import check_exchange
+
+    counts = {}
+    for item in results.values():
+        for record in item.get("wire", []):
+            op = check_exchange(record)
+            counts[op] = counts.get(op, 0) + 1
+    return counts
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def sdk_server(key=None, header="X-API-Key", port=None, rest_prefix="/a2a/rest"):
+    """The official SDK 1.x server of ``sdk_server.py`` (the reference the
+    scenarios were proven against); yields its card URL."""
+    python, _ = py_sdk()
+    port = port or _free_port()
+    cmd = [python, os.path.join(HERE, "sdk_server.py"), str(port), "--header", header,
+           "--rest-prefix", rest_prefix] + (["--key", key] if key else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}/.well-known/agent-card.json"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"sdk_server.py did not start: {proc.stderr.read()[-2000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
