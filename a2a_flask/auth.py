@@ -61,23 +61,23 @@ def _basic(header):
     return (name, password) if sep else None
 
 
-def authenticate(state, request):
+def authenticate(runtime, request):
     """The caller of ``request``, or ``Unauthenticated`` (HTTP 401)."""
-    if state.settings.auth_off:
+    if runtime.settings.auth_off:
         return ANONYMOUS
     authorization = request.headers.get("Authorization", "")
     scheme, _, credentials = authorization.partition(" ")
     scheme, credentials = scheme.lower(), credentials.strip()
-    key = request.headers.get(state.settings.api_key_header)
+    key = request.headers.get(runtime.settings.api_key_header)
     if scheme == "bearer":
         key = credentials
     if key:
-        found = state.credentials.find_key(key)
+        found = runtime.credentials.find_key(key)
         if found is not None:
             return Caller("key:" + found.id, "key", found.label or found.id,
                           scope=found.scope)
-        if scheme == "bearer" and _takes_host_token(state, key):
-            caller = _host_caller(state.extension.token_loader(key), "token")
+        if scheme == "bearer" and _takes_host_token(runtime, key):
+            caller = _host_caller(runtime.extension.token_loader(key), "token")
             if caller is None:
                 raise errors.Unauthenticated(
                     "The bearer token is not valid: neither an API key nor "
@@ -89,14 +89,14 @@ def authenticate(state, request):
         pair = _basic(credentials)
         if pair is None:
             raise errors.Unauthenticated("The HTTP Basic credentials are malformed.")
-        caller = _check_password(state, request, *pair)
+        caller = _check_password(runtime, request, *pair)
         if caller is None:
             raise errors.Unauthenticated("Wrong username or password.")
         return caller
     if authorization:
         raise errors.Unauthenticated(
             "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
-    loader = state.extension.session_loader
+    loader = runtime.extension.session_loader
     # A session rides on a cookie the browser sends by itself: only a JSON body
     # (which a cross-site form cannot send without a CORS preflight) may use it.
     if loader is not None and (request.method == "GET"
@@ -106,47 +106,47 @@ def authenticate(state, request):
             return caller
     raise errors.Unauthenticated(
         "Authentication required: send an API key (Authorization: Bearer, or "
-        "the %s header) or HTTP Basic credentials." % state.settings.api_key_header)
+        "the %s header) or HTTP Basic credentials." % runtime.settings.api_key_header)
 
 
-def _login_throttle(state):
+def _login_throttle(runtime):
     """This app's count of failed Basic logins in this process (throttle.py)."""
-    throttle = getattr(state, "login_throttle", None)
+    throttle = getattr(runtime, "login_throttle", None)
     if throttle is None:
-        throttle = state.login_throttle = LoginThrottle(
-            state.settings.login_failures_per_minute)
+        throttle = runtime.login_throttle = LoginThrottle(
+            runtime.settings.login_failures_per_minute)
     return throttle
 
 
-def basic_in_use(state):
+def basic_in_use(runtime):
     """HTTP Basic is offered: the host's password hook is set, or users exist."""
-    return (state.extension.password_checker is not None
-            or state.credentials.has_users())
+    return (runtime.extension.password_checker is not None
+            or runtime.credentials.has_users())
 
 
-def _check_password(state, request, name, password):
+def _check_password(runtime, request, name, password):
     """The caller for these Basic credentials, or None.
 
     No password is hashed unless Basic is in use, nor once this user or this
     address failed too often lately (429); a built-in user's password already
     verified in this process is accepted without either.
     """
-    if not basic_in_use(state):
+    if not basic_in_use(runtime):
         raise errors.Unauthenticated(
             "HTTP Basic is not accepted here (no users are set up): send an "
             "API key.")
     keys = ("user:" + name, "address:%s" % request.remote_addr)
 
-    throttle = _login_throttle(state)
+    throttle = _login_throttle(runtime)
 
     def before_slow_check():
         throttle.check(*keys)
 
-    checker = state.extension.password_checker
+    checker = runtime.extension.password_checker
     if checker is not None:
         before_slow_check()
         caller = _host_caller(checker(name, password), "user")
-    elif state.credentials.check_user(name, password, before_slow_check):
+    elif runtime.credentials.check_user(name, password, before_slow_check):
         caller = Caller("user:" + name, "user", name)
     else:
         caller = None
@@ -155,11 +155,11 @@ def _check_password(state, request, name, password):
     return caller
 
 
-def _takes_host_token(state, token):
+def _takes_host_token(runtime, token):
     """Whether the host's token hook judges this bearer token (none of our
     live keys). A token shaped like ours (``a2a_...``) is only ever one of our
     keys, never handed to the host: a revoked key is a secret all the same."""
-    return (state.extension.token_loader is not None
+    return (runtime.extension.token_loader is not None
             and not token.startswith(KEY_PREFIX))
 
 
@@ -170,27 +170,27 @@ def authorize(caller, agent):
             data={"agent": agent.name})
 
 
-def security_requirements(state):
+def security_requirements(runtime):
     """(securitySchemes, security) for the cards: what this service accepts."""
-    if state.settings.auth_off:
+    if runtime.settings.auth_off:
         return {}, []
     schemes = {
         "apiKey": {"type": "apiKey", "in": "header",
-                   "name": state.settings.api_key_header,
+                   "name": runtime.settings.api_key_header,
                    "description": "An API key made with `flask a2a keys create`."},
         "bearer": {"type": "http", "scheme": "bearer",
                    "description": "The same API key, as a bearer token."},
     }
-    if basic_in_use(state):
+    if basic_in_use(runtime):
         schemes["basic"] = {"type": "http", "scheme": "basic",
                             "description": "A username and password."}
-    if state.extension.token_loader is not None:
+    if runtime.extension.token_loader is not None:
         schemes["hostToken"] = {"type": "http", "scheme": "bearer",
                                 "description": "A bearer token of the host "
                                                "application."}
-    if state.extension.session_loader is not None:
+    if runtime.extension.session_loader is not None:
         schemes["session"] = {"type": "apiKey", "in": "cookie",
-                              "name": state.session_cookie_name,
+                              "name": runtime.session_cookie_name,
                               "description": "A logged-in session of the host "
                                              "application (JSON bodies only)."}
     return schemes, [{name: []} for name in schemes]

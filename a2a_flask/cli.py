@@ -21,7 +21,7 @@ a2a_cli.add_command(tasks_cli)
 a2a_cli.add_command(db_cli)
 
 
-def _state():
+def _runtime():
     return current_app.extensions["a2a"]
 
 
@@ -42,7 +42,7 @@ def _scope(agents):
     if not names:
         raise click.ClickException("--agents needs '*' or agent names, "
                                    "comma-separated")
-    known = _state().extension.agents
+    known = _runtime().extension.agents
     unknown = sorted(names - set(known))
     if unknown:
         raise click.ClickException("unknown agent %s; registered agents: %s" % (
@@ -57,7 +57,7 @@ def _scope(agents):
 @click.option("--quiet", is_flag=True, help="Print only the key.")
 def keys_create(agents, label, quiet):
     """Create an API key; it is printed once and never stored in clear."""
-    key, secret = _state().credentials.create_key(_scope(agents), label)
+    key, secret = _runtime().credentials.create_key(_scope(agents), label)
     if quiet:
         click.echo(secret)
         return
@@ -71,7 +71,7 @@ def keys_create(agents, label, quiet):
 @keys_cli.command("list")
 def keys_list():
     """List API keys (never the keys themselves)."""
-    keys = _state().credentials.keys()
+    keys = _runtime().credentials.keys()
     if not keys:
         click.echo("No API keys. Create one with: flask a2a keys create")
         return
@@ -88,7 +88,7 @@ def keys_list():
 def keys_revoke(key_id):
     """Revoke a key: every worker refuses it from the next request on."""
     with _as_click_error():
-        _state().credentials.revoke_key(key_id)
+        _runtime().credentials.revoke_key(key_id)
     click.echo("Revoked API key %s." % key_id)
 
 
@@ -104,14 +104,14 @@ def users_create(name, password_stdin):
         password = click.prompt("Password", hide_input=True,
                                 confirmation_prompt=True)
     with _as_click_error():
-        _state().credentials.create_user(name, password)
+        _runtime().credentials.create_user(name, password)
     click.echo("Created user %s." % name)
 
 
 @users_cli.command("list")
 def users_list():
     """List the built-in users."""
-    users = _state().credentials.users()
+    users = _runtime().credentials.users()
     if not users:
         click.echo("No users. Create one with: flask a2a users create NAME")
     for name, created in users:
@@ -123,5 +123,5 @@ def users_list():
 def users_delete(name):
     """Delete a built-in user."""
     with _as_click_error():
-        _state().credentials.delete_user(name)
+        _runtime().credentials.delete_user(name)
     click.echo("Deleted user %s." % name)

@@ -119,7 +119,8 @@ class Credentials:
         row = self.storage.find_key(hash_key(secret))
         if row is None:
             return None
-        key = ApiKey(*row.astuple())
+        key = ApiKey(row.id, row.prefix, row.label, row.scope, row.created_at,
+                     row.last_used_at, row.revoked_at)
         # ISO timestamps of one format sort as text: no parsing per request.
         cutoff = _last_used_cutoff()
         if key.last_used_at is None or key.last_used_at < cutoff:

@@ -54,12 +54,12 @@ def exempt_from_csrf(app, blueprint):
         csrf.exempt(blueprint)
 
 
-def check_default_agent(state):
-    name = state.settings.default_agent
-    if name and name not in state.extension.agents:
+def check_default_agent(runtime):
+    name = runtime.settings.default_agent
+    if name and name not in runtime.extension.agents:
         log.error("A2A_DEFAULT_AGENT=%r names no registered agent (registered: "
                   "%s): /a2a answers 404 until it is registered.", name,
-                  ", ".join(sorted(state.extension.agents)) or "none")
+                  ", ".join(sorted(runtime.extension.agents)) or "none")
 
 
 class FirstRequest:
@@ -67,8 +67,8 @@ class FirstRequest:
     request's other hooks run (CSRFProtect's among them, when the host set it
     up after ``init_app``)."""
 
-    def __init__(self, app, state, blueprint):
-        self.app, self.state, self.blueprint = app, state, blueprint
+    def __init__(self, app, runtime, blueprint):
+        self.app, self.runtime, self.blueprint = app, runtime, blueprint
         self.done = False
         self.lock = threading.Lock()
 
@@ -78,5 +78,5 @@ class FirstRequest:
         with self.lock:
             if not self.done:
                 exempt_from_csrf(self.app, self.blueprint)
-                check_default_agent(self.state)
+                check_default_agent(self.runtime)
                 self.done = True

@@ -2,7 +2,7 @@
 with many tasks, and the bytes per task on disk.
 
 The pre-filled database is built once (a few real tasks through HTTP,
-multiplied with bulk SQL by ``multiply_tasks``) and cached in
+multiplied by ``multiply_tasks`` through the storage's bulk import) and cached in
 ``bench/.cache/``, keyed by the schema, the task count and the auth mode.
 """
 
@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import sqlite3
+import sys
 import time
 
 import loadgen
@@ -20,6 +21,10 @@ from configs import LABELS, make_server
 from measure import drive, probe, rpc, send_params
 from processes import HERE, HOST, ROOT, log
 from report import make_row
+
+sys.path.insert(0, ROOT)
+from a2a_flask.storage.base import TaskRecord  # noqa: E402
+from a2a_flask.storage.sqlite import SqliteStorage  # noqa: E402
 
 def db_bytes(path):
     return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
@@ -60,86 +65,54 @@ def sample_task_ids(path, n, agent="echo"):
         c.close()
 
 
-def multiply_tasks(path, total, progress=log):
+def _copy_task(task, n):
+    """Template ``task`` as a new task: fresh task and context ids, message and
+    artifact ids suffixed with ``_n`` (unique per copy)."""
+    tid = "task_" + os.urandom(16).hex()
+    cid = "ctx_" + os.urandom(16).hex()
+
+    def message(m):
+        return dict(m, taskId=tid, contextId=cid, messageId=f"{m['messageId']}_{n}")
+
+    history = [message(m) for m in task.history]
+    status = history[-1] if task.status_message is not None else None
+    artifacts = [dict(a, artifactId=f"{a['artifactId']}_{n}") for a in task.artifacts]
+    return TaskRecord(tid, cid, task.agent, task.owner, task.state, task.updated_at,
+                      status, artifacts, history, task.metadata, task.created_at)
+
+
+def multiply_tasks(path, total, progress=log, batch=20_000):
     """Grow the a2a_flask database at ``path`` to ``total`` tasks.
 
     The tasks already there (a few real ones made through HTTP) are the
-    templates: each new task copies one template's rows in a2a_tasks,
-    a2a_messages (history and status message), a2a_artifacts and
-    a2a_deliveries, with fresh random ids written into the columns and into
-    the JSON bodies (``replace``).  Bulk INSERT ... SELECT over a numbers
-    table, 100,000 tasks per transaction.  This is the one place that knows
-    the schema of a2a_flask/migrations.py: adapt it when the schema changes.
+    templates: each new task copies one template (history, status message,
+    artifacts, retry records) with fresh ids, written through the storage's
+    bulk ``import_tasks`` (``batch`` tasks per transaction), so that this file
+    knows nothing of the schema.
     """
-    c = sqlite3.connect(path, isolation_level=None)
+    storage = SqliteStorage(path, synchronous="OFF")
     try:
-        c.execute("PRAGMA journal_mode = DELETE")
-        c.execute("PRAGMA synchronous = OFF")
-        c.execute("PRAGMA cache_size = -1048576")  # 1 GiB
-        c.execute("PRAGMA temp_store = MEMORY")
-        c.execute("CREATE TEMP TABLE tmpl AS SELECT row_number() OVER (ORDER BY rowid) - 1 AS k, *"
-                  " FROM a2a_tasks")
-        k = c.execute("SELECT count(*) FROM tmpl").fetchone()[0]
-        if k == 0:
+        templates = [task for tasks in storage.export_tasks() for task in tasks]
+        if not templates:
             raise RuntimeError("no template task to multiply")
-        start = c.execute("SELECT count(*) FROM a2a_tasks").fetchone()[0]
-        c.execute("CREATE TEMP TABLE tmpl_msg AS SELECT t.k, m.* FROM a2a_messages m"
-                  " JOIN tmpl t ON t.id = m.task_id")
-        c.execute("CREATE TEMP TABLE tmpl_art AS SELECT t.k, a.* FROM a2a_artifacts a"
-                  " JOIN tmpl t ON t.id = a.task_id")
-        c.execute("CREATE TEMP TABLE tmpl_del AS SELECT t.k, d.* FROM a2a_deliveries d"
-                  " JOIN tmpl t ON t.id = d.task_id")
-        c.execute("CREATE TEMP TABLE ids (n INTEGER PRIMARY KEY, tid TEXT, cid TEXT)")
-        batch = 100_000
-        n0 = start
+        k = len(templates)
+        start = n0 = sum(storage.task_counts().values())
         t0 = time.time()
         while n0 < total:
             n1 = min(total, n0 + batch)
-            c.execute("BEGIN")
-            c.execute("DELETE FROM ids")
-            c.execute(
-                "WITH RECURSIVE seq(n) AS (SELECT ? UNION ALL SELECT n + 1 FROM seq WHERE n + 1 < ?)"
-                " INSERT INTO ids SELECT n, 'task_' || lower(hex(randomblob(16))),"
-                " 'ctx_' || lower(hex(randomblob(16))) FROM seq", (n0, n1))
-            c.execute(
-                "INSERT INTO a2a_tasks (id, agent, owner, context_id, state, status_message,"
-                " updated_at, created_at, metadata)"
-                " SELECT i.tid, t.agent, t.owner, i.cid, t.state,"
-                " replace(replace(replace(t.status_message, t.id, i.tid), t.context_id, i.cid),"
-                " '\"' || json_extract(t.status_message, '$.messageId') || '\"',"
-                " '\"' || json_extract(t.status_message, '$.messageId') || '_' || i.n || '\"'),"
-                " t.updated_at, t.created_at, t.metadata"
-                " FROM ids i JOIN tmpl t ON t.k = i.n % ? ORDER BY i.n", (k,))
-            c.execute(
-                "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role, message_id, body)"
-                " SELECT i.tid, i.cid, m.owner, m.agent, m.role, m.message_id || '_' || i.n,"
-                " replace(replace(replace(m.body, t.id, i.tid), t.context_id, i.cid),"
-                " '\"messageId\":\"' || m.message_id || '\"',"
-                " '\"messageId\":\"' || m.message_id || '_' || i.n || '\"')"
-                " FROM ids i JOIN tmpl t ON t.k = i.n % ? JOIN tmpl_msg m ON m.k = t.k"
-                " ORDER BY i.n, m.seq", (k,))
-            c.execute(
-                "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                " SELECT i.tid, a.artifact_id || '_' || i.n,"
-                " replace(a.body, '\"' || a.artifact_id || '\"', '\"' || a.artifact_id || '_' || i.n || '\"')"
-                " FROM ids i JOIN tmpl_art a ON a.k = i.n % ? ORDER BY i.n, a.seq", (k,))
-            c.execute(
-                "INSERT INTO a2a_deliveries (owner, agent, message_id, fingerprint, task_id)"
-                " SELECT d.owner, d.agent, d.message_id || '_' || i.n, lower(hex(randomblob(32))), i.tid"
-                " FROM ids i JOIN tmpl_del d ON d.k = i.n % ?", (k,))
-            c.execute("COMMIT")
+            storage.import_tasks([_copy_task(templates[n % k], n) for n in range(n0, n1)])
             n0 = n1
             rate = (n0 - start) / max(1e-6, time.time() - t0)
             progress(f"  prefill: {n0:,}/{total:,} tasks ({rate:,.0f} tasks/s)")
-        c.execute("PRAGMA journal_mode = WAL")  # no ANALYZE: a live database has no statistics either
     finally:
-        c.close()
+        storage.close()
 
 
 def ensure_prefilled(ctx):
     """The cached pre-filled database: (path, meta with key or None and pool ids)."""
     args, auth = ctx.args, ctx.auth
-    schema = open(os.path.join(ROOT, "a2a_flask", "migrations.py"), "rb").read()
+    schema = open(os.path.join(ROOT, "a2a_flask", "storage", "sqlite", "migrations.py"),
+                  "rb").read()
     tag = hashlib.sha256(schema + repr((args.scale_tasks, auth.on, 3)).encode()).hexdigest()[:12]
     cache = os.path.join(HERE, ".cache")
     os.makedirs(cache, exist_ok=True)

@@ -3,7 +3,7 @@
 ``GunicornServer`` runs ``gunicorn APP`` on 127.0.0.1, on a free port, with N
 workers, an SQLite file of its own (``A2A_DATABASE``), stdout and stderr in a
 log file; ``start`` waits (bounded) until the port answers HTTP, ``stop``
-always ends the whole process group. ``rpc()`` gives a ``conftest.Rpc`` that
+always ends the whole process group. ``rpc()`` gives a ``helpers.Rpc`` that
 speaks HTTP to it, so every answer is checked against the A2A JSON schema.
 
 Authentication: ``DEFAULT_AUTH`` says how the servers are started. ``"off"``
@@ -24,7 +24,7 @@ import time
 
 import requests
 
-from conftest import Rpc
+from helpers import Rpc
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(TESTS_DIR)
@@ -105,7 +105,7 @@ class _Response:
 
 
 class HttpClient:
-    """Enough of Flask's test client for ``conftest.Rpc``, over real HTTP."""
+    """Enough of Flask's test client for ``helpers.Rpc``, over real HTTP."""
 
     def __init__(self, base_url, headers=None, timeout=REQUEST_TIMEOUT):
         self.base_url = base_url

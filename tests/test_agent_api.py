@@ -4,7 +4,7 @@ registration, and the demo agents."""
 import pytest
 
 from a2a_flask import A2A, AuthRequired, InputRequired, Reject, Reply
-from conftest import texts
+from helpers import texts
 
 # -- the demo agents ----------------------------------------------------------------
 
@@ -158,7 +158,7 @@ def test_decorator_registration_before_init_app(tmp_path):
     app = Flask("x", instance_path=str(tmp_path))
     app.config.update(A2A_DATABASE=str(tmp_path / "db.sqlite3"), A2A_AUTH="off")
     a2a.init_app(app)
-    from conftest import Rpc
+    from helpers import Rpc
     task = Rpc(app.test_client(), agent="late").send("hi")
     assert texts(task["status"]["message"]) == "late: hi"
 

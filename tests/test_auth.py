@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash
 
 from a2a_flask import config_from_env
 from a2a_flask.credentials import CredentialError
-from conftest import check_answer, message
+from helpers import check_answer, message
 
 ECHO = "/api/v1/agents/echo/a2a"
 CHAT = "/api/v1/agents/chat/a2a"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import Rpc, check_answer, message, validate
+from helpers import Rpc, check_answer, message, validate
 
 CARD = "/.well-known/agent-card.json"
 LEGACY = "/.well-known/agent.json"

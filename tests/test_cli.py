@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 
-from conftest import check_answer, message
+from helpers import check_answer, message
 from servers import REPO_DIR, VENV_BIN
 
 FLASK = os.path.join(VENV_BIN, "flask")

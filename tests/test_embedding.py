@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 from a2a_flask import A2A
 from a2a_flask.demo import register_demo_agents
 from a2a_flask.testing import make_key
-from conftest import check_answer, message
+from helpers import check_answer, message
 
 CARD = "/.well-known/agent-card.json"
 

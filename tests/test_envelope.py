@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import check_answer, message
+from helpers import check_answer, message
 
 
 def call(method="message/send", params=None, id=1, **extra):

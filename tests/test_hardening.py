@@ -17,7 +17,7 @@ import requests
 from werkzeug.serving import make_server
 
 from a2a_flask import InputRequired
-from conftest import Rpc, message, texts
+from helpers import Rpc, message, texts
 from test_auth import assert_401, basic, bearer
 
 

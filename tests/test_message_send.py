@@ -6,7 +6,7 @@ import json
 import pytest
 
 from a2a_flask import Reply
-from conftest import SECRET, TERMINAL_STATES, message, task_in_state, texts
+from helpers import SECRET, TERMINAL_STATES, message, task_in_state, texts
 
 
 def send_params(msg, **configuration):

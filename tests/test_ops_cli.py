@@ -7,7 +7,7 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime
 
-from conftest import Rpc, message
+from helpers import Rpc, message
 from test_cli import assert_fails, flask_a2a
 
 OLD = "2020-01-01T00:00:00.000Z"

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from a2a_flask.logs import formatter
-from conftest import Rpc
+from helpers import Rpc
 
 ACCESS = "a2a_flask.access"
 

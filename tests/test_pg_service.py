@@ -6,7 +6,7 @@ artifacts, keys, users) to PostgreSQL."""
 import base64
 
 from a2a_flask.storage import open_storage
-from conftest import Rpc, register_scripted
+from helpers import Rpc, register_scripted
 from test_cli import assert_fails, flask_a2a
 
 

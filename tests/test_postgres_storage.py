@@ -12,7 +12,7 @@ from a2a_flask.storage import base
 from a2a_flask.storage.postgres import PostgresStorage
 from a2a_flask.storage.postgres.migrations import MIGRATIONS
 
-from conftest import TIMESTAMP, message
+from helpers import TIMESTAMP, message
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import requests
 
 from a2a_flask.agents import FAILED_TEXT
 from a2a_flask.storage.base import STALE_TURN_TEXT
-from conftest import message
+from helpers import message
 from server_app import LATE, SECRET
 from servers import assert_clean_log
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import message
+from helpers import message
 from servers import assert_clean_log
 
 WORKERS = 4

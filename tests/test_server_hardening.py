@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import message
+from helpers import message
 from servers import free_port  # noqa: F401  (servers.py must import first)
 
 ECHO = "/api/v1/agents/echo/a2a"

@@ -25,7 +25,7 @@ from a2a.types import (  # noqa: E402
 )
 from a2a.utils.constants import PREV_AGENT_CARD_WELL_KNOWN_PATH  # noqa: E402
 
-from conftest import check_answer  # noqa: E402
+from helpers import check_answer  # noqa: E402
 
 
 def run(coroutine_function, server):

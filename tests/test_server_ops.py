@@ -13,7 +13,7 @@ import time
 import pytest
 import requests
 
-from conftest import message
+from helpers import message
 from servers import REPO_DIR, VENV_BIN, _RUNNING, free_port
 from test_cli import flask_a2a
 

@@ -4,7 +4,7 @@ import signal
 
 import pytest
 
-from conftest import message
+from helpers import message
 from servers import assert_clean_log
 
 

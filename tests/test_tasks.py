@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from a2a_flask import Reply
-from conftest import (
+from helpers import (
     TERMINAL_STATES, Rpc, message, parse_timestamp, random_bits, task_in_state,
     texts,
 )

@@ -5,7 +5,7 @@ path or ``sqlite:///path`` is SQLite (the default, one file);
 ``postgresql://...`` is PostgreSQL (the ``postgres`` extra), imported only then.
 """
 
-from .base import Storage  # noqa: F401
+from .base import Storage  # noqa: F401  (the contract, for backends)
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -31,7 +31,7 @@ def open_storage(settings):
             raise RuntimeError(
                 "A2A_DATABASE is a PostgreSQL URL, but the PostgreSQL backend "
                 "cannot be imported (%s): install the postgres extra, "
-                "pip install 'a2a-flask[postgres]'" % exc) from exc
+                "pip install 'a2a_flask[postgres]'" % exc) from exc
         return open_postgres(settings)
     from .sqlite import SqliteStorage
     return SqliteStorage(sqlite_path(settings.database), settings.busy_timeout_ms,

@@ -17,7 +17,8 @@ Rules every backend keeps:
   Timestamps are ISO 8601 UTC text with milliseconds and ``Z``
   (``2026-01-02T03:04:05.678Z``), which sort as text.
 - **Errors.** Outcomes the caller caused are the ``StorageError`` subclasses
-  below, with structured fields and no wire wording (bindings word them).
+  of ``storage/errors.py``, with structured fields and no wire wording
+  (bindings word them).
   Failures of the storage itself (busy, full, unreachable) are raised as
   ``a2a_flask.errors.StorageBusy`` / ``StorageFull`` / ``StorageUnavailable``
   (with ``data={"retry": True}``): nothing was stored, the call may be retried.
@@ -28,12 +29,12 @@ Rules every backend keeps:
 import abc
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-TERMINAL_STATES = frozenset(("completed", "canceled", "failed", "rejected"))
-WAITING_STATES = frozenset(("input-required", "auth-required"))
-#: The text of the status message a stale turn is failed with.
-STALE_TURN_TEXT = ("The agent stopped before finishing this turn: its worker "
-                   "process ended. Send a new message with this contextId to "
-                   "try again.")
+# The states and the errors are part of the contract (re-exported here).
+from .errors import (  # noqa: F401
+    ContextMismatch, KeyNotFound, MessageIdReused, SchemaError, StorageError,
+    TaskNotCancelable, TaskNotFound, TaskNotWaiting, UserExists, UserNotFound,
+)
+from .states import STALE_TURN_TEXT, TERMINAL_STATES, WAITING_STATES  # noqa: F401
 
 Message = Dict[str, Any]   # a message in its stored form
 Artifact = Dict[str, Any]  # an artifact in its stored form
@@ -124,83 +125,6 @@ class KeyRow:
 
     def astuple(self):
         return tuple(getattr(self, k) for k in self.__slots__)
-
-
-# -- errors the caller caused (no wire wording: bindings word them) -----------
-
-class StorageError(Exception):
-    """Base of the outcomes of the contract that a caller caused."""
-
-
-class TaskNotFound(StorageError):
-    """No task ``task_id`` of this (owner, agent)."""
-
-    def __init__(self, task_id):
-        super().__init__(task_id)
-        self.task_id = task_id
-
-
-class MessageIdReused(StorageError):
-    """This (owner, agent, messageId) was stored with a different message."""
-
-    def __init__(self, message_id):
-        super().__init__(message_id)
-        self.message_id = message_id
-
-
-class ContextMismatch(StorageError):
-    """The message names a contextId other than its task's."""
-
-    def __init__(self, task_id, task_context_id):
-        super().__init__(task_id, task_context_id)
-        self.task_id = task_id
-        self.task_context_id = task_context_id
-
-
-class TaskNotWaiting(StorageError):
-    """A continuation of a task that does not wait for input: terminal
-    (``state in TERMINAL_STATES``) or running (another turn claimed it)."""
-
-    def __init__(self, task_id, state, context_id):
-        super().__init__(task_id, state)
-        self.task_id = task_id
-        self.state = state
-        self.context_id = context_id
-
-    @property
-    def terminal(self):
-        return self.state in TERMINAL_STATES
-
-
-class TaskNotCancelable(StorageError):
-    """``cancel_task`` of a task already in a terminal state."""
-
-    def __init__(self, task_id, state):
-        super().__init__(task_id, state)
-        self.task_id = task_id
-        self.state = state
-
-
-class KeyNotFound(StorageError):
-    def __init__(self, key_id):
-        super().__init__(key_id)
-        self.key_id = key_id
-
-
-class UserExists(StorageError):
-    def __init__(self, name):
-        super().__init__(name)
-        self.name = name
-
-
-class UserNotFound(StorageError):
-    def __init__(self, name):
-        super().__init__(name)
-        self.name = name
-
-
-class SchemaError(StorageError):
-    """The schema cannot be read or is newer than this code."""
 
 
 # -- the contract ----------------------------------------------------------------

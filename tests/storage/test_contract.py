@@ -1,96 +1,20 @@
 """The storage contract (``a2a_flask.storage.base.Storage``), run against
-every backend: ``sqlite`` and ``postgres`` (a throwaway cluster, or
-``A2A_TEST_POSTGRES_URL``; each test gets a fresh database on it).
+every backend (``make_storage`` in conftest.py: ``sqlite`` and ``postgres``).
 
-Every operation, ownership, retries, and the races the contract settles by
-conditional updates: two continuations of one waiting task (exactly one
-wins) and a cancel racing a finishing turn (the terminal state never moves).
-Concurrent callers use separate storage objects, hence separate connections.
+Every operation, ownership and retries; listing, operations, bulk copy,
+keys, users and the races are in test_contract_more.py.
 """
 
-import os
-import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from a2a_flask.storage import base, open_storage
-from a2a_flask.storage.common import now_iso
+from a2a_flask.storage import base
 from a2a_flask.storage.base import (
-    STALE_TURN_TEXT, ContextMismatch, KeyNotFound, KeyRow, MessageIdReused,
-    TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, UserExists,
-    UserNotFound,
+    STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
+    TaskNotFound, TaskNotWaiting, TaskRecord,
 )
-
-BACKENDS = ["sqlite", "postgres"]
-
-
-class _Settings:
-    """The settings ``open_storage`` reads."""
-
-    def __init__(self, database, stale_turn_seconds=3600):
-        self.database = database
-        self.busy_timeout_ms = 5000
-        self.sqlite_synchronous = "NORMAL"
-        self.stale_turn_seconds = stale_turn_seconds
-        self.auto_migrate = True
-
-
-@pytest.fixture(params=BACKENDS)
-def make_storage(request, tmp_path):
-    """``make_storage(**settings)``: a new storage object on this test's
-    database (call it twice for two independent connections/processes).
-    PostgreSQL: a fresh database on the session's server (tests/pgfixtures.py:
-    skipped, or failed under A2A_TEST_REQUIRE_POSTGRES=1, when there is none)."""
-    if request.param == "sqlite":
-        database = "sqlite:///" + str(tmp_path / "contract.sqlite3")
-    else:
-        database = request.getfixturevalue("postgres_url")
-    made = []
-
-    def make(**settings):
-        storage = open_storage(_Settings(database, **settings))
-        storage.migrate()
-        made.append(storage)
-        return storage
-
-    yield make
-    for storage in made:
-        storage.close()
-
-
-@pytest.fixture
-def storage(make_storage):
-    return make_storage()
-
-
-def msg(text="hi", message_id=None, role="user", **fields):
-    message = {"role": role, "parts": [{"kind": "text", "text": text}],
-               "messageId": message_id or "m-" + text}
-    message.update(fields)
-    return message
-
-
-def set_updated_at(storage, task_id, moment):
-    """Make a task look last changed at ``moment`` (a datetime): the storage's
-    clock cannot be moved (PostgreSQL's is the server's), the row can."""
-    stamp = now_iso(moment)
-    with storage.transaction() as conn:  # SQL text both drivers take as is
-        conn.execute("UPDATE a2a_tasks SET updated_at = '%s', created_at = '%s'"
-                     " WHERE id = '%s'" % (stamp, stamp, task_id))
-
-
-def agent_reply(start, text="done"):
-    return {"kind": "message", "role": "agent", "messageId": "a-" + text,
-            "parts": [{"kind": "text", "text": text}], "taskId": start.task_id,
-            "contextId": start.context_id}
-
-
-def finished(storage, state="completed", owner="alice", agent="echo", text="hi",
-             **fields):
-    start = storage.start_turn(owner, agent, msg(text), **fields)
-    storage.finish_turn(start.task_id, owner, agent, state, agent_reply(start, text))
-    return start
+from storage_helpers import agent_reply, finished, msg, set_updated_at
 
 
 # -- schema -----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The storage contract, continued: listing with cursors, operations, bulk
-copy, keys and users, and the races (``make_storage`` comes from
-test_contract.py: the same backends)."""
+copy, keys and users, and the races (the backends of conftest.py; the
+racers are separate storage objects: separate connections)."""
 
 import threading
 from datetime import datetime, timezone
@@ -11,11 +11,8 @@ from a2a_flask.storage.base import (
     KeyNotFound, KeyRow, TaskNotCancelable, TaskNotWaiting, UserExists,
     UserNotFound,
 )
-from test_contract import (  # noqa: F401
-    agent_reply, finished, make_storage, msg, set_updated_at, storage,
-)
+from storage_helpers import agent_reply, finished, msg, set_updated_at
 
-OLD_DAYS = "2000-01-01T00:00:00.000Z"
 
 
 # -- listing ----------------------------------------------------------------------

@@ -77,12 +77,13 @@ CREATE TABLE a2a_users (
 """
 
 _V3_TASK_LISTING = """
--- list_tasks pages newest-updated first by the keyset (updated_at, id): one
--- index range per page at any depth, for all tasks, one caller and agent, or
--- one conversation.
+-- list_tasks pages a caller's tasks of an agent newest-updated first by the
+-- keyset (updated_at, id): one index range per page, at any depth. The
+-- second keeps prune (terminal tasks older than a cutoff, in batches) and
+-- the operator's list of every caller's tasks from scanning the table. No
+-- more: each index costs every send.
 CREATE INDEX a2a_tasks_listing ON a2a_tasks (owner, agent, updated_at DESC, id DESC);
 CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at, id);
-CREATE INDEX a2a_tasks_context ON a2a_tasks (context_id, updated_at, id);
 """
 
 MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING]

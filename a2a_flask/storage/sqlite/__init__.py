@@ -10,7 +10,6 @@ from ..base import Storage
 from .admin import AdminOperations
 from .connection import SqliteConnections
 from .credentials import CredentialOperations
-from .file import is_storage_failure, storage_failure  # noqa: F401
 from .tasks import TaskOperations
 
 

@@ -47,11 +47,11 @@ def _v2_credentials(db):
 
 
 def _v3_task_listing(db):
-    # list_tasks pages newest-updated first by the keyset (updated_at, id):
-    # one index range per page, at any depth, for one caller and agent.
+    # list_tasks pages a caller's tasks of an agent newest-updated first by
+    # the keyset (updated_at, id): one index range per page, at any depth.
+    # The only index added: each costs every send (~10 µs per index here).
     db.execute("CREATE INDEX a2a_tasks_listing ON a2a_tasks"
                " (owner, agent, updated_at DESC, id DESC)")
-    db.execute("CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at, id)")
 
 
 MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing]

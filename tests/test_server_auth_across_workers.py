@@ -1,5 +1,5 @@
 """docs/protocol.md §6 across processes: gunicorn workers (``start_server`` from
-conftest/servers.py), keys and users made with the CLI, the a2a-sdk client."""
+tests/conftest.py), keys and users made with the CLI, the a2a-sdk client."""
 
 import asyncio
 import base64
@@ -16,7 +16,7 @@ except ImportError:  # Python 3.9: no a2a-sdk, and its tests skip
     httpx = None
 import requests
 
-from conftest import check_answer, message
+from helpers import check_answer, message
 from servers import assert_clean_log
 from test_cli import created_key, flask_a2a
 
