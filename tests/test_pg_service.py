@@ -82,6 +82,17 @@ def test_a_database_that_does_not_exist_is_unavailable_until_created(
         postgres_server.drop_db(name)
 
 
+def test_auto_migrate_off_refuses_until_db_upgrade(make_rpc, postgres_url):
+    rpc = make_rpc(A2A_DATABASE=postgres_url, A2A_AUTO_MIGRATE=False)
+    status, error = rpc.error("message/send", {"message": {
+        "kind": "message", "role": "user", "messageId": "m1",
+        "parts": [{"kind": "text", "text": "hi"}]}})
+    assert status == 503 and "flask a2a db upgrade" in error["message"]
+    assert "Upgraded the schema from version 0 to 3" in _ok(
+        flask_a2a(postgres_url, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
+    assert rpc.send("hi")["status"]["state"] == "completed"
+
+
 def test_db_check_and_backup_on_postgres(tmp_path, postgres_url):
     checked = _ok(flask_a2a(postgres_url, "db", "check"))
     assert "Integrity: ok" in checked and "Schema version: 3 (this a2a_flask: 3)" in checked

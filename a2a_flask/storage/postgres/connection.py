@@ -178,7 +178,7 @@ class PostgresConnections:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                     conn.execute("CREATE TABLE IF NOT EXISTS a2a_schema_version"
                                  " (version integer NOT NULL)")
-                    version = _read_version(conn) or 0
+                    version = _read_version(conn)
                     if version > len(MIGRATIONS):
                         raise SchemaError(
                             "The database schema is version %d, newer than this "
@@ -210,7 +210,8 @@ class PostgresConnections:
 
 
 def _read_version(conn):
+    """The schema version (0: no schema yet, as SQLite says)."""
     if conn.execute("SELECT to_regclass('a2a_schema_version')").fetchone()[0] is None:
-        return None
+        return 0
     row = conn.execute("SELECT max(version) FROM a2a_schema_version").fetchone()
     return row[0] or 0
