@@ -82,6 +82,17 @@ def test_a_database_that_does_not_exist_is_unavailable_until_created(
         postgres_server.drop_db(name)
 
 
+def test_health_on_postgres(make_app, postgres_url):
+    app, _ = make_app(A2A_DATABASE=postgres_url)
+    response = app.test_client().get("/api/v1/health")
+    assert (response.status_code, response.get_json()) == (
+        200, {"status": "ok", "database": "ok", "schemaVersion": 3})
+    app, _ = make_app(A2A_DATABASE="postgresql://nobody:pw@127.0.0.1:1/none")
+    response = app.test_client().get("/api/v1/health")
+    assert (response.status_code, response.get_json()) == (
+        503, {"status": "unavailable", "database": "unavailable"})
+
+
 def test_auto_migrate_off_refuses_until_db_upgrade(make_rpc, postgres_url):
     rpc = make_rpc(A2A_DATABASE=postgres_url, A2A_AUTO_MIGRATE=False)
     status, error = rpc.error("message/send", {"message": {
