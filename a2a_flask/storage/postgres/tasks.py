@@ -47,8 +47,10 @@ def history_limit(history_length):
 # take this path.)
 _UNFLUSHED = "SET LOCAL synchronous_commit TO off"
 
-# A new task: its retry record, the task and its first message, one statement.
-# An existing (owner, agent, messageId) inserts nothing and returns no seq.
+# A new task: its retry record, the task and its first message, one statement
+# (its own transaction, made unflushed by set_config(..., true), read at its
+# commit). An existing (owner, agent, messageId) inserts nothing and returns
+# no seq.
 _START_NEW = (
     "WITH d AS (INSERT INTO a2a_deliveries (owner, agent, message_id,"
     " fingerprint, task_id) VALUES (%(owner)s, %(agent)s, %(mid)s, %(fp)s, %(id)s)"
@@ -58,7 +60,8 @@ _START_NEW = (
     " %(ctx)s, 'working', " + NOW + ", " + NOW + ", %(meta)s FROM d RETURNING id)"
     " INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
     " message_id, body) SELECT id, %(ctx)s, %(owner)s, %(agent)s, %(role)s,"
-    " %(mid)s, %(body)s FROM t RETURNING seq")
+    " %(mid)s, %(body)s FROM t,"
+    " set_config('synchronous_commit', 'off', true) RETURNING seq")  # _UNFLUSHED
 
 _SEEN = (
     "SELECT d.fingerprint, d.task_id, t.context_id, txid_current()"
@@ -135,14 +138,11 @@ class TaskOperations:
             context_id = context_id or new_id("ctx_")
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
             with self.connection() as conn:
-                with conn.pipeline(), conn.transaction():  # one round trip
-                    conn.execute(_UNFLUSHED)
-                    cur = conn.execute(_START_NEW, {
-                        "owner": owner, "agent": agent, "mid": message_id,
-                        "fp": digest, "id": task_id, "ctx": context_id,
-                        "role": stored["role"], "body": dumps(stored),
-                        "meta": dumps(metadata) if metadata else None})
-                row = cur.fetchone()
+                row = conn.execute(_START_NEW, {
+                    "owner": owner, "agent": agent, "mid": message_id,
+                    "fp": digest, "id": task_id, "ctx": context_id,
+                    "role": stored["role"], "body": dumps(stored),
+                    "meta": dumps(metadata) if metadata else None}).fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0], created=True)
                 return self._replayed(conn, owner, agent, message_id, digest)
