@@ -3,13 +3,12 @@ of ``SqliteStorage``. Deletions run in small transactions, so that they are
 safe while the service runs: a worker waits at most one batch for the lock.
 """
 
-import base64
 import json
 import os
 import sqlite3
 
 from ..base import TaskPage, TaskRecord
-from ..common import dumps, fingerprint
+from ..common import decode_cursor, encode_cursor, import_rows
 from .tasks import (
     _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
 )
@@ -36,19 +35,23 @@ def _record(row, history=None, artifacts=()):
                       json.loads(metadata) if metadata else None, created_at)
 
 
-def encode_cursor(updated_at, task_id):
-    text = "%s|%s" % (updated_at, task_id)
-    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
-
-
-def decode_cursor(cursor):
-    """(updated_at, id) of a cursor; ``ValueError`` when it is not ours."""
-    try:
-        updated_at, task_id = base64.urlsafe_b64decode(
-            cursor.encode("ascii")).decode("utf-8").split("|")
-    except (UnicodeError, ValueError, TypeError) as exc:
-        raise ValueError("not a cursor of this list: %r" % cursor) from exc
-    return updated_at, task_id
+def _stored_once(records, tasks, messages, artifacts):
+    """``import_rows``'s rows as schema v4 stores them (see tasks.py): bodies
+    without the row's ids, and a status message found in the history pointed
+    at (the (task id, messageId) returned) rather than copied into the row."""
+    statuses = []
+    for index, task in enumerate(records):
+        status = task.status_message
+        if status is not None and status in (task.history or ()):
+            statuses.append((task.id, status["messageId"]))
+            tasks[index] = tasks[index][:5] + (None,) + tasks[index][6:]
+    sent = [(task, message) for task in records for message in task.history or ()]
+    messages = [row[:6] + (message_body(message, task.id, task.context_id),)
+                for row, (task, message) in zip(messages, sent)]
+    made = [artifact for task in records for artifact in task.artifacts or ()]
+    artifacts = [row[:2] + (artifact_body(artifact),)
+                 for row, artifact in zip(artifacts, made)]
+    return tasks, messages, artifacts, statuses
 
 
 class AdminOperations:
@@ -195,33 +198,10 @@ class AdminOperations:
                    for row in rows]
 
     def import_tasks(self, records, deliveries=True):
-        tasks, messages, artifacts, retries = [], [], [], []
-        statuses = []  # (task id, messageId) of status messages in the history
-        for task in records:
-            status = task.status_message
-            in_history = status is not None and any(
-                m["messageId"] == status["messageId"] and m == status
-                for m in task.history or ())
-            if in_history:
-                statuses.append((task.id, status["messageId"]))
-            tasks.append((task.id, task.agent, task.owner, task.context_id,
-                          task.state, dumps(status)
-                          if status and not in_history else None,
-                          task.updated_at, task.created_at or task.updated_at,
-                          dumps(task.metadata) if task.metadata else None))
-            for message in task.history or ():
-                messages.append((task.id, task.context_id, task.owner,
-                                 task.agent, message["role"],
-                                 message["messageId"],
-                                 message_body(message, task.id, task.context_id)))
-                if deliveries and message["role"] == "user":
-                    # The digest of the message as it was received.
-                    received = {k: v for k, v in message.items()
-                                if k not in ("kind", "taskId", "contextId")}
-                    retries.append((task.owner, task.agent, message["messageId"],
-                                    fingerprint(received), task.id))
-            artifacts.extend((task.id, a["artifactId"], artifact_body(a))
-                             for a in task.artifacts or ())
+        records = list(records)
+        tasks, messages, artifacts, retries = import_rows(records, deliveries)
+        tasks, messages, artifacts, statuses = _stored_once(
+            records, tasks, messages, artifacts)
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
