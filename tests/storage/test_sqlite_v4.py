@@ -8,6 +8,8 @@ import sqlite3
 
 import sqlite_utils
 
+from a2a_flask.storage.base import MessageIdReused
+from a2a_flask.storage.common import fingerprint
 from a2a_flask.storage.sqlite import SqliteStorage
 from a2a_flask.storage.sqlite.migrations import MIGRATIONS
 
@@ -59,6 +61,10 @@ def _version_3_file(path):
                  message["messageId"], _dumps(message)))
     conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
                  " VALUES ('t1', 'art1', ?)", (_dumps(ARTIFACT),))
+    received = {k: v for k, v in rows[0][3][0].items()
+                if k not in ("kind", "taskId", "contextId")}
+    conn.execute("INSERT INTO a2a_deliveries VALUES (?, ?, 'u1', ?, 't1')",
+                 (OWNER, AGENT, fingerprint(received)))
     conn.close()
     return {task_id: (state, status, history)
             for task_id, state, status, history in rows}
@@ -104,6 +110,22 @@ def test_a_version_3_file_is_migrated_with_nothing_lost(tmp_path):
     assert json.loads(tasks["t3"][0]) == expected["t3"][1]
     assert not any(set(body) & {"messageId", "taskId", "contextId", "artifactId"}
                    for body in bodies)
+    conn = sqlite3.connect(path)
+    (stored,), = conn.execute("SELECT fingerprint FROM a2a_deliveries")
+    conn.close()
+    assert isinstance(stored, bytes) and len(stored) == 16
+    # A retry of the migrated delivery is still a retry; another message is not.
+    retry = {"role": "user", "messageId": "u1",
+             "parts": [{"kind": "text", "text": "hello"}]}
+    start = storage.start_turn(OWNER, AGENT, retry)
+    assert (start.replayed, start.task_id) == (True, "t1")
+    try:
+        storage.start_turn(OWNER, AGENT, dict(retry, parts=[
+            {"kind": "text", "text": "something else"}]))
+    except MessageIdReused:
+        pass
+    else:
+        raise AssertionError("a different message with the same messageId")
     storage.close()
 
 

@@ -11,6 +11,7 @@ from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows
 from .tasks import (
     _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
+    stored_fingerprint,
 )
 
 #: Tasks deleted per transaction by ``prune``.
@@ -202,6 +203,8 @@ class AdminOperations:
         tasks, messages, artifacts, retries = import_rows(records, deliveries)
         tasks, messages, artifacts, statuses = _stored_once(
             records, tasks, messages, artifacts)
+        retries = [row[:3] + (stored_fingerprint(row[3]),) + row[4:]
+                   for row in retries]
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"

@@ -57,6 +57,13 @@ def load_artifact(body, artifact_id):
     return dict({"artifactId": artifact_id}, **artifact)
 
 
+def stored_fingerprint(digest):
+    """A message's fingerprint as a2a_deliveries keeps it (v4): the first 128
+    bits of the SHA-256, as bytes (16 bytes, not 64 hex digits); enough to
+    tell a retry of one caller's message from a different message."""
+    return bytes.fromhex(digest[:32])
+
+
 class _NotWorking(Exception):
     """The task is no longer ``working``: the transaction is rolled back."""
 
@@ -71,7 +78,7 @@ class TaskOperations:
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
                    metadata=None):
         message_id = message["messageId"]
-        digest = fingerprint(message)
+        digest = stored_fingerprint(fingerprint(message))
         now = self._now()
         created = task_id is None
         if created:
