@@ -108,8 +108,8 @@ def test_a_version_3_file_is_migrated_with_nothing_lost(tmp_path):
     assert tasks["t2"] == (None, None)
     # Not in its history: the copy in the row stays.
     assert json.loads(tasks["t3"][0]) == expected["t3"][1]
-    assert not any(set(body) & {"messageId", "taskId", "contextId", "artifactId"}
-                   for body in bodies)
+    assert not any(set(body) & {"kind", "messageId", "taskId", "contextId",
+                                "artifactId"} for body in bodies)
     conn = sqlite3.connect(path)
     (stored,), = conn.execute("SELECT fingerprint FROM a2a_deliveries")
     conn.close()
@@ -149,7 +149,7 @@ def test_a_turn_stores_its_status_message_once(tmp_path):
     tasks, bodies = _rows(path)
     assert tasks[start.task_id][0] is None
     assert len(bodies) == 3 and not any(
-        set(body) & {"messageId", "taskId", "contextId", "artifactId"}
+        set(body) & {"kind", "messageId", "taskId", "contextId", "artifactId"}
         for body in bodies)
 
     # Imported, the status message keeps pointing into the history.

@@ -63,7 +63,7 @@ def _v4_messages_once(db):
     # its history (status_seq) instead of holding a copy (status_message stays
     # for a status message absent from the history, e.g. imported so), and a
     # message body leaves out the messageId, taskId and contextId of its row's
-    # columns (an artifact its artifactId). ~650 of ~2,050 bytes of a one-turn task.
+    # columns and its "kind": "message" (an artifact its artifactId). ~650 of ~2,050 bytes of a one-turn task.
     # A delivery's fingerprint: 16 bytes instead of 64 hex digits (tasks.py,
     # stored_fingerprint).
     db.execute("ALTER TABLE a2a_tasks ADD COLUMN status_seq INTEGER")
@@ -79,6 +79,8 @@ def _v4_messages_once(db):
         " AND json_extract(body, '$.contextId') = context_id")
     db.execute("UPDATE a2a_messages SET body = json_remove(body, '$.messageId')"
                " WHERE json_extract(body, '$.messageId') = message_id")
+    db.execute("UPDATE a2a_messages SET body = json_remove(body, '$.kind')"
+               " WHERE json_extract(body, '$.kind') = 'message'")
     db.execute("UPDATE a2a_artifacts SET body = json_remove(body, '$.artifactId')"
                " WHERE json_extract(body, '$.artifactId') = artifact_id")
     db.conn.create_function("a2a_fingerprint16", 1, _fingerprint16)

@@ -24,21 +24,25 @@ _WAITING_SQL = "('auth-required', 'input-required')"
 
 # A message is stored once, in a2a_messages, without the ids that its row's
 # columns hold (messageId, taskId, contextId; an artifact without its
-# artifactId): a task's status message is its row's status_seq, a pointer into
-# its history, not a second copy (schema v4).
-_ROW_IDS = ("messageId", "taskId", "contextId")
+# artifactId) nor its constant "kind": "message": a task's status message is
+# its row's status_seq, a pointer into its history, not a second copy
+# (schema v4).
+_ROW_IDS = ("kind", "messageId", "taskId", "contextId")
 
 
 def message_body(message, task_id, context_id):
     """The stored JSON of ``message``, in the history of task ``task_id``."""
     if message.get("taskId") == task_id and message.get("contextId") == context_id:
         return dumps({k: v for k, v in message.items() if k not in _ROW_IDS})
-    return dumps({k: v for k, v in message.items() if k != "messageId"})
+    return dumps({k: v for k, v in message.items()
+                  if k not in ("kind", "messageId")})
 
 
 def load_message(body, task_id, context_id, message_id):
     """A message as stored by ``message_body`` (or whole, before v4)."""
     message = json.loads(body)
+    if "kind" not in message:
+        message = dict({"kind": "message"}, **message)
     message.setdefault("messageId", message_id)
     if "taskId" not in message:
         message["taskId"] = task_id
