@@ -63,10 +63,25 @@ def _v4_messages_once(db):
     # its history (status_seq) instead of holding a copy (status_message stays
     # for a status message absent from the history, e.g. imported so), and a
     # message body leaves out the messageId, taskId and contextId of its row's
-    # columns and its "kind": "message" (an artifact its artifactId). ~650 of ~2,050 bytes of a one-turn task.
-    # A delivery's fingerprint: 16 bytes instead of 64 hex digits (tasks.py,
-    # stored_fingerprint).
-    db.execute("ALTER TABLE a2a_tasks ADD COLUMN status_seq INTEGER")
+    # columns and its "kind": "message" (an artifact its artifactId). A
+    # delivery's fingerprint: 16 bytes instead of 64 hex digits (tasks.py,
+    # stored_fingerprint). And a2a_tasks is keyed by its id alone (WITHOUT
+    # ROWID): no rowid, no second copy of every id in an automatic index.
+    # ~700 of ~2,050 bytes of a one-turn task.
+    db.execute(
+        "CREATE TABLE a2a_tasks_v4 (id TEXT PRIMARY KEY NOT NULL,"
+        " agent TEXT NOT NULL, owner TEXT NOT NULL, context_id TEXT NOT NULL,"
+        " state TEXT NOT NULL, status_message TEXT, updated_at TEXT NOT NULL,"
+        " created_at TEXT NOT NULL, metadata TEXT, status_seq INTEGER)"
+        " WITHOUT ROWID")
+    db.execute(
+        "INSERT INTO a2a_tasks_v4 (id, agent, owner, context_id, state,"
+        " status_message, updated_at, created_at, metadata) SELECT id, agent,"
+        " owner, context_id, state, status_message, updated_at, created_at,"
+        " metadata FROM a2a_tasks")
+    db.execute("DROP TABLE a2a_tasks")  # and its index a2a_tasks_listing
+    db.execute("ALTER TABLE a2a_tasks_v4 RENAME TO a2a_tasks")
+    _v3_task_listing(db)
     db.execute(
         "UPDATE a2a_tasks SET status_seq = (SELECT max(m.seq) FROM a2a_messages m"
         " WHERE m.task_id = a2a_tasks.id AND m.body = a2a_tasks.status_message)"
