@@ -199,5 +199,5 @@ def test_auto_migrate_off_refuses_until_db_upgrade(tmp_path, make_app):
 
     # The same app, without a restart: serves now.
     assert app.test_client().get("/api/v1/health").get_json() == {
-        "status": "ok", "database": "ok", "schemaVersion": 3}
+        "status": "ok", "database": "ok", "schemaVersion": 4}
     assert rpc.send("hi")["status"]["state"] == "completed"
