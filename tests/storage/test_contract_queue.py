@@ -15,7 +15,7 @@ from a2a_flask.storage.base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, STALE_TURN_TEXT, Storage,
     TaskNotWaiting,
 )
-from storage_helpers import agent_reply, finished, msg
+from storage_helpers import agent_reply, finished, msg, set_updated_at
 
 QUEUED = {"kind": "message", "role": "agent", "messageId": "q-1",
           "parts": [{"kind": "text", "text": "queued"}]}
@@ -38,9 +38,12 @@ def queue(make_queue):
     return make_queue()
 
 
-def _later(storage, seconds):
-    moment = datetime.now(timezone.utc) + timedelta(seconds=seconds)
-    storage.clock = lambda: moment
+def expire_lease(storage, task_id):
+    """Make a turn's lease look expired: the storage's clock cannot be moved
+    (PostgreSQL's is the server's), the row can."""
+    with storage.transaction() as conn:  # SQL text both drivers take as is
+        conn.execute("UPDATE a2a_turns SET lease_expires ="
+                     " '2000-01-01T00:00:00.000Z' WHERE task_id = '%s'" % task_id)
 
 
 def test_enqueue_stores_a_working_task_with_its_queued_status(queue):
@@ -149,11 +152,12 @@ def test_renew_keeps_a_lease_and_expiry_fails_a_turn_once(queue):
     kept = queue.enqueue_turn("alice", "bg", msg("kept"))
     lost = queue.enqueue_turn("alice", "bg", msg("lost"))
     queue.claim_turns("w1", 2, 10)
-    _later(queue, 5)
+    expire_lease(queue, kept.task_id)
+    expire_lease(queue, lost.task_id)
+    # kept's worker renews in time; lost's does not (and w2 holds nothing).
     assert queue.renew_leases("w1", [kept.task_id, "task_nope"], 10) == [
         kept.task_id]
     assert queue.renew_leases("w2", [lost.task_id], 10) == []
-    _later(queue, 12)  # lost's lease (10 s) ended; kept's runs to 15 s
     assert queue.expire_leases() == [(lost.task_id, "failed")]
     assert queue.expire_leases() == []
     task = queue.get_task(lost.task_id, "alice", "bg")
@@ -172,11 +176,11 @@ def test_expiry_requeues_a_retry_turn_until_attempts_run_out(queue):
     for attempt in (1, 2):
         claimed = queue.claim_turns("w%d" % attempt, 1, 10)
         assert [(c.attempts, c.retry) for c in claimed] == [(attempt, True)]
-        _later(queue, 20 * attempt)
+        expire_lease(queue, start.task_id)
         assert queue.expire_leases(max_attempts=3) == [(start.task_id, "requeued")]
         assert queue.task_state(start.task_id) == "working"
     assert [c.attempts for c in queue.claim_turns("w3", 1, 10)] == [3]
-    _later(queue, 100)
+    expire_lease(queue, start.task_id)
     assert queue.expire_leases(max_attempts=3) == [(start.task_id, "failed")]
     task = queue.get_task(start.task_id, "alice", "bg")
     assert task.status_message["parts"][0]["text"] == ATTEMPTS_EXHAUSTED_TEXT % 3
@@ -202,7 +206,9 @@ def test_a_queued_turn_is_not_stale_failed_but_a_continuation_is_one_at_a_time(
     start = storage.enqueue_turn("alice", "bg", msg("two"), task_id=first.task_id)
     with pytest.raises(TaskNotWaiting):
         storage.enqueue_turn("alice", "bg", msg("three"), task_id=first.task_id)
-    _later(storage, 3600)  # queued for an hour: leases, not staleness, decide
+    # queued for an hour: leases, not staleness, decide
+    set_updated_at(storage, start.task_id,
+                   datetime.now(timezone.utc) - timedelta(seconds=3600))
     task = storage.get_task(start.task_id, "alice", "bg")
     assert task.state == "working"
     assert not storage.fail_stale_turn(start.task_id)

@@ -121,7 +121,9 @@ class TaskOperations:
             "WITH u AS (UPDATE a2a_tasks SET state = 'failed', status_message ="
             " (%(body)s::jsonb || jsonb_build_object('contextId', context_id))::text,"
             " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
-            " AND updated_at < " + cutoff + " RETURNING context_id, owner, agent,"
+            " AND updated_at < " + cutoff + " AND NOT EXISTS (SELECT FROM"
+            " a2a_turns WHERE task_id = %(id)s)"  # leases decide queued turns
+            " RETURNING context_id, owner, agent,"
             " status_message)"
             " INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
             " message_id, body) SELECT %(id)s, context_id, owner, agent, 'agent',"
@@ -286,6 +288,10 @@ class TaskOperations:
                     " updated_at = " + NOW + " WHERE id = %s AND owner = %s AND"
                     " agent = %s AND state NOT IN " + TERMINAL_SQL,
                     (task_id, owner, agent)).rowcount:
+                # A queued background turn never starts (a claim drops it
+                # anyway); a running one sees turn.canceled.
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
+                             " worker IS NULL", (task_id,))
                 return
             # a new statement: the state as it is now, after whoever won
             row = conn.execute(
