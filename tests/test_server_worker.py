@@ -28,10 +28,11 @@ def setup(start_server, tmp_path):
     started = []
     ledger = str(tmp_path / "ledger")
 
-    def make(workers=1, threads=4, gunicorn_args=(), env=None):
+    def make(workers=1, threads=4, gunicorn_args=(), env=None, database=None):
         env = dict({"BG_LEDGER": ledger, "A2A_WORKER_LEASE_SECONDS": LEASE},
                    **(env or {}))
-        server = start_server(workers=2, env=env, gunicorn_args=gunicorn_args)
+        server = start_server(workers=2, env=env, gunicorn_args=gunicorn_args,
+                              database=database)
         for _ in range(workers):
             started.append(WorkerProcess(server, "--threads", str(threads),
                                          "--grace", "5").start())
@@ -77,8 +78,12 @@ def test_blocking_caller_gets_the_outcome_of_a_short_turn_in_one_call(setup):
     assert_clean_log(server.log())
 
 
-def test_200_turns_across_two_workers_each_run_exactly_once(setup):
-    server, workers, ledger = setup(workers=2, threads=4)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_200_turns_across_two_workers_each_run_exactly_once(setup, backend,
+                                                            request):
+    database = (request.getfixturevalue("postgres_url") if backend == "postgres"
+                else None)
+    server, workers, ledger = setup(workers=2, threads=4, database=database)
     ids, lock = [], threading.Lock()
 
     def caller():
@@ -133,8 +138,13 @@ def test_sigkill_mid_turn_fails_the_task_when_its_lease_expires(setup, tmp_path)
     assert_clean_log(server.log())
 
 
-def test_sigkill_mid_turn_of_a_retry_agent_runs_it_again(setup, tmp_path):
-    server, (doomed, survivor), ledger = setup(workers=2, threads=1)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_sigkill_mid_turn_of_a_retry_agent_runs_it_again(setup, tmp_path, backend,
+                                                         request):
+    database = (request.getfixturevalue("postgres_url") if backend == "postgres"
+                else None)
+    server, (doomed, survivor), ledger = setup(workers=2, threads=1,
+                                               database=database)
     rpc = server.rpc("bg_retry")
     task = _announced(tmp_path, rpc, "poll 3", agent="bg_retry")
     holder = doomed if task["id"] in doomed.log() else survivor
