@@ -94,27 +94,13 @@ class QueueOperations:
 
     def finish_queued_turn(self, task_id, worker, owner, agent, state,
                            status_message=None, artifacts=()):
-        now = self._now()
-        body = dumps(status_message) if status_message else None
-        with self.transaction() as conn:
-            if not conn.execute(
-                    "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
-                    (task_id, worker)).rowcount:
-                return None  # the lease was lost: another outcome stands
-            if not conn.execute(
-                    "UPDATE a2a_tasks SET state = ?, status_message = ?,"
-                    " updated_at = ? WHERE id = ? AND state = 'working'",
-                    (state, body, now, task_id)).rowcount:
-                return None  # canceled meanwhile (the turn row goes all the same)
-            if status_message is not None:
-                self._insert_message(conn, task_id, status_message["contextId"],
-                                     owner, agent, status_message, body)
-            if artifacts:
-                conn.executemany(
-                    "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                    " VALUES (?, ?, ?)",
-                    [(task_id, a["artifactId"], dumps(a)) for a in artifacts])
-        return now
+        def holds_the_turn(conn):  # else the lease was lost: another outcome stands
+            return conn.execute(
+                "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
+                (task_id, worker)).rowcount == 1
+        # A canceled task keeps its state; the turn row goes all the same.
+        return self._store_outcome(task_id, owner, agent, state, status_message,
+                                   artifacts, before=holds_the_turn)
 
     def expire_leases(self, max_attempts=3):
         now = self._now()

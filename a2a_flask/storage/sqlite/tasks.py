@@ -140,10 +140,14 @@ class TaskOperations:
                 raise failure from exc
 
     def _store_outcome(self, task_id, owner, agent, state, status_message,
-                       artifacts):
+                       artifacts, before=None):
+        """One transaction: ``before(conn)`` first when given (False: store
+        nothing), then the conditional outcome. Its timestamp, or None."""
         now = self._now()
         body = dumps(status_message) if status_message else None
         with self.transaction() as conn:
+            if before is not None and not before(conn):
+                return None
             if not conn.execute(
                     "UPDATE a2a_tasks SET state = ?, status_message = ?,"
                     " updated_at = ? WHERE id = ? AND state = 'working'",
