@@ -190,3 +190,11 @@ def _wait_idle(worker):
     while worker.running():
         assert time.monotonic() < deadline, "the worker never finished"
         time.sleep(0.01)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("A2A_BLOCKING_WAIT_SECONDS", -1), ("A2A_WORKER_LEASE_SECONDS", 0),
+    ("A2A_WORKER_MAX_ATTEMPTS", "x")])
+def test_bad_background_settings_are_refused_at_init(make_app, key, value):
+    with pytest.raises(ValueError, match=key):
+        make_app(**{key: value})
