@@ -37,12 +37,10 @@ class QueueOperations:
         if created:
             task_id = new_id("task_")
         with self.transaction() as conn:
-            if conn.execute(
-                    "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                    " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
-                    " ON CONFLICT DO NOTHING", (owner, agent, message_id, digest,
-                                                task_id)).rowcount != 1:
-                return self._replayed(conn, owner, agent, message_id, digest)
+            replayed = self._record_delivery(conn, owner, agent, message_id,
+                                             digest, task_id)
+            if replayed is not None:
+                return replayed
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(

@@ -149,12 +149,10 @@ class TaskOperations:
                     return TurnStart(task_id, context_id, stored, row[0], created=True)
                 return self._replayed(conn, owner, agent, message_id, digest)
         with self.transaction() as conn:
-            if conn.execute(
-                    "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                    " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
-                    " ON CONFLICT DO NOTHING", (owner, agent, message_id, digest,
-                                                task_id)).rowcount != 1:
-                return self._replayed(conn, owner, agent, message_id, digest)
+            replayed = self._record_delivery(conn, owner, agent, message_id,
+                                             digest, task_id)
+            if replayed is not None:
+                return replayed
             conn.execute(_UNFLUSHED)  # read at COMMIT: a replay above still waits
             context_id = self._claim_waiting_task(conn, owner, agent, task_id, context_id)
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
@@ -162,6 +160,18 @@ class TaskOperations:
                 task_id, context_id, owner, agent, stored["role"], message_id,
                 dumps(stored))).fetchone()[0]
         return TurnStart(task_id, context_id, stored, seq)
+
+    @classmethod
+    def _record_delivery(cls, conn, owner, agent, message_id, digest, task_id):
+        """The retry record of a message to ``task_id``; when this messageId
+        was seen, the replayed ``TurnStart`` (or ``MessageIdReused``)."""
+        if conn.execute(
+                "INSERT INTO a2a_deliveries (owner, agent, message_id,"
+                " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING", (owner, agent, message_id, digest,
+                                            task_id)).rowcount != 1:
+            return cls._replayed(conn, owner, agent, message_id, digest)
+        return None
 
     @staticmethod
     def _replayed(conn, owner, agent, message_id, digest):
