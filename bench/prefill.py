@@ -52,7 +52,7 @@ def sample_task_ids(path, n, agent="echo"):
     c = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         c.execute("PRAGMA busy_timeout = 10000")
-        # a2a_tasks has no rowid (schema v4): tasks are picked through
+        # a2a_tasks has no rowid (schema v5): tasks are picked through
         # random history rows (seq), a few per task.
         lo, hi = c.execute("SELECT min(seq), max(seq) FROM a2a_messages").fetchone()
         ids = set()

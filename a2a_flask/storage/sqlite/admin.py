@@ -17,7 +17,7 @@ from .tasks import (
 #: Tasks deleted per transaction by ``prune``.
 PRUNE_BATCH = 100
 
-# The status message: its copy in the row (before schema v4, or not in the
+# The status message: its copy in the row (before schema v5, or not in the
 # history), else the history message the row points at.
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
             " coalesce(status_message, (SELECT body FROM a2a_messages"
@@ -37,7 +37,7 @@ def _record(row, history=None, artifacts=()):
 
 
 def _stored_once(records, tasks, messages, artifacts):
-    """``import_rows``'s rows as schema v4 stores them (see tasks.py): bodies
+    """``import_rows``'s rows as schema v5 stores them (see tasks.py): bodies
     without the row's ids, and a status message found in the history pointed
     at (the (task id, messageId) returned) rather than copied into the row."""
     statuses = []

@@ -54,11 +54,24 @@ def _v3_task_listing(db):
                " (owner, agent, updated_at DESC, id DESC)")
 
 
+def _v4_turn_queue(db):
+    # One row per background turn, queued (worker NULL) or leased by a worker
+    # until lease_expires (the storage's clock); deleted when it ends. seq is
+    # the queue order; a task has at most one turn at a time.
+    db.execute(
+        "CREATE TABLE a2a_turns (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL"
+        " UNIQUE, owner TEXT NOT NULL, agent TEXT NOT NULL, message_seq INTEGER"
+        " NOT NULL, retry INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL"
+        " DEFAULT 0, worker TEXT, lease_expires TEXT, queued_at TEXT NOT NULL)")
+    db.execute("CREATE INDEX a2a_turns_leases ON a2a_turns (lease_expires)"
+               " WHERE worker IS NOT NULL")
+
+
 def _fingerprint16(hex_digest):
     return bytes.fromhex(hex_digest[:32])
 
 
-def _v4_messages_once(db):
+def _v5_messages_once(db):
     # A message is stored once: the task row points at its status message in
     # its history (status_seq) instead of holding a copy (status_message stays
     # for a status message absent from the history, e.g. imported so), and a
@@ -69,18 +82,18 @@ def _v4_messages_once(db):
     # ROWID): no rowid, no second copy of every id in an automatic index.
     # ~700 of ~2,050 bytes of a one-turn task.
     db.execute(
-        "CREATE TABLE a2a_tasks_v4 (id TEXT PRIMARY KEY NOT NULL,"
+        "CREATE TABLE a2a_tasks_v5 (id TEXT PRIMARY KEY NOT NULL,"
         " agent TEXT NOT NULL, owner TEXT NOT NULL, context_id TEXT NOT NULL,"
         " state TEXT NOT NULL, status_message TEXT, updated_at TEXT NOT NULL,"
         " created_at TEXT NOT NULL, metadata TEXT, status_seq INTEGER)"
         " WITHOUT ROWID")
     db.execute(
-        "INSERT INTO a2a_tasks_v4 (id, agent, owner, context_id, state,"
+        "INSERT INTO a2a_tasks_v5 (id, agent, owner, context_id, state,"
         " status_message, updated_at, created_at, metadata) SELECT id, agent,"
         " owner, context_id, state, status_message, updated_at, created_at,"
         " metadata FROM a2a_tasks")
     db.execute("DROP TABLE a2a_tasks")  # and its index a2a_tasks_listing
-    db.execute("ALTER TABLE a2a_tasks_v4 RENAME TO a2a_tasks")
+    db.execute("ALTER TABLE a2a_tasks_v5 RENAME TO a2a_tasks")
     _v3_task_listing(db)
     db.execute(
         "UPDATE a2a_tasks SET status_seq = (SELECT max(m.seq) FROM a2a_messages m"
@@ -103,7 +116,8 @@ def _v4_messages_once(db):
                " a2a_fingerprint16(fingerprint) WHERE typeof(fingerprint) = 'text'")
 
 
-MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_messages_once]
+MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_turn_queue,
+              _v5_messages_once]
 
 
 def schema_version(db):

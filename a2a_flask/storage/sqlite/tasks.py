@@ -26,7 +26,7 @@ _WAITING_SQL = "('auth-required', 'input-required')"
 # columns hold (messageId, taskId, contextId; an artifact without its
 # artifactId) nor its constant "kind": "message": a task's status message is
 # its row's status_seq, a pointer into its history, not a second copy
-# (schema v4).
+# (schema v5).
 _ROW_IDS = ("kind", "messageId", "taskId", "contextId")
 
 
@@ -39,7 +39,7 @@ def message_body(message, task_id, context_id):
 
 
 def load_message(body, task_id, context_id, message_id):
-    """A message as stored by ``message_body`` (or whole, before v4)."""
+    """A message as stored by ``message_body`` (or whole, before v5)."""
     message = json.loads(body)
     if "kind" not in message:
         message = dict({"kind": "message"}, **message)
@@ -56,20 +56,16 @@ def artifact_body(artifact):
 
 def load_artifact(body, artifact_id):
     artifact = json.loads(body)
-    if "artifactId" in artifact:  # stored before v4
+    if "artifactId" in artifact:  # stored before v5
         return artifact
     return dict({"artifactId": artifact_id}, **artifact)
 
 
 def stored_fingerprint(digest):
-    """A message's fingerprint as a2a_deliveries keeps it (v4): the first 128
+    """A message's fingerprint as a2a_deliveries keeps it (v5): the first 128
     bits of the SHA-256, as bytes (16 bytes, not 64 hex digits); enough to
     tell a retry of one caller's message from a different message."""
     return bytes.fromhex(digest[:32])
-
-
-class _NotWorking(Exception):
-    """The task is no longer ``working``: the transaction is rolled back."""
 
 
 class TaskOperations:
@@ -80,7 +76,9 @@ class TaskOperations:
     FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None):
+                   metadata=None, queue=None):
+        """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
+        writes in the same transaction once the message is stored."""
         message_id = message["messageId"]
         digest = stored_fingerprint(fingerprint(message))
         now = self._now()
@@ -123,7 +121,10 @@ class TaskOperations:
                           contextId=context_id)
             seq = self._insert_message(conn, task_id, context_id, owner, agent,
                                        stored)
-        return TurnStart(task_id, context_id, stored, seq, created=created)
+            start = TurnStart(task_id, context_id, stored, seq, created=created)
+            if queue is not None:
+                queue(conn, start)
+        return start
 
     def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now):
         """One conditional UPDATE claims the task; when it changes no row,
@@ -184,29 +185,31 @@ class TaskOperations:
                 raise failure from exc
 
     def _store_outcome(self, task_id, owner, agent, state, status_message,
-                       artifacts):
+                       artifacts, before=None):
+        """One transaction: ``before(conn)`` first when given (False: store
+        nothing), then the conditional outcome. Its timestamp, or None."""
         now = self._now()
-        try:
-            with self.transaction() as conn:
-                # The message first, for its seq; rolled back if the task
-                # is not working any more (canceled meanwhile).
-                seq = None if status_message is None else self._insert_message(
-                    conn, task_id, status_message["contextId"], owner, agent,
-                    status_message)
-                if not conn.execute(
-                        "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
-                        " status_seq = ?, updated_at = ?"
-                        " WHERE id = ? AND state = 'working'",
-                        (state, seq, now, task_id)).rowcount:
-                    raise _NotWorking()
-                if artifacts:
-                    conn.executemany(
-                        "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                        " VALUES (?, ?, ?)",
-                        [(task_id, a["artifactId"], artifact_body(a))
-                         for a in artifacts])
-        except _NotWorking:
-            return None
+        with self.transaction() as conn:
+            if before is not None and not before(conn):
+                return None
+            # The status message's seq, known before it is inserted (the
+            # write lock is ours): the row points at it in the same UPDATE.
+            seq = None if status_message is None else self._next_seq(conn)
+            if not conn.execute(
+                    "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
+                    " status_seq = ?, updated_at = ?"
+                    " WHERE id = ? AND state = 'working'",
+                    (state, seq, now, task_id)).rowcount:
+                return None
+            if status_message is not None:
+                self._insert_message(conn, task_id, status_message["contextId"],
+                                     owner, agent, status_message, seq)
+            if artifacts:
+                conn.executemany(
+                    "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                    " VALUES (?, ?, ?)",
+                    [(task_id, a["artifactId"], artifact_body(a))
+                     for a in artifacts])
         return now
 
     def _store_kept_outcome(self, task_id):
@@ -222,13 +225,20 @@ class TaskOperations:
         return True
 
     @staticmethod
-    def _insert_message(conn, task_id, context_id, owner, agent, message):
+    def _insert_message(conn, task_id, context_id, owner, agent, message,
+                        seq=None):
         return conn.execute(
-            "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
-            " message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (task_id, context_id, owner, agent, message["role"],
+            "INSERT INTO a2a_messages (seq, task_id, context_id, owner, agent,"
+            " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (seq, task_id, context_id, owner, agent, message["role"],
              message["messageId"],
              message_body(message, task_id, context_id))).lastrowid
+
+    @staticmethod
+    def _next_seq(conn):
+        """The seq the next message will get (inside a write transaction)."""
+        return conn.execute(
+            "SELECT coalesce(max(seq), 0) + 1 FROM a2a_messages").fetchone()[0]
 
     # -- reading -------------------------------------------------------------
 
@@ -246,29 +256,28 @@ class TaskOperations:
         return task
 
     def fail_stale_turn(self, task_id):
-        try:
-            with self.transaction() as conn:
-                row = conn.execute(
-                    "SELECT context_id, owner, agent FROM a2a_tasks WHERE id = ?",
-                    (task_id,)).fetchone()
-                if row is None:
-                    return False
-                context_id, owner, agent = row
-                message = {"kind": "message", "role": "agent",
-                           "messageId": new_id("msg_"),
-                           "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
-                           "taskId": task_id, "contextId": context_id}
-                seq = self._insert_message(conn, task_id, context_id, owner,
-                                           agent, message)
-                if not conn.execute(
-                        "UPDATE a2a_tasks SET state = 'failed', status_message ="
-                        " NULL, status_seq = ?, updated_at = ? WHERE id = ?"
-                        " AND state = 'working' AND updated_at < ?",
-                        (seq, self._now(), task_id, self._stale_cutoff()),
-                ).rowcount:
-                    raise _NotWorking()
-        except _NotWorking:
-            return False
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT context_id, owner, agent FROM a2a_tasks WHERE id = ?",
+                (task_id,)).fetchone()
+            if row is None:
+                return False
+            context_id, owner, agent = row
+            message = {"kind": "message", "role": "agent",
+                       "messageId": new_id("msg_"),
+                       "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
+                       "taskId": task_id, "contextId": context_id}
+            seq = self._next_seq(conn)
+            if not conn.execute(
+                    "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
+                    " status_seq = ?, updated_at = ? WHERE id = ?"
+                    " AND state = 'working' AND updated_at < ? AND NOT EXISTS"
+                    " (SELECT 1 FROM a2a_turns WHERE task_id = a2a_tasks.id)",
+                    (seq, self._now(), task_id, self._stale_cutoff()),
+            ).rowcount:  # leased turns above
+                return False
+            self._insert_message(conn, task_id, context_id, owner, agent,
+                                 message, seq)
         return True
 
     # One statement reads one state of the file: the task row, its artifacts
@@ -345,6 +354,10 @@ class TaskOperations:
                     " NULL, status_seq = NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
                     " agent = ? AND state NOT IN %s" % _TERMINAL_SQL,
                     (self._now(), task_id, owner, agent)).rowcount:
+                # A queued background turn never starts; a running one sees
+                # turn.canceled and its outcome is discarded.
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
+                             " worker IS NULL", (task_id,))
                 return
             row = conn.execute(
                 "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ?"

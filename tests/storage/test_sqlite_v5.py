@@ -1,6 +1,7 @@
-"""SQLite schema v4: a message is stored once (the task row points at its
+"""SQLite schema v5: a message is stored once (the task row points at its
 status message in the history; bodies leave out the row's messageId, taskId
-and contextId, artifacts their artifactId), and a version-3 file is migrated
+and contextId, artifacts their artifactId), and a version-3 file (before v4,
+the turn queue) is migrated
 to it with nothing lost."""
 
 import json
@@ -88,7 +89,7 @@ def test_a_version_3_file_is_migrated_with_nothing_lost(tmp_path):
     expected = _version_3_file(path)
     storage = SqliteStorage(path)
     storage.migrate()
-    assert storage.schema_version() == len(MIGRATIONS) == 4
+    assert storage.schema_version() == len(MIGRATIONS) == 5
 
     for task_id, (state, status, history) in expected.items():
         task = storage.get_task(task_id, OWNER, AGENT)
@@ -130,7 +131,7 @@ def test_a_version_3_file_is_migrated_with_nothing_lost(tmp_path):
 
 
 def test_a_turn_stores_its_status_message_once(tmp_path):
-    path = str(tmp_path / "v4.sqlite3")
+    path = str(tmp_path / "v5.sqlite3")
     storage = SqliteStorage(path)
     storage.migrate()
     start = storage.start_turn(OWNER, AGENT, {
