@@ -196,6 +196,10 @@ def make_blueprint(settings):
         for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
             bp.add_url_rule(path, "default_" + endpoint, default_card,
                             methods=["GET"])
-    add_fallbacks(bp, urls.owned_paths(settings))
+    from .bindings import rest_v10  # it reads request bodies with _read_body
+    rest_v10.add_routes(bp, settings, _runtime)
+    add_fallbacks(bp, urls.owned_paths(settings),
+                  rest=lambda path: rest_v10.is_rest_path(settings, path),
+                  rest_error=rest_v10.rest_error)
     return bp
 
