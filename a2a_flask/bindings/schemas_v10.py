@@ -29,6 +29,11 @@ _EMPTY_IS_ABSENT = frozenset(("tenant", "contextId", "taskId", "status",
                               "pageToken", "filename", "mediaType"))
 
 
+#: ListTasks ``status`` values that filter nothing: the enum's default, and
+#: what @a2a-js/sdk 1.3's JSON-RPC client sends when no status is asked for.
+_NO_STATUS = ("TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
+
+
 class _Request(Schema):
     class Meta:
         unknown = EXCLUDE
@@ -42,7 +47,7 @@ class _Request(Schema):
             return {key: value for key, value in data.items()
                     if value is not None
                     and not (value == "" and key in _EMPTY_IS_ABSENT)
-                    and not (key == "status" and value == "TASK_STATE_UNSPECIFIED")}
+                    and not (key == "status" and value in _NO_STATUS)}
         return data
 
 
