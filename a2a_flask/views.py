@@ -196,6 +196,10 @@ def make_blueprint(settings):
         for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
             bp.add_url_rule(path, "default_" + endpoint, default_card,
                             methods=["GET"])
+            # Also below the endpoint: clients (and the 1.0 conformance kit)
+            # given http://host/a2a look for the card there.
+            bp.add_url_rule(urls.ROOT_RPC + path, "endpoint_" + endpoint,
+                            default_card, methods=["GET"])
     from .bindings import rest_v10  # it reads request bodies with _read_body
     rest_v10.add_routes(bp, settings, _runtime)
     add_fallbacks(bp, urls.owned_paths(settings),

@@ -77,3 +77,10 @@ def test_an_unknown_member_still_fails_the_1_0_check():
     proto.validate_card(good)
     with pytest.raises(proto.ProtoJSONError):
         proto.validate_card(dict(good, made_up=1))
+
+
+def test_default_agents_card_is_also_below_its_endpoint(make_app):
+    app, _ = make_app()
+    client = app.test_client()
+    assert card(client, "/a2a/.well-known/agent-card.json") == \
+        card(client, "/.well-known/agent-card.json")

@@ -253,3 +253,24 @@ def test_access_log_records_method_and_version(service, caplog):
         "SendMessage", "1.0", task["id"], "TASK_STATE_COMPLETED")
     assert first.getMessage().endswith("version=1.0")
     assert (second.method, second.version, second.code) == ("GetTask", "1.0", -32001)
+
+
+def test_a_method_of_the_other_version_is_told_after_the_credentials(service):
+    client, caller, _, key = service
+    for version, method in ((None, "GetTask"), ("1.0", "tasks/get")):
+        headers = {"A2A-Version": version} if version else {}
+        response = client.post("/api/v1/agents/echo/a2a", headers=headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": "x"}})
+        assert response.status_code == 401  # anonymous: the credentials first
+        response = client.post("/api/v1/agents/echo/a2a", headers=dict(
+            headers, **{"X-API-Key": key}), json={
+            "jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": "x"}})
+        error = response.get_json()["error"]
+        assert error["code"] == -32601
+        assert ("A2A-Version: 1.0" if version is None else "no A2A-Version") \
+            in error["message"]
+    # A name of no version is refused before the credentials, as before.
+    response = client.post("/api/v1/agents/echo/a2a", headers={"A2A-Version": "1.0"},
+                           json={"jsonrpc": "2.0", "id": 1, "method": "Nope"})
+    assert response.status_code == 200
+    assert response.get_json()["error"]["code"] == -32601

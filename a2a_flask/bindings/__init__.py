@@ -25,10 +25,37 @@ class Binding(NamedTuple):
     error_response: Callable
 
 
-V03 = Binding("0.3", jsonrpc_v03.find_method, jsonrpc_v03.call,
-              _error_response_v03)
-V10 = Binding("1.0", jsonrpc_v10.find_method, jsonrpc_v10.call,
-              jsonrpc_v10.error_response)
+def _other_version(find_method, other_methods, hint):
+    """``find_method``, where a method of the other version is found after
+    all: one that, once the caller is authenticated, says which header it
+    needs. An anonymous caller gets 401 for it, as for any known method (the
+    names of either version tell nothing about this service)."""
+
+    def find(name):
+        try:
+            return find_method(name)
+        except errors.MethodNotFound as exc:
+            if name not in other_methods:
+                raise
+            exc.message += " " + hint % name
+            return _refusal(name, exc)
+    return find
+
+
+def _refusal(name, error):
+    def run(req, params):
+        raise error
+    return jsonrpc_v03.Method(name, None, run)
+
+
+V03 = Binding("0.3", _other_version(
+    jsonrpc_v03.find_method, jsonrpc_v10.METHODS,
+    "%s is an A2A 1.0 method: send the header A2A-Version: 1.0 (none means 0.3)."),
+    jsonrpc_v03.call, _error_response_v03)
+V10 = Binding("1.0", _other_version(
+    jsonrpc_v10.find_method, jsonrpc_v03.METHODS,
+    "%s is an A2A 0.3 method: send no A2A-Version header to call it."),
+    jsonrpc_v10.call, jsonrpc_v10.error_response)
 
 
 def asked_version(request) -> str:
