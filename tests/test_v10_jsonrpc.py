@@ -274,3 +274,15 @@ def test_a_method_of_the_other_version_is_told_after_the_credentials(service):
                            json={"jsonrpc": "2.0", "id": 1, "method": "Nope"})
     assert response.status_code == 200
     assert response.get_json()["error"]["code"] == -32601
+
+
+def test_proto_field_names_are_read_as_their_json_names(caller):
+    # ProtoJSON parsers accept both; the 1.0 conformance kit sends the former.
+    task = caller.result("SendMessage", {"message": {
+        "message_id": "snake-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        "configuration": {"history_length": 0}})["task"]
+    assert "history" not in task
+    got = caller.result("GetTask", {"id": task["id"], "history_length": 1})
+    assert got["history"][0]["messageId"] != "snake-1"
+    again = caller.result("GetTask", {"id": task["id"], "history_length": 2})
+    assert again["history"][0]["messageId"] == "snake-1"

@@ -41,14 +41,29 @@ class _Request(Schema):
     tenant = fields.String()
 
     @pre_load
-    def _default_is_absent(self, data, **kwargs):
-        # ProtoJSON's default for a message is null, for an id or a filter "".
-        if isinstance(data, dict):
-            return {key: value for key, value in data.items()
-                    if value is not None
-                    and not (value == "" and key in _EMPTY_IS_ABSENT)
-                    and not (key == "status" and value in _NO_STATUS)}
-        return data
+    def _protojson(self, data, **kwargs):
+        """ProtoJSON as a parser reads it: the proto field name
+        (``message_id``) names the same field as its JSON name (``messageId``,
+        which wins when both are sent); a message's default is null, an id's
+        or a filter's ""."""
+        if not isinstance(data, dict):
+            return data
+        loaded = {}
+        for key, value in data.items():
+            if "_" in key:
+                key = _camel(key)
+                if key in data:
+                    continue
+            if value is None or (value == "" and key in _EMPTY_IS_ABSENT) or (
+                    key == "status" and value in _NO_STATUS):
+                continue
+            loaded[key] = value
+        return loaded
+
+
+def _camel(name):
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
 class PartSchema(_Request):
