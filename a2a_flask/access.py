@@ -49,6 +49,8 @@ def call_fields(agent, envelope, caller, response):
     result, error = body.get("result"), body.get("error")
     if error is None and "code" in body:
         error = body  # a bare error object (401)
+    if result is None and error is None:
+        result = body  # an HTTP+JSON answer
     if error is None and isinstance(result, dict) and "task" in result:
         result = result["task"]  # A2A 1.0 SendMessageResponse
     if isinstance(result, dict) and (result.get("kind") == "task" or (

@@ -162,3 +162,35 @@ def test_root_routes_only_with_a2a_root_rest(service, make_app):
     assert status == 200
     status, missing = caller.rest("GET", "/tasks/nope/x", base="")
     assert status == 404 and missing["error"]["status"] == "NOT_FOUND"
+
+
+def test_metrics_and_access_log_name_the_1_0_methods(make_app, monkeypatch, caplog):
+    pytest.importorskip("prometheus_client")
+    import logging
+
+    from test_ops_http import _sample
+
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    app, _ = make_app(A2A_METRICS=True)
+    client = app.test_client()
+    caller = Caller(client)
+    before = client.get("/api/v1/metrics").get_data(as_text=True)
+    with caplog.at_level(logging.INFO, logger="a2a_flask.access"):
+        caller.send()  # JSON-RPC 1.0
+        send(caller)  # HTTP+JSON
+        caller.rest("GET", "/tasks/nope")
+        caller.result("ListTasks", {})
+    text = client.get("/api/v1/metrics").get_data(as_text=True)
+
+    def grew(name, **labels):
+        return _sample(text, name, **labels) - _sample(before, name, **labels)
+
+    assert grew("a2a_calls_total", method="SendMessage", code="ok") == 2
+    assert grew("a2a_calls_total", method="GetTask", code="404") == 1
+    assert grew("a2a_calls_total", method="ListTasks", code="ok") == 1
+    assert grew("a2a_turn_seconds_count", agent="echo") == 2
+    records = [r for r in caplog.records if r.name == "a2a_flask.access"]
+    assert [(r.method, r.version) for r in records] == [
+        ("SendMessage", "1.0"), ("SendMessage", "1.0"), ("GetTask", "1.0"),
+        ("ListTasks", "1.0")]
+    assert (records[1].state, records[2].taskId) == ("TASK_STATE_COMPLETED", "nope")
