@@ -27,6 +27,8 @@ def state(stored):
 def part(stored):
     kind = stored.get("kind")
     if kind == "text":
+        if "metadata" not in stored:  # the common case, kept short
+            return {"text": stored.get("text", "")}
         out = {"text": stored.get("text", "")}
     elif kind == "file":
         file = stored.get("file") or {}
