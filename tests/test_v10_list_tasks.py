@@ -137,3 +137,13 @@ def test_pages_through_1000_tasks_of_one_caller_and_none_of_another(service, bin
     assert seen[:3] == [newest["id"], "task_one_0999", "task_one_0998"]
     assert seen[-1] == "task_one_0000"
     assert not [t for t in seen if t.startswith("task_two_")]
+
+
+@pytest.mark.parametrize("status", ["TASK_STATE_UNSPECIFIED", "UNRECOGNIZED"])
+def test_default_status_values_filter_nothing(service, status):
+    # @a2a-js/sdk 1.3's JSON-RPC client sends "UNRECOGNIZED" when no status
+    # is asked for: refusing it would break every ListTasks of that client.
+    _, (one, _) = service
+    send(one)
+    code, page = list_tasks(one, "jsonrpc", status=status)
+    assert code == 200 and page["totalSize"] == 1
