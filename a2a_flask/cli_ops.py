@@ -4,6 +4,7 @@ Safe while the service runs: reads are plain reads, deletions run in small
 transactions (``Storage.prune``), the backup is the backend's online backup.
 """
 
+import copy
 import json
 import os
 from datetime import datetime, timezone
@@ -14,6 +15,7 @@ from flask.cli import AppGroup
 
 from .bindings.jsonrpc_v03 import render_task
 from .config import parse_age
+from .storage import open_storage
 from .storage.base import TERMINAL_STATES, WAITING_STATES
 from .storage.common import now_iso
 
@@ -206,3 +208,44 @@ def db_upgrade():
         click.echo("Schema version %d: up to date." % after)
     else:
         click.echo("Upgraded the schema from version %d to %d." % (before, after))
+
+
+@db_cli.command("copy")
+@click.option("--to", "target", required=True, metavar="DATABASE",
+              help="The database to copy into, as A2A_DATABASE takes it: "
+                   "postgresql://user@host/db, or a SQLite path.")
+@click.option("--batch-size", default=1000, show_default=True,
+              help="Tasks per transaction.")
+def db_copy(target, batch_size):
+    """Copy every task (with its history and artifacts), API key and user
+    into an empty database, e.g. from SQLite to PostgreSQL. The source is
+    only read; stop the service first, or tasks changed meanwhile are not
+    copied. Then point A2A_DATABASE at the copy."""
+    source = _storage()
+    settings = copy.copy(current_app.extensions["a2a"].settings)
+    settings.database = target
+    destination = open_storage(settings)
+    tasks = 0
+    try:
+        destination.migrate()
+        if destination.task_counts() or destination.keys() or destination.has_users():
+            raise click.ClickException(
+                "%s is not empty: copy into an empty database." % destination.location)
+        for batch in source.export_tasks(batch_size):
+            tasks += destination.import_tasks(batch)
+        keys, users = source.export_credentials()
+        destination.import_credentials(keys, users)
+    except click.ClickException:
+        raise
+    except Exception as exc:
+        if not (_unreadable(source, exc) or _unreadable(destination, exc)):
+            raise
+        cause = str(exc.__cause__ or exc).strip().replace("\n", " ")
+        partial = (" (%d tasks were copied: empty %s before trying again)"
+                   % (tasks, destination.location)) if tasks else ""
+        raise click.ClickException("copy failed: %s%s" % (cause, partial)) from None
+    finally:
+        destination.close()
+    click.echo("Copied %d tasks, %d API keys and %d users from %s to %s."
+               % (tasks, len(keys), len(users), source.location, destination.location))
+    click.echo("Point A2A_DATABASE at %s and restart the service." % destination.location)

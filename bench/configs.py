@@ -25,19 +25,14 @@ class Row:
 
 
 def _us_postgres_pending():
-    """Why "US on PostgreSQL" cannot run yet: a2a_flask has no PostgreSQL store.
-
-    THE PLACE TO FILL when issue 11's store lands: once
-    ``a2a_flask.storage.postgres`` exists this returns None and the row runs
-    as ``gunicorn wsgi:app`` with ``A2A_DATABASE=postgresql://...`` (see
-    ``make_server``); adjust both if the store is selected differently.
-    """
+    """Why "US on PostgreSQL" cannot run here: a2a_flask without its
+    PostgreSQL store (``a2a_flask.storage.postgres``, the ``postgres`` extra)."""
     try:
         if importlib.util.find_spec("a2a_flask.storage.postgres") is not None:
             return None
     except ImportError:
         pass
-    return "a2a_flask has no PostgreSQL store yet (issue 11)"
+    return "a2a_flask.storage.postgres cannot be imported (pip install -e '.[postgres]')"
 
 
 ROWS = [
@@ -54,7 +49,6 @@ ROWS = [
         proto="1.0", needs={"sdk13"}),
     Row("pg-durable", "PG DURABLE CEILING", "bare Flask route + 1 INSERT / 1 SELECT through psycopg_pool",
         needs={"postgres"}),
-    # US on PostgreSQL: filled in by _us_postgres_pending() and make_server once the store exists.
     Row("us-pg", "US postgres", "gunicorn wsgi:app, echo agent, A2A_DATABASE=postgresql://",
         needs={"postgres"}, pending=_us_postgres_pending()),
     Row("peer-pg", "PEER postgres", "a2a-sdk 0.3.x, DatabaseTaskStore on PostgreSQL (asyncpg)",

@@ -1,6 +1,6 @@
 """Shared fixtures: an app per test, a JSON-RPC client that checks every
 answer against the official A2A 0.3.0 JSON schema (tests/helpers.py), real
-gunicorn servers (tests/servers.py)."""
+gunicorn servers (tests/servers.py), PostgreSQL (tests/pgfixtures.py)."""
 
 import pytest
 from flask import Flask
@@ -8,6 +8,7 @@ from flask import Flask
 from a2a_flask import A2A
 from a2a_flask.demo import register_demo_agents
 from helpers import Rpc, register_scripted
+from pgfixtures import postgres_module_url, postgres_server, postgres_url  # noqa: F401
 
 
 @pytest.fixture

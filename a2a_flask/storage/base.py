@@ -327,6 +327,18 @@ class Storage(abc.ABC):
         every user message is recorded too. Returns the number of tasks.
         Fast enough for 1,000,000 tasks in batches of ~10,000."""
 
+    @abc.abstractmethod
+    def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
+                                          List[Tuple[str, str, str]]]:
+        """(every key with its hash, every user as (name, password hash,
+        created_at)): hashes only, never a secret."""
+
+    @abc.abstractmethod
+    def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
+                           users: Sequence[Tuple[str, str, str]]) -> None:
+        """Insert keys and users as exported (timestamps and revocations
+        kept), in one transaction; an id or name already present is kept."""
+
     # -- keys and users (hashing policy stays in credentials.py) -----------------
 
     @abc.abstractmethod

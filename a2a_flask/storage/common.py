@@ -1,5 +1,7 @@
-"""Helpers every backend and the service share: ids, timestamps, digests."""
+"""Helpers every backend and the service share: ids, timestamps, digests,
+list cursors, and the rows of a bulk import."""
 
+import base64
 import hashlib
 import json
 import secrets
@@ -31,3 +33,44 @@ def fingerprint(message):
     """A stable digest of a message, to tell a retry from a different message."""
     canonical = json.dumps(message, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def encode_cursor(updated_at, task_id):
+    """The opaque ``next_cursor`` of ``list_tasks``: the keyset (updated_at, id)."""
+    text = "%s|%s" % (updated_at, task_id)
+    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def decode_cursor(cursor):
+    """(updated_at, id) of a cursor; ``ValueError`` when it is not ours."""
+    try:
+        updated_at, task_id = base64.urlsafe_b64decode(
+            cursor.encode("ascii")).decode("utf-8").split("|")
+    except (UnicodeError, ValueError, TypeError) as exc:
+        raise ValueError("not a cursor of this list: %r" % cursor) from exc
+    return updated_at, task_id
+
+
+def import_rows(records, deliveries=True):
+    """The rows ``import_tasks`` inserts for whole tasks: (tasks, messages,
+    artifacts, retry records), in the column order of the tables."""
+    tasks, messages, artifacts, retries = [], [], [], []
+    for task in records:
+        tasks.append((task.id, task.agent, task.owner, task.context_id,
+                      task.state, dumps(task.status_message)
+                      if task.status_message else None, task.updated_at,
+                      task.created_at or task.updated_at,
+                      dumps(task.metadata) if task.metadata else None))
+        for message in task.history or ():
+            messages.append((task.id, task.context_id, task.owner,
+                             task.agent, message["role"],
+                             message["messageId"], dumps(message)))
+            if deliveries and message["role"] == "user":
+                # The digest of the message as it was received.
+                received = {k: v for k, v in message.items()
+                            if k not in ("kind", "taskId", "contextId")}
+                retries.append((task.owner, task.agent, message["messageId"],
+                                fingerprint(received), task.id))
+        artifacts.extend((task.id, a["artifactId"], dumps(a))
+                         for a in task.artifacts or ())
+    return tasks, messages, artifacts, retries

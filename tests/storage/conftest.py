@@ -1,8 +1,7 @@
 """The storage backends the contract suite runs on (``make_storage``,
-``storage``): ``sqlite`` always; ``postgres`` when ``A2A_TEST_POSTGRES_URL``
-names a server."""
-
-import os
+``storage``): ``sqlite``, and ``postgres`` on the session's PostgreSQL (a
+throwaway cluster, or ``A2A_TEST_POSTGRES_URL``; tests/pgfixtures.py), a
+fresh database per test."""
 
 import pytest
 
@@ -25,13 +24,13 @@ class _Settings:
 @pytest.fixture(params=BACKENDS)
 def make_storage(request, tmp_path):
     """``make_storage(**settings)``: a new storage object on this test's
-    database (call it twice for two independent connections/processes)."""
+    database (call it twice for two independent connections/processes).
+    PostgreSQL: skipped, or failed under A2A_TEST_REQUIRE_POSTGRES=1, when
+    there is none."""
     if request.param == "sqlite":
         database = "sqlite:///" + str(tmp_path / "contract.sqlite3")
     else:
-        database = os.environ.get("A2A_TEST_POSTGRES_URL")
-        if not database:
-            pytest.skip("no PostgreSQL: set A2A_TEST_POSTGRES_URL")
+        database = request.getfixturevalue("postgres_url")
     made = []
 
     def make(**settings):

@@ -1,4 +1,6 @@
-"""Messages and finished turns for the storage contract tests."""
+"""Messages, finished turns and old tasks for the storage contract tests."""
+
+from a2a_flask.storage.common import now_iso
 
 
 def msg(text="hi", message_id=None, role="user", **fields):
@@ -19,3 +21,12 @@ def finished(storage, state="completed", owner="alice", agent="echo", text="hi",
     start = storage.start_turn(owner, agent, msg(text), **fields)
     storage.finish_turn(start.task_id, owner, agent, state, agent_reply(start, text))
     return start
+
+
+def set_updated_at(storage, task_id, moment):
+    """Make a task look last changed at ``moment`` (a datetime): the storage's
+    clock cannot be moved (PostgreSQL's is the server's), the row can."""
+    stamp = now_iso(moment)
+    with storage.transaction() as conn:  # SQL text both drivers take as is
+        conn.execute("UPDATE a2a_tasks SET updated_at = '%s', created_at = '%s'"
+                     " WHERE id = '%s'" % (stamp, stamp, task_id))

@@ -1,6 +1,5 @@
 """The storage contract (``a2a_flask.storage.base.Storage``), run against
-every backend (``make_storage`` in conftest.py: ``sqlite`` always;
-``postgres`` when ``A2A_TEST_POSTGRES_URL`` names a server).
+every backend (``make_storage`` in conftest.py: ``sqlite`` and ``postgres``).
 
 Every operation, ownership and retries; listing, operations, bulk copy,
 keys, users and the races are in test_contract_more.py.
@@ -15,7 +14,7 @@ from a2a_flask.storage.base import (
     STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
     TaskNotFound, TaskNotWaiting, TaskRecord,
 )
-from storage_helpers import agent_reply, finished, msg
+from storage_helpers import agent_reply, finished, msg, set_updated_at
 
 
 # -- schema -----------------------------------------------------------------------
@@ -194,8 +193,8 @@ def test_a_stale_turn_is_failed_on_read_and_only_then(make_storage):
     start = storage.start_turn("alice", "echo", msg())
     assert not storage.fail_stale_turn(start.task_id)  # fresh: still running
     assert storage.get_task(start.task_id, "alice", "echo").state == "working"
-    later = datetime.now(timezone.utc) + timedelta(seconds=120)
-    storage.clock = lambda: later
+    set_updated_at(storage, start.task_id,
+                   datetime.now(timezone.utc) - timedelta(seconds=120))
     task = storage.get_task(start.task_id, "alice", "echo")
     assert task.state == "failed"
     assert task.status_message["parts"][0]["text"] == STALE_TURN_TEXT

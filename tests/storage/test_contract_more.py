@@ -3,6 +3,7 @@ copy, keys and users, and the races (the backends of conftest.py; the
 racers are separate storage objects: separate connections)."""
 
 import threading
+from datetime import datetime, timezone
 
 import pytest
 
@@ -10,7 +11,7 @@ from a2a_flask.storage.base import (
     KeyNotFound, KeyRow, TaskNotCancelable, TaskNotWaiting, UserExists,
     UserNotFound,
 )
-from storage_helpers import agent_reply, finished, msg
+from storage_helpers import agent_reply, finished, msg, set_updated_at
 
 
 
@@ -76,11 +77,10 @@ def test_count_tasks_default_of_the_contract_pages_through_list_tasks(storage):
 
 def test_show_prune_counts_and_check(make_storage):
     storage = make_storage()
-    clock = type(storage).clock
-    storage.clock = lambda: clock().replace(year=2000)
     old = finished(storage)
     old_open = finished(storage, "input-required", text="open")
-    del storage.clock
+    for task in (old, old_open):
+        set_updated_at(storage, task.task_id, datetime(2000, 1, 1, tzinfo=timezone.utc))
     recent = finished(storage, text="recent")
     shown = storage.show_task(old.task_id)
     assert shown.owner == "alice" and len(shown.history) == 2
@@ -119,6 +119,26 @@ def test_export_then_import_copies_whole_tasks(make_storage, tmp_path):
         assert target.show_task(start.task_id) == source.show_task(start.task_id)
     # Retries still replay on the copy.
     assert target.start_turn("alice", "echo", msg("t0")).replayed
+
+
+def test_export_then_import_copies_keys_and_users(make_storage, tmp_path):
+    source = make_storage()
+    source.insert_key(KeyRow("key_1", "a2a_abc", "ci", "*", None), "hash1")
+    source.insert_key(KeyRow("key_2", "a2a_def", None, '["echo"]', None), "hash2")
+    source.revoke_key("key_2")
+    source.touch_key("key_1", "9999")
+    source.insert_user("ann", "h-ann")
+    keys, users = source.export_credentials()
+    assert [(k.id, h) for k, h in keys] == [("key_1", "hash1"), ("key_2", "hash2")]
+    from a2a_flask.storage.sqlite import SqliteStorage
+    target = SqliteStorage(str(tmp_path / "copy.sqlite3"))
+    target.migrate()
+    target.import_credentials(keys, users)
+    target.import_credentials(keys, users)  # again: nothing doubled
+    assert [k.astuple() for k in target.keys()] == [k.astuple() for k in source.keys()]
+    assert target.find_key("hash1").id == "key_1" and target.find_key("hash2") is None
+    assert target.users() == source.users()
+    assert target.password_hash("ann") == "h-ann"
 
 
 # -- keys and users ---------------------------------------------------------------

@@ -3,13 +3,12 @@ of ``SqliteStorage``. Deletions run in small transactions, so that they are
 safe while the service runs: a worker waits at most one batch for the lock.
 """
 
-import base64
 import json
 import os
 import sqlite3
 
 from ..base import TaskPage, TaskRecord
-from ..common import dumps, fingerprint
+from ..common import decode_cursor, encode_cursor, import_rows
 from .tasks import _TERMINAL_SQL
 
 #: Tasks deleted per transaction by ``prune``.
@@ -26,21 +25,6 @@ def _record(row, history=None, artifacts=()):
                       json.loads(status_message) if status_message else None,
                       artifacts, history,
                       json.loads(metadata) if metadata else None, created_at)
-
-
-def encode_cursor(updated_at, task_id):
-    text = "%s|%s" % (updated_at, task_id)
-    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
-
-
-def decode_cursor(cursor):
-    """(updated_at, id) of a cursor; ``ValueError`` when it is not ours."""
-    try:
-        updated_at, task_id = base64.urlsafe_b64decode(
-            cursor.encode("ascii")).decode("utf-8").split("|")
-    except (UnicodeError, ValueError, TypeError) as exc:
-        raise ValueError("not a cursor of this list: %r" % cursor) from exc
-    return updated_at, task_id
 
 
 class AdminOperations:
@@ -184,25 +168,7 @@ class AdminOperations:
                    for row in rows]
 
     def import_tasks(self, records, deliveries=True):
-        tasks, messages, artifacts, retries = [], [], [], []
-        for task in records:
-            tasks.append((task.id, task.agent, task.owner, task.context_id,
-                          task.state, dumps(task.status_message)
-                          if task.status_message else None, task.updated_at,
-                          task.created_at or task.updated_at,
-                          dumps(task.metadata) if task.metadata else None))
-            for message in task.history or ():
-                messages.append((task.id, task.context_id, task.owner,
-                                 task.agent, message["role"],
-                                 message["messageId"], dumps(message)))
-                if deliveries and message["role"] == "user":
-                    # The digest of the message as it was received.
-                    received = {k: v for k, v in message.items()
-                                if k not in ("kind", "taskId", "contextId")}
-                    retries.append((task.owner, task.agent, message["messageId"],
-                                    fingerprint(received), task.id))
-            artifacts.extend((task.id, a["artifactId"], dumps(a))
-                             for a in task.artifacts or ())
+        tasks, messages, artifacts, retries = import_rows(records, deliveries)
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"

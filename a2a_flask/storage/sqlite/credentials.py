@@ -74,3 +74,24 @@ class CredentialOperations:
         row = self.connection().execute(
             "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
         return None if row is None else row[0]
+
+    # -- bulk copy (``flask a2a db copy``) ------------------------------------
+
+    def export_credentials(self):
+        conn = self.connection()
+        keys = [(KeyRow(*row[:7]), row[7]) for row in conn.execute(
+            "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
+            % _KEY_COLUMNS)]
+        users = [tuple(row) for row in conn.execute(
+            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+        return keys, users
+
+    def import_credentials(self, keys, users):
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                [key.astuple() + (key_hash,) for key, key_hash in keys])
+            conn.executemany(
+                "INSERT INTO a2a_users (name, password_hash, created_at)"
+                " VALUES (?, ?, ?) ON CONFLICT DO NOTHING", users)

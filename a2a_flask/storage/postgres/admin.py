@@ -1,0 +1,215 @@
+"""Listing, operating (``flask a2a tasks`` / ``flask a2a db``) and bulk copy
+of ``PostgresStorage``. Deletions run in small transactions (one statement
+per batch), so that they are safe while the service runs.
+
+Backup: a PostgreSQL database is backed up with PostgreSQL's own tool,
+``pg_dump`` (``pg_dump --format=custom``, restored with ``pg_restore``), or
+with the server's continuous archiving; ``backup`` runs ``pg_dump`` when it
+is installed and says so clearly when it is not.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import psycopg
+
+from ..base import TaskPage, TaskRecord
+from ..common import decode_cursor, encode_cursor, import_rows
+from .tasks import TERMINAL_SQL, history_limit
+
+#: Tasks deleted per statement by ``prune``.
+PRUNE_BATCH = 500
+
+_COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
+            " metadata, created_at")
+
+
+def _record(row, history=None, artifacts=()):
+    (task_id, context_id, agent, owner, state, updated_at, status_message,
+     metadata, created_at) = row[:9]
+    return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
+                      json.loads(status_message) if status_message else None,
+                      artifacts, history,
+                      json.loads(metadata) if metadata else None, created_at)
+
+
+# The page's tasks with, in the same statement, their artifacts and their
+# last messages when asked for (a subquery each, on their task index).
+_LIST = (
+    "SELECT " + _COLUMNS + ","
+    " CASE WHEN %(artifacts)s THEN ARRAY(SELECT body FROM a2a_artifacts a"
+    " WHERE a.task_id = t.id ORDER BY seq) END,"
+    " CASE WHEN %(history)s::bigint IS DISTINCT FROM 0 THEN ARRAY(SELECT body FROM"
+    " (SELECT body, seq FROM a2a_messages m WHERE m.task_id = t.id ORDER BY seq"
+    " DESC LIMIT %(history)s::bigint) h ORDER BY seq) END"
+    " FROM a2a_tasks t")
+
+
+class AdminOperations:
+    """Mixed into ``PostgresStorage``."""
+
+    def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
+                   updated_after=None, limit=50, cursor=None, history_length=0,
+                   include_artifacts=False):
+        where = []
+        params = {"artifacts": bool(include_artifacts),
+                  "history": history_limit(history_length), "limit": limit + 1}
+        for column, value in (("owner", owner), ("agent", agent),
+                              ("context_id", context_id), ("state", state)):
+            if value is not None:
+                where.append("%s = %%(%s)s" % (column, column))
+                params[column] = value
+        if updated_after is not None:
+            where.append("updated_at > %(after)s")
+            params["after"] = updated_after
+        if cursor is not None:
+            where.append("(updated_at, id) < (%(c_at)s, %(c_id)s)")
+            params["c_at"], params["c_id"] = decode_cursor(cursor)
+        sql = _LIST
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s"
+        with self.connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        tasks = [_record(row, [json.loads(b) for b in row[10] or ()],
+                         [json.loads(b) for b in row[9] or ()]) for row in rows]
+        next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
+        return TaskPage(tasks, next_cursor)
+
+    def show_task(self, task_id):
+        with self.connection() as conn:
+            task, stale = self._read(conn, self._read_any_sql, task_id, None, None, None)
+        if task is None:
+            return None
+        if stale:
+            created_at = task.created_at
+            task = self.get_task(task_id, task.owner, task.agent)  # fails the stale turn
+            task.created_at = created_at
+        return task
+
+    def prunable_tasks(self, cutoff):
+        with self.connection() as conn:
+            return [_record(row) for row in conn.execute(
+                "SELECT " + _COLUMNS + " FROM a2a_tasks WHERE state IN " + TERMINAL_SQL +
+                " AND updated_at < %s ORDER BY id", (cutoff,))]
+
+    # One batch, one statement: the tasks still terminal and old (locked, so a
+    # concurrent prune takes others), then what belongs to them; retry records
+    # are found through the tasks' user messages, by their key.
+    _PRUNE = (
+        "WITH doomed AS (SELECT id FROM a2a_tasks WHERE state IN " + TERMINAL_SQL +
+        " AND updated_at < %(cutoff)s LIMIT %(batch)s FOR UPDATE SKIP LOCKED),"
+        " t AS (DELETE FROM a2a_tasks WHERE id IN (SELECT id FROM doomed) AND"
+        " state IN " + TERMINAL_SQL + " AND updated_at < %(cutoff)s RETURNING id),"
+        " m AS (DELETE FROM a2a_messages WHERE task_id IN (SELECT id FROM t)"
+        " RETURNING task_id, owner, agent, message_id, role),"
+        " a AS (DELETE FROM a2a_artifacts WHERE task_id IN (SELECT id FROM t)"
+        " RETURNING 1),"
+        " d AS (DELETE FROM a2a_deliveries d USING m WHERE m.role = 'user' AND"
+        " d.owner = m.owner AND d.agent = m.agent AND d.message_id = m.message_id"
+        " AND d.task_id = m.task_id RETURNING 1)"
+        " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM m),"
+        " (SELECT count(*) FROM a), (SELECT count(*) FROM d)")
+
+    def prune(self, cutoff):
+        while True:
+            with self.connection() as conn:
+                tasks, messages, artifacts, deliveries = conn.execute(
+                    self._PRUNE, {"cutoff": cutoff, "batch": PRUNE_BATCH}).fetchone()
+            if not tasks:
+                return
+            yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
+                   "deliveries": deliveries}
+
+    def task_counts(self):
+        with self.connection() as conn:
+            return dict(conn.execute(
+                "SELECT state, count(*) FROM a2a_tasks GROUP BY state").fetchall())
+
+    def check(self):
+        """A trivial query on every table (the schema version is the
+        caller's to compare: ``schema_version``)."""
+        problems = []
+        with self.connection() as conn:
+            for table in ("a2a_tasks", "a2a_messages", "a2a_artifacts",
+                          "a2a_deliveries", "a2a_api_keys", "a2a_users"):
+                try:
+                    with conn.transaction():
+                        conn.execute("SELECT 1 FROM %s LIMIT 1" % table).fetchall()
+                except psycopg.errors.UndefinedTable:
+                    problems.append("table %s is missing" % table)
+        return problems
+
+    def backup(self, target):
+        """``pg_dump --format=custom`` of the database to ``target``
+        (restore: ``pg_restore --dbname=URL target``); written beside it
+        then renamed, so ``target`` is either absent or whole."""
+        if os.path.exists(target):
+            raise FileExistsError("%s exists: give a new path" % target)
+        pg_dump = shutil.which("pg_dump")
+        if pg_dump is None:
+            raise RuntimeError(
+                "a PostgreSQL database is backed up with PostgreSQL's pg_dump, "
+                "which is not installed here: install the PostgreSQL client "
+                "(apt-get install postgresql-client), or run pg_dump --format="
+                "custom against %s from a machine that has it" % self.location)
+        partial = target + ".partial"
+        out = subprocess.run([pg_dump, "--format=custom", "--file", partial,
+                              "--dbname", self.url], capture_output=True, text=True)
+        if out.returncode != 0:
+            if os.path.exists(partial):
+                os.remove(partial)
+            raise RuntimeError("pg_dump of %s failed: %s"
+                               % (self.location, out.stderr.strip()[-500:]))
+        os.replace(partial, target)
+
+    # -- bulk copy ---------------------------------------------------------------
+
+    def export_tasks(self, batch_size=1000):
+        last = ""
+        while True:
+            with self.connection() as conn:
+                rows = conn.execute(
+                    "SELECT " + _COLUMNS + " FROM a2a_tasks WHERE id > %s ORDER BY id"
+                    " LIMIT %s", (last, batch_size)).fetchall()
+                if not rows:
+                    return
+                last = rows[-1][0]
+                ids = [row[0] for row in rows]
+                history, artifacts = {}, {}
+                for task_id, body in conn.execute(
+                        "SELECT task_id, body FROM a2a_messages WHERE task_id ="
+                        " ANY(%s) ORDER BY seq", (ids,)):
+                    history.setdefault(task_id, []).append(json.loads(body))
+                for task_id, body in conn.execute(
+                        "SELECT task_id, body FROM a2a_artifacts WHERE task_id ="
+                        " ANY(%s) ORDER BY seq", (ids,)):
+                    artifacts.setdefault(task_id, []).append(json.loads(body))
+            yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
+                   for row in rows]
+
+    def import_tasks(self, records, deliveries=True):
+        """COPY into the tables, in one transaction; retry records with ON
+        CONFLICT DO NOTHING (a messageId may be known already)."""
+        tasks, messages, artifacts, retries = import_rows(records, deliveries)
+        with self.transaction() as conn:
+            cur = conn.cursor()
+            for table, rows in (("a2a_tasks (id, agent, owner, context_id, state,"
+                                 " status_message, updated_at, created_at, metadata)",
+                                 tasks),
+                                ("a2a_messages (task_id, context_id, owner, agent,"
+                                 " role, message_id, body)", messages),
+                                ("a2a_artifacts (task_id, artifact_id, body)", artifacts)):
+                with cur.copy("COPY %s FROM STDIN" % table) as copy:
+                    for row in rows:
+                        copy.write_row(row)
+            if retries:
+                cur.executemany(
+                    "INSERT INTO a2a_deliveries (owner, agent, message_id,"
+                    " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                    " ON CONFLICT DO NOTHING", retries)
+        return len(tasks)

@@ -1,0 +1,217 @@
+"""Connections of ``PostgresStorage``: one pool per worker process, its
+failures as the service's storage errors, and the schema.
+
+The pool is opened lazily on first use and again after a fork (a pid check):
+gunicorn forks workers after the app is built, and a connection must never
+cross a fork. Connections are in autocommit mode: most operations are one
+statement (its own transaction, one round trip); the few that need more say
+so with ``transaction()``.
+
+A server that is down (at boot or later) or refuses our credentials is
+``StorageUnavailable`` (``data.retry`` true), never a crash: the pool keeps
+trying to connect in the background and the service answers again, without a
+restart, once the server is back.
+"""
+
+import logging
+import os
+import threading
+import time
+import urllib.parse
+from contextlib import contextmanager
+
+import psycopg
+import psycopg_pool
+
+from ... import errors
+from ..base import SchemaError
+from .migrations import MIGRATIONS, MIGRATION_LOCK
+
+log = logging.getLogger("a2a_flask")
+
+#: Connections per worker process: a sync gunicorn worker uses one at a time;
+#: threaded workers (--threads) share the rest.
+POOL_SIZE = 8
+#: Seconds a connection attempt may take before it counts as a failure.
+CONNECT_TIMEOUT = 5
+
+_logged = {}
+
+
+def redact(url):
+    """``url`` without its password, for messages to an operator."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def is_storage_failure(exc):
+    """True for a failure of the server or of the way to it (not of our SQL)."""
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError,
+                            psycopg_pool.PoolTimeout))
+
+
+def storage_failure(exc, location):
+    """The A2A error for ``exc``: full, busy or unavailable, all retryable;
+    logged with the server (no password) once every 10 s per cause."""
+    if isinstance(exc, psycopg.errors.DiskFull):
+        error = errors.StorageFull(data={"retry": True})
+    elif isinstance(exc, (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled,
+                          psycopg.errors.TransactionRollback)):
+        error = errors.StorageBusy(data={"retry": True})
+    else:
+        error = errors.StorageUnavailable(data={"retry": True})
+    text = str(exc).strip()
+    now = time.monotonic()
+    if now - _logged.get((location, text), -60.0) >= 10.0:
+        _logged[(location, text)] = now
+        log.error("storage unavailable: database %s: %s: %s", location,
+                  type(exc).__name__, text)
+    return error
+
+
+class PostgresConnections:
+    """Mixed into ``PostgresStorage``: ``connection()``, ``transaction()``,
+    the schema operations of the contract and ``close()``."""
+
+    def __init__(self, url, busy_timeout_ms=5000, stale_turn_seconds=3600,
+                 auto_migrate=True):
+        self.url = url
+        self.location = redact(url)
+        self.busy_timeout_ms = int(busy_timeout_ms)
+        self.stale_turn_seconds = int(stale_turn_seconds)
+        self.auto_migrate = auto_migrate
+        self._pool = None
+        self._pool_pid = None
+        self._opening = threading.Lock()
+        self._ready = not auto_migrate
+        self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
+
+    # -- the pool ------------------------------------------------------------
+
+    def _configure(self, conn):
+        # A write waiting for a lock longer than the busy timeout is "busy".
+        conn.execute("SET lock_timeout = %d" % self.busy_timeout_ms)
+
+    def _get_pool(self):
+        pid = os.getpid()
+        if self._pool is None or self._pool_pid != pid:
+            with self._opening:
+                if self._pool is None or self._pool_pid != pid:
+                    # an inherited pool belongs to the parent: never closed here
+                    pool = psycopg_pool.ConnectionPool(
+                        self.url, min_size=1, max_size=POOL_SIZE, open=False,
+                        kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
+                        configure=self._configure, timeout=max(self.busy_timeout_ms, 1000) / 1000,
+                        reconnect_timeout=24 * 3600, name="a2a_flask")
+                    pool.open(wait=False)
+                    self._pool, self._pool_pid = pool, pid
+        return self._pool
+
+    @contextmanager
+    def connection(self):
+        """A pooled connection (autocommit) for the block; storage failures
+        come out as ``StorageUnavailable`` / ``StorageBusy`` / ``StorageFull``."""
+        try:
+            if not self._ready:
+                self._retry_migrate()
+            with self._get_pool().connection() as conn:
+                yield conn
+        except errors.A2AError:
+            raise
+        except Exception as exc:
+            if is_storage_failure(exc):
+                raise storage_failure(exc, self.location) from exc
+            raise
+
+    @contextmanager
+    def transaction(self):
+        """A connection inside BEGIN ... COMMIT (ROLLBACK on an exception)."""
+        with self.connection() as conn:
+            with conn.transaction():
+                yield conn
+
+    def failure(self, exc):
+        """See ``Storage.failure``: our operations raise the storage errors
+        themselves; a driver exception that escaped is mapped here."""
+        if isinstance(exc, errors.StorageUnavailable):
+            return exc
+        return storage_failure(exc, self.location) if is_storage_failure(exc) else None
+
+    def close(self):
+        pool, self._pool = self._pool, None
+        if pool is not None and self._pool_pid == os.getpid():
+            pool.close()
+
+    # -- schema ----------------------------------------------------------------
+
+    def expected_version(self):
+        return len(MIGRATIONS)
+
+    def _direct(self):
+        """One connection outside the pool (migrations, checks at boot)."""
+        try:
+            return psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT)
+        except Exception as exc:
+            if is_storage_failure(exc):
+                raise storage_failure(exc, self.location) from exc
+            raise
+
+    def schema_version(self):
+        with self._direct() as conn:
+            try:
+                return _read_version(conn)
+            except Exception as exc:
+                if is_storage_failure(exc):
+                    raise storage_failure(exc, self.location) from exc
+                raise SchemaError(str(exc)) from exc
+
+    def migrate(self):
+        """Serialized across every worker and server by a transaction-level
+        advisory lock: the first applies the missing versions, the others
+        then find them applied."""
+        with self._direct() as conn:
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                    conn.execute("CREATE TABLE IF NOT EXISTS a2a_schema_version"
+                                 " (version integer NOT NULL)")
+                    version = _read_version(conn)
+                    if version > len(MIGRATIONS):
+                        raise SchemaError(
+                            "The database schema is version %d, newer than this "
+                            "a2a_flask (version %d): upgrade a2a_flask."
+                            % (version, len(MIGRATIONS)))
+                    if version < len(MIGRATIONS):
+                        for step in MIGRATIONS[version:]:
+                            conn.execute(step)
+                        conn.execute("DELETE FROM a2a_schema_version")
+                        conn.execute("INSERT INTO a2a_schema_version (version)"
+                                     " VALUES (%s)", (len(MIGRATIONS),))
+            except Exception as exc:
+                if is_storage_failure(exc):
+                    raise storage_failure(exc, self.location) from exc
+                raise
+        self._ready = True
+
+    def _retry_migrate(self):
+        """Migrate on first use when the server was unreachable at start, at
+        most once a second (each try costs a connection attempt)."""
+        at, error = self._last_attempt
+        if error is not None and time.monotonic() - at < 1.0:
+            raise error
+        try:
+            self.migrate()
+        except errors.A2AError as exc:
+            self._last_attempt = (time.monotonic(), exc)
+            raise
+
+
+def _read_version(conn):
+    """The schema version (0: no schema yet, as SQLite says)."""
+    if conn.execute("SELECT to_regclass('a2a_schema_version')").fetchone()[0] is None:
+        return 0
+    row = conn.execute("SELECT max(version) FROM a2a_schema_version").fetchone()
+    return row[0] or 0

@@ -1,0 +1,104 @@
+"""API keys and built-in users of ``PostgresStorage``: rows only; what a key
+or a password is, and how it is hashed, is ``a2a_flask.credentials``.
+Each operation is one statement; every change is conditional and checked."""
+
+from ..base import KeyNotFound, KeyRow, UserExists, UserNotFound
+from .tasks import NOW
+
+_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+
+
+class CredentialOperations:
+    """Mixed into ``PostgresStorage``."""
+
+    def _one(self, sql, args=()):
+        with self.connection() as conn:
+            return conn.execute(sql, args).fetchone()
+
+    def _all(self, sql, args=()):
+        with self.connection() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def insert_key(self, key, key_hash):
+        key.created_at = self._one(
+            "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
+            " last_used_at, revoked_at, key_hash) VALUES (%s, %s, %s, %s, " + NOW +
+            ", %s, %s, %s) RETURNING created_at",
+            (key.id, key.prefix, key.label, key.scope, key.last_used_at,
+             key.revoked_at, key_hash))[0]
+        return key
+
+    def keys(self):
+        return [KeyRow(*row) for row in self._all(
+            "SELECT %s FROM a2a_api_keys ORDER BY created_at, id" % _KEY_COLUMNS)]
+
+    def revoke_key(self, key_id):
+        # The UPDATE and, in the same statement, whether the key exists at all.
+        revoked, exists = self._one(
+            "WITH u AS (UPDATE a2a_api_keys SET revoked_at = " + NOW +
+            " WHERE id = %s AND revoked_at IS NULL RETURNING 1)"
+            " SELECT EXISTS (SELECT FROM u),"
+            " EXISTS (SELECT FROM a2a_api_keys WHERE id = %s)", (key_id, key_id))
+        if not (revoked or exists):
+            raise KeyNotFound(key_id)
+
+    def find_key(self, key_hash):
+        row = self._one("SELECT %s FROM a2a_api_keys WHERE key_hash = %%s"
+                        " AND revoked_at IS NULL" % _KEY_COLUMNS, (key_hash,))
+        return None if row is None else KeyRow(*row)
+
+    def touch_key(self, key_id, older_than):
+        row = self._one(
+            "UPDATE a2a_api_keys SET last_used_at = " + NOW + " WHERE id = %s AND"
+            " (last_used_at IS NULL OR last_used_at < %s) RETURNING last_used_at",
+            (key_id, older_than))
+        return row[0] if row else None
+
+    def insert_user(self, name, password_hash):
+        if self._one("INSERT INTO a2a_users (name, password_hash, created_at)"
+                     " VALUES (%s, %s, " + NOW + ") ON CONFLICT DO NOTHING RETURNING 1",
+                     (name, password_hash)) is None:
+            raise UserExists(name)
+
+    def users(self):
+        return [tuple(row) for row in self._all(
+            "SELECT name, created_at FROM a2a_users ORDER BY name")]
+
+    def has_users(self):
+        return self._one("SELECT EXISTS (SELECT FROM a2a_users)")[0]
+
+    def delete_user(self, name):
+        if self._one("DELETE FROM a2a_users WHERE name = %s RETURNING 1",
+                     (name,)) is None:
+            raise UserNotFound(name)
+
+    def password_hash(self, name):
+        row = self._one("SELECT password_hash FROM a2a_users WHERE name = %s", (name,))
+        return None if row is None else row[0]
+
+    # -- bulk copy (``flask a2a db copy``) ------------------------------------
+
+    def export_credentials(self):
+        """(keys as (KeyRow, key hash), users as (name, password hash,
+        created_at)): everything ``import_credentials`` needs, hashes only."""
+        keys = [(KeyRow(*row[:7]), row[7]) for row in self._all(
+            "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
+            % _KEY_COLUMNS)]
+        users = [tuple(row) for row in self._all(
+            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+        return keys, users
+
+    def import_credentials(self, keys, users):
+        """Insert keys and users as they are (timestamps kept), in one
+        transaction; a key id or user name already here is left as it is."""
+        with self.transaction() as conn:
+            cur = conn.cursor()
+            if keys:
+                cur.executemany(
+                    "INSERT INTO a2a_api_keys (%s, key_hash) VALUES (%%s, %%s, %%s,"
+                    " %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                    [key.astuple() + (key_hash,) for key, key_hash in keys])
+            if users:
+                cur.executemany(
+                    "INSERT INTO a2a_users (name, password_hash, created_at)"
+                    " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", users)

@@ -1,0 +1,89 @@
+"""The versioned schema of the PostgreSQL backend: the same logical schema as
+SQLite's (tables prefixed ``a2a_``, ``a2a_schema_version``), written for
+PostgreSQL. Each entry brings the schema one version forward, inside the
+migrating transaction (``connection.migrate``). Add new versions at the end;
+never edit one that has shipped.
+
+Timestamps are ISO 8601 text (``2026-01-02T03:04:05.678Z``) as in SQLite:
+they compare and sort as text, exactly as the contract's cursors and cutoffs
+expect, and are written from the database's clock (``NOW`` in ``sql.py``).
+Ids and timestamps use the "C" collation: byte order, as SQLite sorts them,
+and the cheapest comparisons.
+"""
+
+#: pg_advisory_xact_lock key serializing migrations across servers.
+MIGRATION_LOCK = 0x0A2AF1A5
+
+_V1_TASKS = """
+CREATE TABLE a2a_tasks (
+    id text COLLATE "C" PRIMARY KEY,
+    agent text NOT NULL,
+    owner text NOT NULL,
+    context_id text COLLATE "C" NOT NULL,
+    state text NOT NULL,
+    status_message text,
+    updated_at text COLLATE "C" NOT NULL,
+    created_at text COLLATE "C" NOT NULL,
+    metadata text
+);
+-- seq orders history; the indexes serve a task's history and a context's.
+CREATE TABLE a2a_messages (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    task_id text COLLATE "C" NOT NULL,
+    context_id text COLLATE "C" NOT NULL,
+    owner text NOT NULL,
+    agent text NOT NULL,
+    role text NOT NULL,
+    message_id text NOT NULL,
+    body text NOT NULL
+);
+CREATE INDEX a2a_messages_task ON a2a_messages (task_id, seq);
+CREATE INDEX a2a_messages_context ON a2a_messages (context_id, seq);
+CREATE TABLE a2a_artifacts (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    task_id text COLLATE "C" NOT NULL,
+    artifact_id text NOT NULL,
+    body text NOT NULL
+);
+CREATE INDEX a2a_artifacts_task ON a2a_artifacts (task_id, seq);
+-- One row per (caller, agent, messageId): what makes retries safe.
+CREATE TABLE a2a_deliveries (
+    owner text NOT NULL,
+    agent text NOT NULL,
+    message_id text NOT NULL,
+    fingerprint text NOT NULL,
+    task_id text COLLATE "C" NOT NULL,
+    PRIMARY KEY (owner, agent, message_id)
+);
+"""
+
+_V2_CREDENTIALS = """
+-- Keys are found by the SHA-256 of the whole key: never stored in clear.
+CREATE TABLE a2a_api_keys (
+    id text PRIMARY KEY,
+    prefix text NOT NULL,
+    key_hash text NOT NULL UNIQUE,
+    label text,
+    scope text NOT NULL,
+    created_at text COLLATE "C" NOT NULL,
+    last_used_at text COLLATE "C",
+    revoked_at text COLLATE "C"
+);
+CREATE TABLE a2a_users (
+    name text PRIMARY KEY,
+    password_hash text NOT NULL,
+    created_at text COLLATE "C" NOT NULL
+);
+"""
+
+_V3_TASK_LISTING = """
+-- list_tasks pages a caller's tasks of an agent newest-updated first by the
+-- keyset (updated_at, id): one index range per page, at any depth. The
+-- second keeps prune (terminal tasks older than a cutoff, in batches) and
+-- the operator's list of every caller's tasks from scanning the table. No
+-- more: each index costs every send.
+CREATE INDEX a2a_tasks_listing ON a2a_tasks (owner, agent, updated_at DESC, id DESC);
+CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at, id);
+"""
+
+MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING]
