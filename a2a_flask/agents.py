@@ -150,6 +150,18 @@ class Turn:
         """True once the task was canceled: stop early, the result is discarded."""
         return self._store.task_state(self.task_id) == "canceled"
 
+    def progress(self, text: str) -> bool:
+        """Show ``text`` as the task's status message while it is ``working``
+        (``tasks/get`` sees it; it does not join the history). False once the
+        task is no longer working (canceled): stop early."""
+        return self._store.progress(self.task_id, _agent_message(
+            self, [{"kind": "text", "text": str(text)}]))
+
+    def _finish(self, state, message, artifacts=()):
+        """Store the outcome (conditional on ``working``); None: discarded."""
+        return self._store.finish_turn(self.task_id, self.caller.id,
+                                       self.agent.name, state, message, artifacts)
+
 
 def _agent_message(turn, parts, metadata=None):
     message = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
@@ -208,19 +220,15 @@ def run_turn(turn):
         # SystemExit in it): fail the task, or it would stay working for ever.
         log.exception("agent %r interrupted on task %s", turn.agent.name,
                       turn.task_id)
-        turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
-                                *_failure(turn))
+        turn._finish(*_failure(turn))
         raise
     try:
-        timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
-                                            turn.agent.name, state, message,
-                                            artifacts)
+        timestamp = turn._finish(state, message, artifacts)
     except (TypeError, ValueError):  # e.g. a datetime in a data part: not JSON
         log.exception("agent %r answered task %s with something that is not "
                       "JSON", turn.agent.name, turn.task_id)
         state, message, artifacts = _failure(turn)
-        timestamp = turn._store.finish_turn(turn.task_id, turn.caller.id,
-                                            turn.agent.name, state, message)
+        timestamp = turn._finish(state, message)
     if timestamp is None:
         log.info("task %s was canceled while agent %r ran; its result is discarded",
                  turn.task_id, turn.agent.name)
@@ -241,11 +249,18 @@ class Agent:
     def __init__(self, name, func, description=None, skills=None,
                  extended_skills=None, input_modes=("text/plain",),
                  output_modes=("text/plain",), version="1.0.0", enabled=True,
-                 card=None):
+                 card=None, background=False, retry=False):
         if not name or "/" in name:
             raise ValueError("agent name %r must be non-empty, without '/'" % name)
+        if retry and not background:
+            raise ValueError("agent %r: retry=True needs background=True (a turn "
+                             "run inside the request is never retried)" % name)
         self.name = name
         self.func = func
+        #: Turns are queued and run by ``flask a2a worker``, never in a request.
+        self.background = bool(background)
+        #: A turn whose worker died is queued again (else failed: at most once).
+        self.retry = bool(retry)
         doc = (func.__doc__ or "").strip().splitlines()
         self.description = description or (doc[0] if doc else "Agent %s" % name)
         self.skills = self._skills(skills) or [

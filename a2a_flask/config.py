@@ -25,6 +25,10 @@ DEFAULTS = {
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
     "A2A_RETENTION": None,  # e.g. "30d": what `flask a2a tasks prune` keeps
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
+    # Background agents (README, "Long-running agents").
+    "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
+    "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
+    "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -90,6 +94,17 @@ def _history_length(value):
     return count
 
 
+def _at_least(key, value, minimum):
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = minimum - 1
+    if number < minimum:
+        raise ValueError("%s=%r: expected a whole number, %d or more"
+                         % (key, value, minimum))
+    return number
+
+
 class Settings:
     """The extension's settings, read once from ``app.config`` in ``init_app``."""
 
@@ -136,6 +151,12 @@ class Settings:
         if self.retention is not None:
             parse_age(self.retention, "A2A_RETENTION")
         self.metrics = bool(get("A2A_METRICS"))
+        self.blocking_wait_seconds = _at_least("A2A_BLOCKING_WAIT_SECONDS",
+                                               get("A2A_BLOCKING_WAIT_SECONDS"), 0)
+        self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",
+                                              get("A2A_WORKER_LEASE_SECONDS"), 1)
+        self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",
+                                             get("A2A_WORKER_MAX_ATTEMPTS"), 1)
 
     @property
     def auth_off(self):

@@ -1,6 +1,8 @@
-"""The demo agents ``echo`` and ``chat``, as registered by ``wsgi.py``."""
+"""The demo agents ``echo``, ``chat`` and ``slow`` (a background agent), as
+registered by ``wsgi.py``."""
 
 import re
+import time
 
 from .agents import InputRequired, Reply
 
@@ -41,7 +43,26 @@ def chat(turn):
     return InputRequired(reply)
 
 
-def register_demo_agents(a2a):
+#: The seconds ``slow`` waits: the first number in its text, else the
+#: default, at most the most.
+SLOW_DEFAULT, SLOW_MOST = 2, 60
+_NUMBER = re.compile(r"\d+")
+
+
+def slow(turn):
+    """A long-running agent (run by ``flask a2a worker``): waits the number of
+    seconds its text names, reporting progress each second."""
+    found = _NUMBER.search(turn.text)
+    seconds = min(int(found.group()) if found else SLOW_DEFAULT, SLOW_MOST)
+    for second in range(seconds):
+        if not turn.progress("working: %d of %d s" % (second, seconds)):
+            break  # canceled: the outcome would be discarded anyway
+        time.sleep(1)
+    return Reply("done after %d s" % seconds)
+
+
+def register_demo_agents(a2a, slow_agent=True):
+    """``echo`` and ``chat``; ``slow`` too unless ``slow_agent`` is False."""
     a2a.add_agent("echo", echo, skills=[{
         "id": "echo", "name": "Echo", "description": "Replies with the text it is sent.",
         "tags": ["demo", "echo"], "examples": ["hello"]}])
@@ -55,3 +76,10 @@ def register_demo_agents(a2a):
             "description": "Shown to callers with credentials: the chat agent "
                            "recalls the last few turns of the conversation.",
             "tags": ["demo", "memory"]}])
+    if slow_agent:
+        a2a.add_agent("slow", slow, background=True, skills=[{
+            "id": "slow", "name": "Slow",
+            "description": "Works for the number of seconds you send (default "
+                           "2, at most 60), reporting progress each second; "
+                           "send with blocking false and poll tasks/get.",
+            "tags": ["demo", "background"], "examples": ["5"]}])

@@ -10,12 +10,14 @@ Ownership: every call is keyed by (caller, agent); another caller's task is
 ``TaskNotFound``. The stale-turn policy is the storage's (``get_task``).
 """
 
+import time
 from typing import Optional
 
 from . import errors
 from .agents import Turn, run_turn
 from .cards import agent_card
-from .storage.base import TaskPage, TaskRecord
+from .storage.base import QUEUED_TEXT, TaskPage, TaskRecord
+from .storage.common import new_id
 
 
 class Request:
@@ -48,13 +50,24 @@ def clamp_history(history, limit):
 
 def send(req: Request, message: dict, accepted_output_modes=None,
          metadata: Optional[dict] = None,
-         history_length: Optional[int] = None) -> TaskRecord:
+         history_length: Optional[int] = None,
+         return_immediately: bool = False) -> TaskRecord:
     """Run one turn of ``message`` (a new task, a continuation when it names a
     taskId, or a replay of a messageId already sent: nothing runs twice) and
-    return the task as it ends. Synchronous: the turn ends before the answer."""
+    return the task as it ends.
+
+    An agent registered ``background=True``: the turn is queued for ``flask
+    a2a worker``; with ``return_immediately`` (0.3 ``blocking: false``, 1.0
+    ``returnImmediately``) the task comes back at once, ``working``; else
+    after the turn ended or A2A_BLOCKING_WAIT_SECONDS, whichever comes first.
+    Any other agent runs inside the call, ``return_immediately`` or not."""
     req.agent.check_accepts(message, accepted_output_modes)
     owner, agent_name = req.caller.id, req.agent.name
     storage = req.storage
+    if req.agent.background:
+        return _send_to_queue(req, message, metadata,
+                              req.history_length(history_length),
+                              return_immediately)
     start = storage.start_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata)
@@ -74,6 +87,38 @@ def send(req: Request, message: dict, accepted_output_modes=None,
                       clamp_history([start.message, status_message],
                                     history_length),
                       metadata)
+
+
+#: A blocking send polls the task's state, without a transaction, every
+#: POLL_FIRST seconds, growing by half up to POLL_MOST.
+POLL_FIRST, POLL_MOST = 0.02, 0.2
+
+
+def _send_to_queue(req, message, metadata, history_length, return_immediately):
+    owner, agent_name, storage = req.caller.id, req.agent.name, req.storage
+    queued = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
+              "parts": [{"kind": "text", "text": QUEUED_TEXT}]}
+    start = storage.enqueue_turn(
+        owner, agent_name, message, context_id=message.get("contextId"),
+        task_id=message.get("taskId"), metadata=metadata,
+        retry=req.agent.retry, status_message=queued)
+    if not start.replayed and not return_immediately:
+        wait_while_working(storage, start.task_id,
+                           req.runtime.settings.blocking_wait_seconds)
+    return storage.get_task(start.task_id, owner, agent_name, history_length)
+
+
+def wait_while_working(storage, task_id, seconds):
+    """Poll the task's state (a plain read each time) until it leaves
+    ``working`` or ``seconds`` pass; the state found."""
+    deadline = time.monotonic() + seconds
+    pause = POLL_FIRST
+    state = storage.task_state(task_id)
+    while state == "working" and time.monotonic() + pause < deadline:
+        time.sleep(pause)
+        pause = min(pause * 1.5, POLL_MOST)
+        state = storage.task_state(task_id)
+    return state
 
 
 def get(req: Request, task_id: str,

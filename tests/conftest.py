@@ -13,7 +13,8 @@ from pgfixtures import postgres_module_url, postgres_server, postgres_url  # noq
 
 @pytest.fixture
 def make_app(tmp_path):
-    """Build an app with the demo agents: ``make_app(**config) -> (app, a2a)``."""
+    """Build an app with the demo agents echo and chat (not the background
+    ``slow``): ``make_app(**config) -> (app, a2a)``."""
 
     def build(register=None, **config):
         app = Flask("a2a_test", instance_path=str(tmp_path / "instance"))
@@ -21,7 +22,7 @@ def make_app(tmp_path):
                           A2A_AUTH="off", A2A_DEFAULT_AGENT="chat")
         app.config.update(config)
         a2a = A2A(app)
-        register_demo_agents(a2a)
+        register_demo_agents(a2a, slow_agent=False)
         if register is not None:
             register(a2a)
         return app, a2a

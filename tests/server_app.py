@@ -3,6 +3,7 @@
 
 - ``crash``: raises an exception whose text is ``SECRET``: it must reach the
   server log, never the caller.
+- ``bg`` / ``bg_retry``: background agents (``background`` below).
 - ``slow``: works for a bounded time. Text ``poll S`` (the default, S=10):
   checks ``turn.canceled`` every 20 ms for at most S seconds; ``sleep S``:
   sleeps S seconds without looking. Either way it then returns ``LATE``
@@ -58,10 +59,27 @@ def slow(turn):
     return "%s (%s)" % (LATE, turn.text)
 
 
+def background(turn):
+    """A background agent (``bg``; ``bg_retry`` with retry=True): appends
+    its task id to the file ``BG_LEDGER`` names (one line per run), then as
+    ``slow`` (``poll S`` / ``sleep S``; no text: at once), reporting
+    progress; answers ``ran <text>``."""
+    ledger = os.environ.get("BG_LEDGER")
+    if ledger:
+        with open(ledger, "a") as f:
+            f.write("%s %d\n" % (turn.task_id, turn.attempt))
+    words = turn.text.split()
+    if len(words) == 2 and words[0] in ("poll", "sleep"):
+        slow(turn)
+    return "ran " + turn.text
+
+
 app = Flask(__name__)
 app.config["A2A_DEFAULT_AGENT"] = "chat"
 app.config.update(config_from_env())
 a2a = A2A(app)
-register_demo_agents(a2a)
+register_demo_agents(a2a, slow_agent=False)
 a2a.add_agent("crash", crash)
 a2a.add_agent("slow", slow)
+a2a.add_agent("bg", background, background=True)
+a2a.add_agent("bg_retry", background, background=True, retry=True)

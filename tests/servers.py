@@ -282,3 +282,58 @@ def assert_clean_log(text):
     errors_5xx = [line for line in text.splitlines()
                   if line.startswith("ACCESS ") and line.rsplit(" ", 1)[1][0] == "5"]
     assert not errors_5xx, errors_5xx[:10]
+
+
+class WorkerProcess:
+    """``flask --app APP a2a worker ARGS`` beside a ``GunicornServer``, on its
+    database and settings, in a process group of its own; its log in
+    ``worker-N.log`` of the server's folder."""
+
+    _count = 0
+
+    def __init__(self, server, *args, env=None):
+        WorkerProcess._count += 1
+        self.server = server
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.log_path = os.path.join(server.directory,
+                                     "worker-%d.log" % WorkerProcess._count)
+        self.process = None
+
+    def start(self):
+        env = dict(self.server._environ(), **self.env)
+        module = self.server.app.split(":")[0]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [os.path.join(VENV_BIN, "flask"), "--app", module, "a2a",
+                 "worker"] + self.args, cwd=APPS[self.server.app], env=env,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        _RUNNING.add(self.process.pid)
+        deadline = time.monotonic() + START_TIMEOUT
+        while "running agents" not in self.log():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the worker did not start:\n" + self.log())
+            time.sleep(0.05)
+        return self
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        """``sig`` to the worker's group; SIGKILL if it lingers. Its exit code."""
+        process, self.process = self.process, None
+        if process is None:
+            return None
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            code = process.wait(timeout)
+        _RUNNING.discard(process.pid)
+        return code
+
+    def log(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()

@@ -34,6 +34,8 @@ def test_body_limits_in_step():
 def test_units_run_the_shipped_commands():
     assert "ExecStart=/srv/a2a/venv/bin/gunicorn wsgi:app\n" in _read("a2a.service")
     assert "a2a tasks prune\n" in _read("a2a-prune.service")
+    assert "ExecStart=/srv/a2a/venv/bin/flask --app wsgi a2a worker " in _read(
+        "a2a-worker.service")
     assert "OnCalendar=daily" in _read("a2a-prune.timer")
     backup = _read("a2a-backup.service")
     assert "a2a db backup" in backup and "a2a db check" in backup

@@ -33,7 +33,7 @@ def host_app(tmp_path, **config):
 
 def mount(app):
     a2a = A2A(app)
-    register_demo_agents(a2a)
+    register_demo_agents(a2a, slow_agent=False)
     return a2a
 
 

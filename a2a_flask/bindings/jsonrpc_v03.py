@@ -120,7 +120,8 @@ def message_send(req: Request, params):
             data={"field": "configuration.pushNotificationConfig"})
     return render_task(service.send(
         req, message, configuration.get("acceptedOutputModes"),
-        params.get("metadata"), configuration.get("historyLength")))
+        params.get("metadata"), configuration.get("historyLength"),
+        return_immediately=configuration.get("blocking") is False))
 
 
 @method("tasks/get", TASK_QUERY_PARAMS)

@@ -34,7 +34,10 @@ from .errors import (  # noqa: F401
     ContextMismatch, KeyNotFound, MessageIdReused, SchemaError, StorageError,
     TaskNotCancelable, TaskNotFound, TaskNotWaiting, UserExists, UserNotFound,
 )
-from .states import STALE_TURN_TEXT, TERMINAL_STATES, WAITING_STATES  # noqa: F401
+from .states import (  # noqa: F401
+    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, QUEUED_TEXT, STALE_TURN_TEXT,
+    TERMINAL_STATES, WAITING_STATES,
+)
 
 Message = Dict[str, Any]   # a message in its stored form
 Artifact = Dict[str, Any]  # an artifact in its stored form
@@ -94,6 +97,31 @@ class TurnStart:
         self.created = created
         #: True when this messageId was seen before: nothing was written.
         self.replayed = replayed
+
+
+class ClaimedTurn:
+    """A background turn leased to a worker by ``claim_turns``."""
+
+    __slots__ = ("task_id", "context_id", "owner", "agent", "message",
+                 "message_seq", "metadata", "attempts", "retry")
+
+    def __init__(self, task_id, context_id, owner, agent, message, message_seq,
+                 metadata=None, attempts=1, retry=False):
+        self.task_id = task_id
+        self.context_id = context_id
+        self.owner = owner
+        self.agent = agent
+        #: The user message as stored, and its position in the history.
+        self.message = message
+        self.message_seq = message_seq
+        self.metadata = metadata
+        #: 1 on the first claim; more when an expired lease re-queued it.
+        self.attempts = attempts
+        self.retry = retry
+
+    def __repr__(self):
+        return "ClaimedTurn(%s, %s, attempt %d)" % (self.task_id, self.agent,
+                                                    self.attempts)
 
 
 class TaskPage:
@@ -382,3 +410,82 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def password_hash(self, name: str) -> Optional[str]:
         """The stored password hash of ``name``, or None."""
+
+    # -- the background-turn queue (``flask a2a worker``) -------------------------
+    #
+    # Not abstract, so that a backend without a queue still serves agents
+    # that run inside the request. A queued turn is a row of its own: queued
+    # (no worker), then leased to one worker until ``lease_expires`` (the
+    # storage's clock), renewed while the agent runs, deleted when the turn
+    # ends. A task has at most one turn at a time (it is ``working`` meanwhile);
+    # ``fail_stale_turn`` leaves a task with a turn row alone (leases govern it),
+    # and ``cancel_task`` deletes a turn that no worker has claimed yet.
+
+    def _no_queue(self, operation):
+        return NotImplementedError(
+            "%s: the %s storage backend does not implement the background-turn "
+            "queue yet (Storage.%s); agents registered background=True need the "
+            "SQLite backend for now." % (operation, type(self).__name__, operation))
+
+    def enqueue_turn(self, owner: str, agent: str, message: Message,
+                     context_id: Optional[str] = None,
+                     task_id: Optional[str] = None,
+                     metadata: Optional[dict] = None,
+                     retry: bool = False,
+                     status_message: Optional[Message] = None) -> TurnStart:
+        """``start_turn`` and, in the same transaction, a queued turn for the
+        task (message seq, agent, ``retry``, 0 attempts); the task's status
+        message becomes ``status_message`` (it may say it is queued; it does
+        not join the history). A replay (``TurnStart.replayed``) queues
+        nothing. Either both are stored or neither is."""
+        raise self._no_queue("enqueue_turn")
+
+    def claim_turns(self, worker: str, limit: int, lease_seconds: float,
+                    agents: Optional[Sequence[str]] = None) -> List[ClaimedTurn]:
+        """Lease up to ``limit`` queued turns (oldest first; of ``agents``
+        only, when given) to ``worker`` until now + ``lease_seconds``, each by
+        a conditional UPDATE (``WHERE worker IS NULL``) whose row count is
+        checked, counting an attempt: two workers never hold the same turn
+        (SQLite: one short ``BEGIN IMMEDIATE``; PostgreSQL: ``FOR UPDATE SKIP
+        LOCKED``). Turns of tasks no longer ``working`` are dropped, not
+        claimed. Cheap when nothing is queued (a read, no write lock)."""
+        raise self._no_queue("claim_turns")
+
+    def renew_leases(self, worker: str, task_ids: Sequence[str],
+                     lease_seconds: float) -> List[str]:
+        """Extend ``worker``'s leases on ``task_ids`` to now + ``lease_seconds``
+        (``WHERE worker = ?``); returns the task ids still held (a lease that
+        expired and was taken over is not renewed)."""
+        raise self._no_queue("renew_leases")
+
+    def finish_queued_turn(self, task_id: str, worker: str, owner: str,
+                           agent: str, state: str,
+                           status_message: Optional[Message] = None,
+                           artifacts: Sequence[Artifact] = ()) -> Optional[str]:
+        """Delete ``worker``'s turn row and store the outcome exactly as
+        ``finish_turn`` (conditional on ``working``), in one transaction.
+        None, with nothing stored, when the worker no longer holds the turn
+        (its lease expired) or the task left ``working`` (canceled)."""
+        raise self._no_queue("finish_queued_turn")
+
+    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
+        """Turns whose lease expired (their worker was killed or hung): an
+        agent registered ``retry=True`` is re-queued while it had fewer than
+        ``max_attempts`` attempts; any other is deleted and its task failed
+        (``LEASE_EXPIRED_TEXT``, or ``ATTEMPTS_EXHAUSTED_TEXT``; conditional
+        on ``working``): at most once. Returns ``(task_id, "requeued" |
+        "failed")`` pairs."""
+        raise self._no_queue("expire_leases")
+
+    def release_turns(self, worker: str, task_ids: Sequence[str],
+                      max_attempts: int = 3) -> List[Tuple[str, str]]:
+        """What a stopping worker does with turns it cannot finish: as
+        ``expire_leases`` for these turns of ``worker`` now, whatever their
+        lease."""
+        raise self._no_queue("release_turns")
+
+    def progress(self, task_id: str, status_message: Message) -> bool:
+        """Set a ``working`` task's status message (not its history; the
+        timestamp moves): ``UPDATE ... WHERE id AND state = 'working'``.
+        False when the task is no longer working."""
+        raise self._no_queue("progress")

@@ -6,3 +6,15 @@ WAITING_STATES = frozenset(("input-required", "auth-required"))
 STALE_TURN_TEXT = ("The agent stopped before finishing this turn: its worker "
                    "process ended. Send a new message with this contextId to "
                    "try again.")
+#: The status message of a background turn waiting for a worker.
+QUEUED_TEXT = "Queued: waiting for a worker to run this turn."
+#: The status message of a background turn whose worker stopped holding it
+#: (killed, or stopped before it finished): at-most-once, the turn is not rerun.
+LEASE_EXPIRED_TEXT = ("The agent stopped before finishing this turn: the "
+                      "worker running it stopped (killed or shut down), and "
+                      "the turn is not run twice. Send a new message with "
+                      "this contextId to try again.")
+#: The same for an agent registered retry=True that ran out of attempts.
+ATTEMPTS_EXHAUSTED_TEXT = ("The agent stopped before finishing this turn: the "
+                           "workers running it stopped %d times. Send a new "
+                           "message with this contextId to try again.")

@@ -16,7 +16,8 @@ import hostapp  # noqa: E402
 from a2a_flask.testing import A2AClient, A2AClientError, make_key  # noqa: E402
 
 OUR_TABLES = {"a2a_schema_version", "a2a_tasks", "a2a_messages",
-              "a2a_artifacts", "a2a_deliveries", "a2a_api_keys", "a2a_users"}
+              "a2a_artifacts", "a2a_deliveries", "a2a_api_keys", "a2a_users",
+              "a2a_turns"}
 
 
 def flask_db(app, *args):

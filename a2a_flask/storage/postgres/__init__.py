@@ -4,6 +4,7 @@ Selected by ``A2A_DATABASE=postgresql://user@host/db`` (the ``postgres``
 extra: psycopg 3 and psycopg_pool). ``connection`` (one pool per worker
 process, failures, schema), ``tasks`` (the request path), ``admin``
 (listing, operations, bulk copy), ``credentials`` (keys and users),
+``queue`` (background turns, claimed with FOR UPDATE SKIP LOCKED),
 ``migrations`` (the versioned schema, serialized by an advisory lock).
 """
 
@@ -11,11 +12,12 @@ from ..base import Storage
 from .admin import AdminOperations
 from .connection import PostgresConnections, is_storage_failure, storage_failure  # noqa: F401
 from .credentials import CredentialOperations
+from .queue import QueueOperations
 from .tasks import TaskOperations
 
 
-class PostgresStorage(TaskOperations, AdminOperations, CredentialOperations,
-                      PostgresConnections, Storage):
+class PostgresStorage(QueueOperations, TaskOperations, AdminOperations,
+                      CredentialOperations, PostgresConnections, Storage):
     """``Storage`` on one PostgreSQL database."""
 
     def __init__(self, url, busy_timeout_ms=5000, stale_turn_seconds=3600,

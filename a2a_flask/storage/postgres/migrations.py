@@ -86,4 +86,23 @@ CREATE INDEX a2a_tasks_listing ON a2a_tasks (owner, agent, updated_at DESC, id D
 CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at, id);
 """
 
-MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING]
+_V4_TURN_QUEUE = """
+-- One row per background turn, queued (worker NULL) or leased by a worker
+-- until lease_expires (the database's clock); deleted when it ends. seq is
+-- the queue order; a task has at most one turn at a time.
+CREATE TABLE a2a_turns (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    task_id text COLLATE "C" NOT NULL UNIQUE,
+    owner text NOT NULL,
+    agent text NOT NULL,
+    message_seq bigint NOT NULL,
+    retry boolean NOT NULL DEFAULT false,
+    attempts integer NOT NULL DEFAULT 0,
+    worker text,
+    lease_expires text COLLATE "C",
+    queued_at text COLLATE "C" NOT NULL
+);
+CREATE INDEX a2a_turns_leases ON a2a_turns (lease_expires) WHERE worker IS NOT NULL;
+"""
+
+MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING, _V4_TURN_QUEUE]

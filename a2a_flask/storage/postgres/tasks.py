@@ -121,7 +121,9 @@ class TaskOperations:
             "WITH u AS (UPDATE a2a_tasks SET state = 'failed', status_message ="
             " (%(body)s::jsonb || jsonb_build_object('contextId', context_id))::text,"
             " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
-            " AND updated_at < " + cutoff + " RETURNING context_id, owner, agent,"
+            " AND updated_at < " + cutoff + " AND NOT EXISTS (SELECT FROM"
+            " a2a_turns WHERE task_id = %(id)s)"  # leases decide queued turns
+            " RETURNING context_id, owner, agent,"
             " status_message)"
             " INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
             " message_id, body) SELECT %(id)s, context_id, owner, agent, 'agent',"
@@ -147,12 +149,10 @@ class TaskOperations:
                     return TurnStart(task_id, context_id, stored, row[0], created=True)
                 return self._replayed(conn, owner, agent, message_id, digest)
         with self.transaction() as conn:
-            if conn.execute(
-                    "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                    " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
-                    " ON CONFLICT DO NOTHING", (owner, agent, message_id, digest,
-                                                task_id)).rowcount != 1:
-                return self._replayed(conn, owner, agent, message_id, digest)
+            replayed = self._record_delivery(conn, owner, agent, message_id,
+                                             digest, task_id)
+            if replayed is not None:
+                return replayed
             conn.execute(_UNFLUSHED)  # read at COMMIT: a replay above still waits
             context_id = self._claim_waiting_task(conn, owner, agent, task_id, context_id)
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
@@ -160,6 +160,18 @@ class TaskOperations:
                 task_id, context_id, owner, agent, stored["role"], message_id,
                 dumps(stored))).fetchone()[0]
         return TurnStart(task_id, context_id, stored, seq)
+
+    @classmethod
+    def _record_delivery(cls, conn, owner, agent, message_id, digest, task_id):
+        """The retry record of a message to ``task_id``; when this messageId
+        was seen, the replayed ``TurnStart`` (or ``MessageIdReused``)."""
+        if conn.execute(
+                "INSERT INTO a2a_deliveries (owner, agent, message_id,"
+                " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING", (owner, agent, message_id, digest,
+                                            task_id)).rowcount != 1:
+            return cls._replayed(conn, owner, agent, message_id, digest)
+        return None
 
     @staticmethod
     def _replayed(conn, owner, agent, message_id, digest):
@@ -286,6 +298,10 @@ class TaskOperations:
                     " updated_at = " + NOW + " WHERE id = %s AND owner = %s AND"
                     " agent = %s AND state NOT IN " + TERMINAL_SQL,
                     (task_id, owner, agent)).rowcount:
+                # A queued background turn never starts (a claim drops it
+                # anyway); a running one sees turn.canceled.
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
+                             " worker IS NULL", (task_id,))
                 return
             # a new statement: the state as it is now, after whoever won
             row = conn.execute(

@@ -2,17 +2,19 @@
 
 ``connection`` (the file, its connections, transactions and schema),
 ``tasks`` (the request path), ``admin`` (listing, operations, bulk copy),
-``credentials`` (keys and users), ``file`` (lock, identity, failures, kept
-outcomes), ``migrations`` (the versioned schema).
+``credentials`` (keys and users), ``queue`` (background turns), ``file``
+(lock, identity, failures, kept outcomes), ``migrations`` (the versioned
+schema).
 """
 
 from ..base import Storage
 from .admin import AdminOperations
 from .connection import SqliteConnections
 from .credentials import CredentialOperations
+from .queue import QueueOperations
 from .tasks import TaskOperations
 
 
-class SqliteStorage(TaskOperations, AdminOperations, CredentialOperations,
-                    SqliteConnections, Storage):
+class SqliteStorage(QueueOperations, TaskOperations, AdminOperations,
+                    CredentialOperations, SqliteConnections, Storage):
     """``Storage`` on one SQLite file."""

@@ -54,7 +54,20 @@ def _v3_task_listing(db):
                " (owner, agent, updated_at DESC, id DESC)")
 
 
-MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing]
+def _v4_turn_queue(db):
+    # One row per background turn, queued (worker NULL) or leased by a worker
+    # until lease_expires (the storage's clock); deleted when it ends. seq is
+    # the queue order; a task has at most one turn at a time.
+    db.execute(
+        "CREATE TABLE a2a_turns (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL"
+        " UNIQUE, owner TEXT NOT NULL, agent TEXT NOT NULL, message_seq INTEGER"
+        " NOT NULL, retry INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL"
+        " DEFAULT 0, worker TEXT, lease_expires TEXT, queued_at TEXT NOT NULL)")
+    db.execute("CREATE INDEX a2a_turns_leases ON a2a_turns (lease_expires)"
+               " WHERE worker IS NOT NULL")
+
+
+MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_turn_queue]
 
 
 def schema_version(db):

@@ -31,7 +31,9 @@ class TaskOperations:
     FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None):
+                   metadata=None, queue=None):
+        """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
+        writes in the same transaction once the message is stored."""
         message_id = message["messageId"]
         digest = fingerprint(message)
         now = self._now()
@@ -74,7 +76,10 @@ class TaskOperations:
                           contextId=context_id)
             seq = self._insert_message(conn, task_id, context_id, owner, agent,
                                        stored)
-        return TurnStart(task_id, context_id, stored, seq, created=created)
+            start = TurnStart(task_id, context_id, stored, seq, created=created)
+            if queue is not None:
+                queue(conn, start)
+        return start
 
     def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now):
         """One conditional UPDATE claims the task; when it changes no row,
@@ -135,10 +140,14 @@ class TaskOperations:
                 raise failure from exc
 
     def _store_outcome(self, task_id, owner, agent, state, status_message,
-                       artifacts):
+                       artifacts, before=None):
+        """One transaction: ``before(conn)`` first when given (False: store
+        nothing), then the conditional outcome. Its timestamp, or None."""
         now = self._now()
         body = dumps(status_message) if status_message else None
         with self.transaction() as conn:
+            if before is not None and not before(conn):
+                return None
             if not conn.execute(
                     "UPDATE a2a_tasks SET state = ?, status_message = ?,"
                     " updated_at = ? WHERE id = ? AND state = 'working'",
@@ -204,7 +213,8 @@ class TaskOperations:
             if not conn.execute(
                     "UPDATE a2a_tasks SET state = 'failed', status_message = ?,"
                     " updated_at = ? WHERE id = ? AND state = 'working'"
-                    " AND updated_at < ?",
+                    " AND updated_at < ? AND NOT EXISTS (SELECT 1 FROM"
+                    " a2a_turns WHERE task_id = a2a_tasks.id)",  # leased turns
                     (dumps(message), self._now(), task_id, self._stale_cutoff()),
             ).rowcount:
                 return False
@@ -274,6 +284,10 @@ class TaskOperations:
                     " NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
                     " agent = ? AND state NOT IN %s" % _TERMINAL_SQL,
                     (self._now(), task_id, owner, agent)).rowcount:
+                # A queued background turn never starts; a running one sees
+                # turn.canceled and its outcome is discarded.
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
+                             " worker IS NULL", (task_id,))
                 return
             row = conn.execute(
                 "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ?"

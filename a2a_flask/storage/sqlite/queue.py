@@ -1,0 +1,169 @@
+"""The background-turn queue of ``SqliteStorage`` (``flask a2a worker``):
+enqueue, claim with a lease, renew, finish, expire, release, progress.
+
+Every change is a conditional statement whose row count is checked; a claim
+is one short ``BEGIN IMMEDIATE`` transaction, preceded by a plain read so
+that idle workers never take the write lock.
+"""
+
+import json
+from datetime import timedelta
+
+from ..base import (
+    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn,
+)
+from ..common import dumps, new_id, now_iso
+
+
+def _placeholders(values):
+    return ", ".join("?" * len(values))
+
+
+class QueueOperations:
+    """Mixed into ``SqliteStorage`` (needs ``TaskOperations`` and the
+    connections)."""
+
+    def _lease_end(self, lease_seconds):
+        return now_iso(self.clock() + timedelta(seconds=lease_seconds))
+
+    def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
+                     metadata=None, retry=False, status_message=None):
+        def queue(conn, start):
+            conn.execute(
+                "INSERT INTO a2a_turns (task_id, owner, agent, message_seq,"
+                " retry, queued_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (start.task_id, owner, agent, start.message_seq, int(retry),
+                 self._now()))
+            if status_message is not None:
+                conn.execute(
+                    "UPDATE a2a_tasks SET status_message = ? WHERE id = ?",
+                    (dumps(dict(status_message, taskId=start.task_id,
+                                contextId=start.context_id)), start.task_id))
+        return self.start_turn(owner, agent, message, context_id=context_id,
+                               task_id=task_id, metadata=metadata, queue=queue)
+
+    def claim_turns(self, worker, limit, lease_seconds, agents=None):
+        where, args = "worker IS NULL", []
+        if agents is not None:
+            where += " AND agent IN (%s)" % _placeholders(agents)
+            args = list(agents)
+        if limit <= 0 or self.connection().execute(
+                "SELECT 1 FROM a2a_turns WHERE %s LIMIT 1" % where,
+                args).fetchone() is None:
+            return []
+        claimed = []
+        with self.transaction() as conn:
+            rows = conn.execute(
+                "SELECT q.task_id, q.owner, q.agent, q.message_seq, q.retry,"
+                " q.attempts, t.state, t.context_id, t.metadata, m.body"
+                " FROM a2a_turns q JOIN a2a_tasks t ON t.id = q.task_id"
+                " JOIN a2a_messages m ON m.seq = q.message_seq"
+                " WHERE q.%s ORDER BY q.seq LIMIT ?" % where.replace(
+                    "agent IN", "q.agent IN"), args + [limit]).fetchall()
+            lease_end = self._lease_end(lease_seconds)
+            for (task_id, owner, agent, seq, retry, attempts, state, context_id,
+                 metadata, body) in rows:
+                if state != "working":  # canceled or failed meanwhile
+                    conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
+                                 " worker IS NULL", (task_id,))
+                    continue
+                if not conn.execute(
+                        "UPDATE a2a_turns SET worker = ?, lease_expires = ?,"
+                        " attempts = attempts + 1 WHERE task_id = ? AND"
+                        " worker IS NULL", (worker, lease_end, task_id)).rowcount:
+                    continue
+                claimed.append(ClaimedTurn(
+                    task_id, context_id, owner, agent, json.loads(body), seq,
+                    json.loads(metadata) if metadata else None, attempts + 1,
+                    bool(retry)))
+        return claimed
+
+    def renew_leases(self, worker, task_ids, lease_seconds):
+        task_ids = list(task_ids)
+        if not task_ids:
+            return []
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE a2a_turns SET lease_expires = ? WHERE worker = ? AND"
+                " task_id IN (%s)" % _placeholders(task_ids),
+                [self._lease_end(lease_seconds), worker] + task_ids)
+            held = conn.execute(
+                "SELECT task_id FROM a2a_turns WHERE worker = ? AND task_id IN"
+                " (%s)" % _placeholders(task_ids), [worker] + task_ids).fetchall()
+        return [task_id for (task_id,) in held]
+
+    def finish_queued_turn(self, task_id, worker, owner, agent, state,
+                           status_message=None, artifacts=()):
+        def holds_the_turn(conn):  # else the lease was lost: another outcome stands
+            return conn.execute(
+                "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
+                (task_id, worker)).rowcount == 1
+        # A canceled task keeps its state; the turn row goes all the same.
+        return self._store_outcome(task_id, owner, agent, state, status_message,
+                                   artifacts, before=holds_the_turn)
+
+    def expire_leases(self, max_attempts=3):
+        now = self._now()
+        if self.connection().execute(
+                "SELECT 1 FROM a2a_turns WHERE worker IS NOT NULL AND"
+                " lease_expires < ? LIMIT 1", (now,)).fetchone() is None:
+            return []
+        return self._give_up("worker IS NOT NULL AND lease_expires < ?", [now],
+                             max_attempts)
+
+    def release_turns(self, worker, task_ids, max_attempts=3):
+        task_ids = list(task_ids)
+        if not task_ids:
+            return []
+        return self._give_up(
+            "worker = ? AND task_id IN (%s)" % _placeholders(task_ids),
+            [worker] + task_ids, max_attempts)
+
+    def _give_up(self, where, args, max_attempts):
+        """Re-queue (retry agents with attempts left) or fail the turns
+        matching ``where``; each change conditional on the row as read."""
+        done = []
+        with self.transaction() as conn:
+            rows = conn.execute(
+                "SELECT task_id, worker, owner, agent, retry, attempts FROM"
+                " a2a_turns WHERE " + where, args).fetchall()
+            for task_id, worker, owner, agent, retry, attempts in rows:
+                if retry and attempts < max_attempts:
+                    if conn.execute(
+                            "UPDATE a2a_turns SET worker = NULL, lease_expires ="
+                            " NULL WHERE task_id = ? AND worker = ?",
+                            (task_id, worker)).rowcount:
+                        done.append((task_id, "requeued"))
+                    continue
+                if not conn.execute(
+                        "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
+                        (task_id, worker)).rowcount:
+                    continue
+                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
+                        else LEASE_EXPIRED_TEXT)
+                if self._fail_working(conn, task_id, owner, agent, text):
+                    done.append((task_id, "failed"))
+        return done
+
+    def _fail_working(self, conn, task_id, owner, agent, text):
+        context_id = conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
+                                  (task_id,)).fetchone()[0]
+        message = {"kind": "message", "role": "agent",
+                   "messageId": new_id("msg_"),
+                   "parts": [{"kind": "text", "text": text}],
+                   "taskId": task_id, "contextId": context_id}
+        body = dumps(message)
+        if not conn.execute(
+                "UPDATE a2a_tasks SET state = 'failed', status_message = ?,"
+                " updated_at = ? WHERE id = ? AND state = 'working'",
+                (body, self._now(), task_id)).rowcount:
+            return False
+        self._insert_message(conn, task_id, context_id, owner, agent, message, body)
+        return True
+
+    def progress(self, task_id, status_message):
+        with self.transaction() as conn:
+            return bool(conn.execute(
+                "UPDATE a2a_tasks SET status_message = ?, updated_at = ?"
+                " WHERE id = ? AND state = 'working'",
+                (dumps(status_message), self._now(), task_id)).rowcount)

@@ -1,0 +1,189 @@
+"""``flask a2a worker``: runs the turns of background agents, queued in the
+store by ``service.send``, outside any web request.
+
+One dispatcher (the main thread) claims queued turns for its free threads,
+renews the leases of the turns it runs, and expires the leases of workers
+that died (their turns are failed, or re-queued for ``retry=True`` agents).
+Each turn runs in a thread of its own with the same ``Turn`` API and the same
+conditional outcome as a turn run in a request. SIGTERM stops claiming, lets
+running turns finish for ``grace`` seconds, then releases what is left.
+"""
+
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+
+from .agents import Turn, run_turn
+from .auth import Caller
+
+log = logging.getLogger("a2a_flask")
+
+#: How long an idle dispatcher sleeps between looks at the queue (it backs
+#: off from the first to the second while nothing is queued).
+IDLE_SLEEP = (0.05, 0.5)
+#: Tries to store an outcome the storage refused (busy, full) before leaving
+#: it to the lease (the turn is then failed or retried).
+FINISH_ATTEMPTS = 5
+
+
+def background_agents(runtime, names=None):
+    """The names of the background agents this worker runs: all registered
+    (and reachable) ones, or ``names``; ValueError for a name that is not."""
+    runnable = {agent.name for agent in runtime.reachable_agents()
+                if agent.background}
+    if names is None:
+        return sorted(runnable)
+    unknown = sorted(set(names) - runnable)
+    if unknown:
+        raise ValueError("not a background agent here: %s; background agents: %s"
+                         % (", ".join(unknown), ", ".join(sorted(runnable)) or "none"))
+    return sorted(set(names))
+
+
+class BackgroundTurn(Turn):
+    """A claimed turn: its outcome is stored only while this worker holds it."""
+
+    def __init__(self, storage, agent, claimed, worker_id):
+        super().__init__(storage, agent, Caller(claimed.owner, "caller", claimed.owner),
+                         claimed.task_id, claimed.context_id, claimed.message,
+                         claimed.message_seq, claimed.metadata)
+        #: 1 on the first run; more when a dead worker's turn is retried.
+        self.attempt = claimed.attempts
+        self._worker_id = worker_id
+
+    def _finish(self, state, message, artifacts=()):
+        for attempt in range(1, FINISH_ATTEMPTS + 1):
+            try:
+                return self._store.finish_queued_turn(
+                    self.task_id, self._worker_id, self.caller.id, self.agent.name,
+                    state, message, artifacts)
+            except Exception as exc:
+                if self._store.failure(exc) is None or attempt == FINISH_ATTEMPTS:
+                    raise
+                time.sleep(0.2 * attempt)
+
+
+class Worker:
+    def __init__(self, runtime, threads=1, agents=None, grace=30.0):
+        settings = runtime.settings
+        self.runtime = runtime
+        self.storage = runtime.storage
+        self.threads = max(1, int(threads))
+        self.agents = background_agents(runtime, agents)
+        self.grace = grace
+        self.lease_seconds = settings.worker_lease_seconds
+        self.max_attempts = settings.worker_max_attempts
+        self.id = "%s:%d:%s" % (socket.gethostname(), os.getpid(),
+                                secrets.token_hex(3))
+        self._running = {}  # task id -> thread
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+
+    def stop(self, *_signal):
+        """Stop claiming; ``run`` returns once the running turns are done
+        (or the grace period is over). Safe from a signal handler."""
+        self._stopping.set()
+        self._wake.set()
+
+    def running(self):
+        with self._lock:
+            return list(self._running)
+
+    def run(self):
+        log.info("worker %s: running agents %s in %d thread(s), lease %d s",
+                 self.id, ", ".join(self.agents) or "(none)", self.threads,
+                 self.lease_seconds)
+        upkeep_every = max(self.lease_seconds / 3.0, 0.2)
+        next_upkeep, idle = 0.0, IDLE_SLEEP[0]
+        while not self._stopping.is_set():
+            if time.monotonic() >= next_upkeep:
+                self._upkeep()
+                next_upkeep = time.monotonic() + upkeep_every
+            claimed = self._claim()
+            idle = IDLE_SLEEP[0] if claimed else min(idle * 2, IDLE_SLEEP[1])
+            if not claimed:
+                self._wake.wait(min(idle, max(next_upkeep - time.monotonic(), 0)))
+                self._wake.clear()
+        self._drain(upkeep_every)
+
+    def _guarded(self, what, func, *args):
+        """``func(*args)``; a storage failure is logged and tried next round."""
+        try:
+            return func(*args)
+        except Exception as exc:
+            if self.storage.failure(exc) is None:
+                raise
+            log.warning("worker %s: could not %s now (storage unavailable); "
+                        "trying again", self.id, what)
+            return None
+
+    def _upkeep(self):
+        held = self.running()
+        if held:
+            self._guarded("renew leases", self.storage.renew_leases, self.id,
+                          held, self.lease_seconds)
+        for task_id, outcome in self._guarded(
+                "expire leases", self.storage.expire_leases,
+                self.max_attempts) or ():
+            log.warning("worker %s: the lease on task %s expired (its worker "
+                        "stopped): %s", self.id, task_id, outcome)
+
+    def _claim(self):
+        free = self.threads - len(self.running())
+        if free <= 0 or not self.agents:
+            return []
+        claimed = self._guarded("claim turns", self.storage.claim_turns, self.id,
+                                free, self.lease_seconds, self.agents) or []
+        for turn in claimed:
+            thread = threading.Thread(target=self._run, args=(turn,), daemon=True,
+                                      name="a2a-turn-" + turn.task_id)
+            with self._lock:
+                self._running[turn.task_id] = thread
+            log.info("worker %s: claimed task %s (agent %r, attempt %d)",
+                     self.id, turn.task_id, turn.agent, turn.attempts)
+            thread.start()
+        return claimed
+
+    def _run(self, claimed):
+        started = time.monotonic()
+        try:
+            agent = self.runtime.extension.agents[claimed.agent]
+            outcome = run_turn(BackgroundTurn(self.storage, agent, claimed, self.id))
+            log.info("worker %s: finished task %s: %s in %.1f s", self.id,
+                     claimed.task_id, outcome[0] if outcome else
+                     "discarded (canceled, or the lease was lost)",
+                     time.monotonic() - started)
+        except Exception:
+            log.exception("worker %s: could not store the outcome of task %s; "
+                          "its lease will expire", self.id, claimed.task_id)
+        finally:
+            with self._lock:
+                self._running.pop(claimed.task_id, None)
+            self._wake.set()
+
+    def _drain(self, upkeep_every):
+        """Let running turns finish (renewing their leases) for ``grace``
+        seconds; then release the rest: failed, or re-queued (retry=True)."""
+        deadline = time.monotonic() + self.grace
+        if self.running():
+            log.info("worker %s: stopping; waiting up to %.0f s for %d running "
+                     "turn(s)", self.id, self.grace, len(self.running()))
+        while self.running() and time.monotonic() < deadline:
+            self._wake.wait(min(upkeep_every, max(deadline - time.monotonic(), 0)))
+            self._wake.clear()
+            held = self.running()
+            if held:
+                self._guarded("renew leases", self.storage.renew_leases, self.id,
+                              held, self.lease_seconds)
+        left = self.running()
+        if left:
+            for task_id, outcome in self._guarded(
+                    "release turns", self.storage.release_turns, self.id, left,
+                    self.max_attempts) or ():
+                log.warning("worker %s: stopped before task %s finished: %s",
+                            self.id, task_id, outcome)
+        log.info("worker %s: stopped", self.id)
