@@ -286,3 +286,15 @@ def test_proto_field_names_are_read_as_their_json_names(caller):
     assert got["history"][0]["messageId"] != "snake-1"
     again = caller.result("GetTask", {"id": task["id"], "history_length": 2})
     assert again["history"][0]["messageId"] == "snake-1"
+
+
+def test_return_immediately_to_a_background_agent_answers_working(make_app):
+    from a2a_flask.demo import slow
+
+    app, _ = make_app(lambda a2a: a2a.add_agent("slow", slow, background=True))
+    caller = Caller(app.test_client(), agent="slow")  # no worker runs here
+    answer = caller.result("SendMessage", {
+        "message": user_message("1"), "configuration": {"returnImmediately": True}})
+    assert answer["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    got = caller.result("GetTask", {"id": answer["task"]["id"]})
+    assert got["status"]["state"] == "TASK_STATE_WORKING"

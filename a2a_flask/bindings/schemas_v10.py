@@ -104,7 +104,8 @@ class MessageSchema(_Request):
 class SendConfigurationSchema(_Request):
     acceptedOutputModes = fields.List(fields.String())
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
-    # Accepted; a synchronous agent's turn ends inside the call either way.
+    # A background agent answers at once; a synchronous one ends its turn
+    # inside the call either way (service.send).
     returnImmediately = StrictBoolean()
     taskPushNotificationConfig = fields.Raw()
 

@@ -123,7 +123,8 @@ def send_message(req, params):
     record = service.send(
         req, convert.stored_message(params["message"]),
         configuration.get("acceptedOutputModes"), params.get("metadata"),
-        configuration.get("historyLength"))
+        configuration.get("historyLength"),
+        return_immediately=configuration.get("returnImmediately") is True)
     return {"task": convert.task(record)}
 
 
