@@ -288,13 +288,22 @@ def test_proto_field_names_are_read_as_their_json_names(caller):
     assert again["history"][0]["messageId"] == "snake-1"
 
 
-def test_return_immediately_to_a_background_agent_answers_working(make_app):
+def test_return_immediately_to_a_background_agent_answers_working(make_app,
+                                                                   monkeypatch):
+    from a2a_flask import service as service_module
     from a2a_flask.demo import slow
 
+    # No worker runs here: a blocking send would wait A2A_BLOCKING_WAIT_SECONDS
+    # and answer working too, so the test also sees what the service was asked.
+    asked = []
+    queue = service_module._send_to_queue
+    monkeypatch.setattr(service_module, "_send_to_queue", lambda *a: (
+        asked.append(a[-1]), queue(*a))[1])
     app, _ = make_app(lambda a2a: a2a.add_agent("slow", slow, background=True))
-    caller = Caller(app.test_client(), agent="slow")  # no worker runs here
+    caller = Caller(app.test_client(), agent="slow")
     answer = caller.result("SendMessage", {
         "message": user_message("1"), "configuration": {"returnImmediately": True}})
     assert answer["task"]["status"]["state"] == "TASK_STATE_WORKING"
     got = caller.result("GetTask", {"id": answer["task"]["id"]})
     assert got["status"]["state"] == "TASK_STATE_WORKING"
+    assert asked == [True]
