@@ -2,7 +2,8 @@
 
 The record names the agent, the method, the task and context, the caller's id
 (an API key's id or a user name: never a key or a password), the outcome (the
-task's state, or the JSON-RPC error code) and the duration in milliseconds.
+task's state, or the JSON-RPC error code), the duration in milliseconds and
+the protocol version of the call (0.3 or 1.0).
 ``views._rpc`` notes what it read (``note``); ``logged_call`` wraps it and
 reads the outcome from the answer it made.
 """
@@ -16,9 +17,11 @@ from flask import g
 log = logging.getLogger("a2a_flask.access")
 
 
-def note(envelope, caller):
-    """What the call was and who made it, as far as ``_rpc`` got."""
+def note(envelope, caller, version="0.3"):
+    """What the call was, in which protocol version, and who made it, as far
+    as ``_rpc`` got."""
     g.a2a_call = (envelope, caller)
+    g.a2a_version = version
 
 
 def _task_from_params(params):
@@ -35,6 +38,7 @@ def call_fields(agent, envelope, caller, response):
     """The fields of the access record of one answered call."""
     fields = {"agent": agent,
               "method": envelope.method if envelope is not None else None,
+              "version": g.get("a2a_version", "0.3"),
               "taskId": None, "contextId": None,
               "caller": caller.id if caller is not None else None,
               "state": None, "code": None, "status": response.status_code}
@@ -45,7 +49,12 @@ def call_fields(agent, envelope, caller, response):
     result, error = body.get("result"), body.get("error")
     if error is None and "code" in body:
         error = body  # a bare error object (401)
-    if isinstance(result, dict) and result.get("kind") == "task":
+    if result is None and error is None:
+        result = body  # an HTTP+JSON answer
+    if error is None and isinstance(result, dict) and "task" in result:
+        result = result["task"]  # A2A 1.0 SendMessageResponse
+    if isinstance(result, dict) and (result.get("kind") == "task" or (
+            "status" in result and "id" in result)):
         fields.update(taskId=result.get("id"), contextId=result.get("contextId"),
                       state=(result.get("status") or {}).get("state"))
     elif isinstance(error, dict):
@@ -61,15 +70,18 @@ def call_fields(agent, envelope, caller, response):
 def _text(fields):
     outcome = fields["state"] if fields["state"] is not None else (
         fields["code"] if fields["code"] is not None else "ok")
-    return "call agent=%s method=%s task=%s context=%s caller=%s outcome=%s ms=%.1f" % (
-        fields["agent"], fields["method"] or "-", fields["taskId"] or "-",
-        fields["contextId"] or "-", fields["caller"] or "-", outcome, fields["ms"])
+    return ("call agent=%s method=%s task=%s context=%s caller=%s outcome=%s "
+            "ms=%.1f version=%s" % (
+                fields["agent"], fields["method"] or "-", fields["taskId"] or "-",
+                fields["contextId"] or "-", fields["caller"] or "-", outcome,
+                fields["ms"], fields["version"]))
 
 
 def logged_call(agent, answer, observe=None):
     """``answer()``, the call's response, with its access record logged (and
     passed to ``observe(fields)``, the metrics, when given)."""
     g.a2a_call = (None, None)
+    g.a2a_version = "0.3"
     started = time.perf_counter()
     response = answer()
     elapsed_ms = (time.perf_counter() - started) * 1000.0

@@ -12,6 +12,8 @@ from .auth import security_requirements
 log = logging.getLogger("a2a_flask")
 
 PROTOCOL_VERSION = "0.3.0"
+#: What 1.0 clients read in ``supportedInterfaces`` (Major.Minor, section 3.6).
+PROTOCOL_VERSION_V10 = "1.0"
 
 
 def base_url(settings):
@@ -63,15 +65,55 @@ def agent_card(runtime, agent, at_root=False, extended=False):
         "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}],
         "version": agent.version,
         "capabilities": {"streaming": False, "pushNotifications": False,
-                         "stateTransitionHistory": False},
+                         "stateTransitionHistory": False,
+                         "extendedAgentCard": (agent.has_extended_card
+                                               and not runtime.settings.auth_off)},
         "defaultInputModes": agent.input_modes,
         "defaultOutputModes": agent.output_modes,
         "skills": agent.skills + (agent.extended_skills if extended else []),
         "supportsAuthenticatedExtendedCard": (
             agent.has_extended_card and not runtime.settings.auth_off),
     }
+    card["supportedInterfaces"] = supported_interfaces(runtime.settings,
+                                                       agent.name, at_root, url)
     if schemes:
-        card["securitySchemes"] = schemes
+        card["securitySchemes"] = {name: _both_forms(scheme)
+                                   for name, scheme in schemes.items()}
         card["security"] = security
+        card["securityRequirements"] = [
+            {"schemes": {name: {"list": scopes} for name, scopes in item.items()}}
+            for item in security]
     card.update(agent.card)
     return card
+
+
+def supported_interfaces(settings, name, at_root, rpc_url):
+    """A2A 1.0's list of interfaces, preferred first: JSON-RPC 1.0, HTTP+JSON
+    1.0, then JSON-RPC 0.3 (the same endpoint; the ``A2A-Version`` header
+    tells them apart)."""
+    rest_at_root = at_root and urls.root_rest(settings)
+    rest_url = base_url(settings) + urls.rest_path(settings, name, rest_at_root)
+    return [
+        {"url": rpc_url, "protocolBinding": "JSONRPC",
+         "protocolVersion": PROTOCOL_VERSION_V10},
+        {"url": rest_url, "protocolBinding": "HTTP+JSON",
+         "protocolVersion": PROTOCOL_VERSION_V10},
+        {"url": rpc_url, "protocolBinding": "JSONRPC",
+         "protocolVersion": PROTOCOL_VERSION[:3]},
+    ]
+
+
+def _both_forms(scheme):
+    """A 0.3 security scheme with its 1.0 form beside it in the same object
+    (``apiKeySecurityScheme``/``httpAuthSecurityScheme``), as the official
+    SDK's compatible cards do: each version's reader takes its own members."""
+    both = dict(scheme)
+    if scheme["type"] == "apiKey":
+        both["apiKeySecurityScheme"] = {
+            "location": scheme["in"], "name": scheme["name"],
+            "description": scheme.get("description", "")}
+    elif scheme["type"] == "http":
+        both["httpAuthSecurityScheme"] = {
+            "scheme": scheme["scheme"],
+            "description": scheme.get("description", "")}
+    return both

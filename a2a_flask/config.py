@@ -7,6 +7,7 @@ DEFAULTS = {
     "A2A_DATABASE": None,  # None: a2a.sqlite3 in the Flask instance folder
     "A2A_URL_PREFIX": "/api/v1",
     "A2A_DEFAULT_AGENT": None,
+    "A2A_ROOT_REST": False,  # A2A 1.0 HTTP+JSON of the default agent at /
     "A2A_STRICT_JSONRPC": False,
     "A2A_MAX_CONTENT_LENGTH": 1024 * 1024,
     "A2A_PUBLIC_BASE_URL": None,
@@ -115,6 +116,7 @@ class Settings:
         if self.url_prefix == "/":
             self.url_prefix = ""
         self.default_agent = get("A2A_DEFAULT_AGENT") or None
+        self.root_rest = bool(get("A2A_ROOT_REST"))
         self.strict_jsonrpc = bool(get("A2A_STRICT_JSONRPC"))
         self.max_content_length = int(get("A2A_MAX_CONTENT_LENGTH"))
         base_url = get("A2A_PUBLIC_BASE_URL")

@@ -158,3 +158,10 @@ class StorageFull(StorageUnavailable):
 class StorageBusy(StorageUnavailable):
     default_message = ("The storage is busy (another writer holds it): nothing was "
                        "stored. The call may be retried.")
+
+
+class VersionNotSupported(A2AError):
+    """The ``A2A-Version`` asked for is not one this service speaks."""
+
+    code = -32009
+    default_message = "This A2A protocol version is not supported."

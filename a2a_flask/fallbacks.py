@@ -57,15 +57,28 @@ def _unexpected(exc):
         http_status=500), bare=True)
 
 
-def add_fallbacks(bp, paths):
-    """Catch-all routes at ``paths`` and the blueprint's error handlers."""
+def add_fallbacks(bp, paths, rest=None, rest_error=None):
+    """Catch-all routes at ``paths`` and the blueprint's error handlers.
+
+    ``rest(path)`` tells the paths of an HTTP+JSON interface, whose errors
+    are ``rest_error(status, message)`` bodies instead.
+    """
+
+    def http_error(exc):
+        response = http_error_response(exc)
+        if rest is not None and rest(request.path):
+            allow = response.headers.get("Allow")
+            response = rest_error(exc.code, "%s: %s" % (exc.name, exc.description))
+            if allow:
+                response.headers["Allow"] = allow
+        return response
 
     def register(setup_state):
         endpoint = "%s.%s" % (setup_state.name, UNROUTED)
 
         def unrouted(**_):
             allowed = _allowed_methods(endpoint)
-            return http_error_response(
+            return http_error(
                 MethodNotAllowed(valid_methods=allowed) if allowed else NotFound())
 
         # Added after the blueprint's routes: at an equal path, theirs match
@@ -79,6 +92,6 @@ def add_fallbacks(bp, paths):
     # By code too: a host handler for a code is looked up before any handler
     # for a class, but a blueprint's before the app's.
     for code in default_exceptions:
-        bp.register_error_handler(code, http_error_response)
-    bp.register_error_handler(HTTPException, http_error_response)
+        bp.register_error_handler(code, http_error)
+    bp.register_error_handler(HTTPException, http_error)
     bp.register_error_handler(Exception, _unexpected)

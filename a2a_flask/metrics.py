@@ -8,7 +8,8 @@ worker answers it.
 
 - ``a2a_calls_total{method, code}``: JSON-RPC calls answered; code ``ok`` for
   a result, else the JSON-RPC error code.
-- ``a2a_turn_seconds{agent}``: duration of message/send calls (a turn).
+- ``a2a_turn_seconds{agent}``: duration of message/send and SendMessage
+  calls (a turn).
 - ``a2a_tasks{state}``: tasks stored, by state (counted at each scrape).
 """
 
@@ -26,7 +27,13 @@ except ImportError:  # pragma: no cover - said at init_app
     raise ImportError("A2A_METRICS=1 needs prometheus_client: "
                       "pip install 'a2a_flask[metrics]'") from None
 
-from .bindings.jsonrpc_v03 import METHODS
+from .bindings import jsonrpc_v03, jsonrpc_v10
+
+#: The method labels: A2A 0.3's and 1.0's names (REST calls count under the
+#: 1.0 method they perform).
+METHODS = frozenset(jsonrpc_v03.METHODS) | frozenset(jsonrpc_v10.METHODS)
+#: The methods that run a turn.
+SENDS = ("message/send", "SendMessage")
 
 # Once per process, on a registry of our own (never the global one, which a
 # host app may use too); in multiprocess mode the values go to files.
@@ -72,7 +79,7 @@ class Metrics:
         method = fields["method"] if fields["method"] in METHODS else "other"
         code = "ok" if fields["code"] is None else str(fields["code"])
         CALLS.labels(method, code).inc()
-        if method == "message/send" and fields["state"] is not None:
+        if method in SENDS and fields["state"] is not None:
             TURN_SECONDS.labels(fields["agent"]).observe(fields["ms"] / 1000.0)
 
     def response(self):

@@ -142,6 +142,14 @@ def list_tasks(req: Request, context_id=None, state=None, updated_after=None,
         history_length=history_length, include_artifacts=include_artifacts)
 
 
+def count_tasks(req: Request, context_id=None, state=None,
+                updated_after=None) -> int:
+    """How many tasks ``list_tasks`` would page through with these filters."""
+    return req.storage.count_tasks(
+        owner=req.caller.id, agent=req.agent.name, context_id=context_id,
+        state=state, updated_after=updated_after)
+
+
 def extended_card(req: Request) -> dict:
     if not req.agent.has_extended_card:
         raise errors.AuthenticatedExtendedCardNotConfigured(

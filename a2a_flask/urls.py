@@ -22,6 +22,29 @@ def rpc_rule(settings):
     return agent_rule(settings) + "/a2a"
 
 
+def rest_rule(settings):
+    """The base of an agent's A2A 1.0 HTTP+JSON routes (``<name>``)."""
+    return agent_rule(settings) + "/rest"
+
+
+def rest_path(settings, name, at_root=False):
+    """The base URL path of agent ``name``'s HTTP+JSON routes ("" for the
+    default agent at the host root, A2A_ROOT_REST)."""
+    if at_root:
+        return ""
+    return "%s/%s/rest" % (agents_tree(settings), name)
+
+
+#: The first segment of every HTTP+JSON route (section 11.3), for the root.
+REST_TREES = ("/message:send", "/message:stream", "/tasks",
+              "/extendedAgentCard")
+
+
+def root_rest(settings):
+    """Whether the default agent's HTTP+JSON routes are at the host root."""
+    return bool(settings.default_agent and settings.root_rest)
+
+
 def health_path(settings):
     return settings.url_prefix + "/health"
 
@@ -51,6 +74,9 @@ def owned_paths(settings):
         paths.extend(CARD_PATHS)
     for tree in trees:
         paths.extend((tree, tree + "/", tree + "/<path:rest>"))
+    if root_rest(settings):
+        paths.extend(REST_TREES)
+        paths.append("/tasks/<path:rest>")
     # Single routes of ours: any other method there is our JSON 405.
     paths.append(health_path(settings))
     if settings.metrics:

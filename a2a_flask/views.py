@@ -75,11 +75,11 @@ def _read_exactly(stream, length):
 def _rpc(name, at_root=False):
     runtime = _runtime()
     envelope = caller = None
+    binding = bindings.for_request(request)  # A2A-Version: 0.3 or 1.0
     try:
         envelope = Envelope.parse(_read_body(runtime.settings.max_content_length),
                                   runtime.settings.strict_jsonrpc)
         envelope.check()
-        binding = bindings.for_request(request)  # the seam for A2A 1.0
         method = binding.find_method(envelope.method)
         caller = authenticate(runtime, request)
         agent = runtime.reachable_agent(name)
@@ -88,17 +88,17 @@ def _rpc(name, at_root=False):
         return result_response(envelope.id, binding.call(
             method, Request(runtime, agent, caller, at_root), params))
     except errors.A2AError as exc:
-        return error_response(exc, envelope.id if envelope else None)
+        return binding.error_response(exc, envelope.id if envelope else None)
     except Exception as exc:
         failure = runtime.storage.failure(exc)
         if failure is not None:
-            return error_response(failure, envelope.id if envelope else None)
+            return binding.error_response(failure, envelope.id if envelope else None)
         log.exception("internal error answering agent %r", name)
-        return error_response(errors.InternalError(
+        return binding.error_response(errors.InternalError(
             "Internal error: the service could not answer this request."),
             envelope.id if envelope else None)
     finally:
-        access.note(envelope, caller)
+        access.note(envelope, caller, binding.version)
 
 
 def _logged_rpc(name, at_root=False):
@@ -196,6 +196,14 @@ def make_blueprint(settings):
         for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
             bp.add_url_rule(path, "default_" + endpoint, default_card,
                             methods=["GET"])
-    add_fallbacks(bp, urls.owned_paths(settings))
+            # Also below the endpoint: clients (and the 1.0 conformance kit)
+            # given http://host/a2a look for the card there.
+            bp.add_url_rule(urls.ROOT_RPC + path, "endpoint_" + endpoint,
+                            default_card, methods=["GET"])
+    from .bindings import rest_v10  # it reads request bodies with _read_body
+    rest_v10.add_routes(bp, settings, _runtime)
+    add_fallbacks(bp, urls.owned_paths(settings),
+                  rest=lambda path: rest_v10.is_rest_path(settings, path),
+                  rest_error=rest_v10.rest_error)
     return bp
 

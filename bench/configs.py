@@ -39,6 +39,8 @@ ROWS = [
     Row("ceiling", "CEILING", "bare Flask route on gunicorn, no database"),
     Row("durable", "DURABLE CEILING", "the same route + 1 SQLite INSERT per send, 1 SELECT per get"),
     Row("us", "US", "gunicorn wsgi:app, echo agent, SQLite"),
+    Row("us10", "US 1.0", "the same, A2A 1.0 JSON-RPC (SendMessage/GetTask, A2A-Version: 1.0)",
+        proto="1.0"),
     Row("peer-sqlite", "PEER sqlite", "a2a-sdk 0.3.x, DatabaseTaskStore on SQLite (aiosqlite)"),
     Row("peer-memory", "PEER memory", "a2a-sdk 0.3.x, InMemoryTaskStore"),
     Row("peer13-sqlite", "PEER 1.3 sqlite", "a2a-sdk 1.3.x (A2A 1.0), DatabaseTaskStore on SQLite",
@@ -103,13 +105,13 @@ def _make_server(cfg, ctx, tag, db=None, key=None):
             subprocess.run([PY, os.path.join(SERVERS, "ceiling.py"), "--init-pg", db], check=True, timeout=120)
         return Server(cfg, gunicorn_cmd(args.workers, port, "ceiling:app", chdir=SERVERS),
                       env, ROOT, port, "/rpc", {}, tmp, db=db or env["BENCH_DB"] or None)
-    if cfg in ("us", "us-empty", "us-scale", "us-pg"):
+    if cfg in ("us", "us10", "us-empty", "us-scale", "us-pg"):
         if cfg == "us-pg":
             db = ctx.pg.create_db(_pg_name(cfg, tag))
         db = db or base + ".sqlite3"
         env, headers = ctx.auth.server_env(db, key)
         return Server(cfg, gunicorn_cmd(args.workers, port, "wsgi:app"), env, ROOT, port,
-                      US_PATH, headers, tmp, db=db)
+                      US_PATH, headers, tmp, db=db, proto=row.proto)
     if cfg.startswith("peer"):
         store = {"pg": "postgres"}.get(cfg.split("-")[1], cfg.split("-")[1])
         py, script = (ctx.py13, "peer13.py") if cfg.startswith("peer13") else (PY, "peer.py")

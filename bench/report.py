@@ -114,6 +114,11 @@ def summarize(rows, scale_rows, scale_info=None):
         target("message/send US p99 <= 15 ms (worst round)", p99, p99 <= 15, f"{p99:.1f} ms")
     if r_get is not None:
         target("tasks/get US >= 80% of CEILING", r_get, r_get >= 0.8, f"{r_get * 100:.0f}%")
+    for m, label in (("send", "SendMessage/message/send"), ("get", "GetTask/tasks/get")):
+        r10 = ratio(f"US 1.0/US {label}", mean_of(rows, "us10", m), mean_of(rows, "us", m))
+        if r10 is not None:
+            target(f"{label.split('/')[0]} (US 1.0) within 5% of {label.split('/', 1)[1]} (US)",
+                   r10, r10 >= 0.95, f"{r10 * 100:.0f}%")
     for m in ("send", "get"):
         e, s = mean_of(scale_rows, "us-empty", m), mean_of(scale_rows, "us-scale", m)
         if e and s is not None:

@@ -256,9 +256,14 @@ def test_cards_list_the_host_token_scheme_when_set(make_app):
     assert "hostToken" not in card["securitySchemes"]
     a2a.token_caller(lambda token: None)
     card = app.test_client().get("/api/v1/agents/echo" + CARD).get_json()
-    assert card["securitySchemes"]["hostToken"] == {
+    scheme = card["securitySchemes"]["hostToken"]
+    # The 0.3 members, and the same in 1.0's form beside them.
+    assert scheme == {
         "type": "http", "scheme": "bearer",
-        "description": "A bearer token of the host application."}
+        "description": "A bearer token of the host application.",
+        "httpAuthSecurityScheme": {
+            "scheme": "bearer",
+            "description": "A bearer token of the host application."}}
     assert {"hostToken": []} in card["security"]
     check_answer(200, card)
 

@@ -294,6 +294,21 @@ class Storage(abc.ABC):
         False leaves ``artifacts`` empty. A malformed cursor is ``ValueError``.
         """
 
+    def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                    context_id: Optional[str] = None, state: Optional[str] = None,
+                    updated_after: Optional[str] = None) -> int:
+        """How many tasks match the filters of ``list_tasks`` (A2A 1.0
+        ListTasks' ``totalSize``). This default pages through them; a backend
+        overrides it with one COUNT over the listing index."""
+        count, cursor = 0, None
+        while True:
+            page = self.list_tasks(owner, agent, context_id, state, updated_after,
+                                   limit=1000, cursor=cursor)
+            count += len(page.tasks)
+            if page.next_cursor is None:
+                return count
+            cursor = page.next_cursor
+
     # -- operations (flask a2a tasks / db) ---------------------------------------
 
     @abc.abstractmethod

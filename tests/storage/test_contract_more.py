@@ -45,6 +45,34 @@ def test_list_filters_newest_first_with_cursor_pages(storage):
         storage.list_tasks(cursor="not a cursor")
 
 
+def test_count_tasks_counts_what_list_tasks_pages_through(storage):
+    made = [finished(storage, text="t%d" % i) for i in range(5)]
+    waiting = finished(storage, "input-required", text="w")
+    finished(storage, owner="bob", text="bob's")
+    finished(storage, agent="chat", text="chat's")
+    assert storage.count_tasks(owner="alice", agent="echo") == 6
+    assert storage.count_tasks(owner="alice") == 7
+    assert storage.count_tasks() == 8
+    assert storage.count_tasks(owner="alice", agent="echo",
+                               state="input-required") == 1
+    assert storage.count_tasks(context_id=waiting.context_id) == 1
+    newest = storage.get_task(waiting.task_id, "alice", "echo").updated_at
+    assert storage.count_tasks(owner="alice", agent="echo",
+                               updated_after=newest) == 0
+    oldest = storage.get_task(made[0].task_id, "alice", "echo").updated_at
+    assert storage.count_tasks(owner="alice", agent="echo", updated_after=oldest) == \
+        len(storage.list_tasks(owner="alice", agent="echo",
+                               updated_after=oldest).tasks)
+
+
+def test_count_tasks_default_of_the_contract_pages_through_list_tasks(storage):
+    from a2a_flask.storage.base import Storage
+
+    for i in range(3):
+        finished(storage, text="t%d" % i)
+    assert Storage.count_tasks(storage, owner="alice", agent="echo") == 3
+
+
 # -- operations -------------------------------------------------------------------
 
 def test_show_prune_counts_and_check(make_storage):

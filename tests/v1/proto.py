@@ -156,6 +156,35 @@ def validate(message_name, obj):
     return parsed
 
 
+# A card that serves 0.3 and 1.0 clients (ours, the official SDK's compatible
+# cards) carries the 0.3 members beside the 1.0 ones; a 1.0 reader ignores
+# these and only these. Anything else unknown still fails.
+CARD_03_MEMBERS = ("protocolVersion", "url", "preferredTransport",
+                   "additionalInterfaces", "supportsAuthenticatedExtendedCard",
+                   "security")
+CAPABILITIES_03_MEMBERS = ("stateTransitionHistory",)
+SCHEME_03_MEMBERS = ("type", "in", "name", "scheme", "description",
+                     "bearerFormat")
+
+
+def card_without_03(card):
+    """``card`` less the known 0.3 members (its 1.0 reading)."""
+    card = {k: v for k, v in card.items() if k not in CARD_03_MEMBERS}
+    if isinstance(card.get("capabilities"), dict):
+        card["capabilities"] = {k: v for k, v in card["capabilities"].items()
+                                if k not in CAPABILITIES_03_MEMBERS}
+    if isinstance(card.get("securitySchemes"), dict):
+        card["securitySchemes"] = {
+            name: {k: v for k, v in scheme.items() if k not in SCHEME_03_MEMBERS}
+            for name, scheme in card["securitySchemes"].items()}
+    return card
+
+
+def validate_card(card):
+    """Raise unless ``card`` read the 1.0 way (0.3 members ignored) is an AgentCard."""
+    return validate("AgentCard", card_without_03(card))
+
+
 # What each 1.0 operation answers: JSON-RPC method -> message, REST route -> message.
 RESULTS = {
     "SendMessage": "SendMessageResponse",
@@ -213,14 +242,16 @@ def check_exchange(record):
                 raise ProtoJSONError(f"{op}: error without integer code and message: {error!r}")
             if "data" in error:
                 validate_error_details(error["data"], f"{op} error.data")
+        elif op == "GetExtendedAgentCard":
+            validate_card(body["result"])
         elif op in RESULTS:
             validate(RESULTS[op], body["result"])
         return op
     from urllib.parse import urlsplit
 
     op = _rest_operation(record["method"], urlsplit(record["url"]).path)
-    if op == "card":
-        validate("AgentCard", body)
+    if op in ("card", "GetExtendedAgentCard") and 200 <= record["status"] < 300:
+        validate_card(body)
     elif op is None:
         return None
     elif 200 <= record["status"] < 300:

@@ -50,20 +50,21 @@ _LIST = (
 class AdminOperations:
     """Mixed into ``PostgresStorage``."""
 
+    def count_tasks(self, owner=None, agent=None, context_id=None, state=None,
+                    updated_after=None):
+        where, params = _filters(owner, agent, context_id, state, updated_after)
+        sql = "SELECT count(*) FROM a2a_tasks"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchone()[0]
+
     def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
                    updated_after=None, limit=50, cursor=None, history_length=0,
                    include_artifacts=False):
-        where = []
-        params = {"artifacts": bool(include_artifacts),
-                  "history": history_limit(history_length), "limit": limit + 1}
-        for column, value in (("owner", owner), ("agent", agent),
-                              ("context_id", context_id), ("state", state)):
-            if value is not None:
-                where.append("%s = %%(%s)s" % (column, column))
-                params[column] = value
-        if updated_after is not None:
-            where.append("updated_at > %(after)s")
-            params["after"] = updated_after
+        where, params = _filters(owner, agent, context_id, state, updated_after)
+        params.update(artifacts=bool(include_artifacts),
+                      history=history_limit(history_length), limit=limit + 1)
         if cursor is not None:
             where.append("(updated_at, id) < (%(c_at)s, %(c_id)s)")
             params["c_at"], params["c_id"] = decode_cursor(cursor)
@@ -213,3 +214,17 @@ class AdminOperations:
                     " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
                     " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
+
+
+def _filters(owner, agent, context_id, state, updated_after):
+    """The WHERE terms and parameters of ``list_tasks``' filters."""
+    where, params = [], {}
+    for column, value in (("owner", owner), ("agent", agent),
+                          ("context_id", context_id), ("state", state)):
+        if value is not None:
+            where.append("%s = %%(%s)s" % (column, column))
+            params[column] = value
+    if updated_after is not None:
+        where.append("updated_at > %(after)s")
+        params["after"] = updated_after
+    return where, params

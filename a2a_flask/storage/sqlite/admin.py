@@ -61,15 +61,7 @@ class AdminOperations:
     def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
                    updated_after=None, limit=50, cursor=None, history_length=0,
                    include_artifacts=False):
-        where, args = [], []
-        for column, value in (("owner", owner), ("agent", agent),
-                              ("context_id", context_id), ("state", state)):
-            if value is not None:
-                where.append("%s = ?" % column)
-                args.append(value)
-        if updated_after is not None:
-            where.append("updated_at > ?")
-            args.append(updated_after)
+        where, args = _filters(owner, agent, context_id, state, updated_after)
         if cursor is not None:
             where.append("(updated_at, id) < (?, ?)")
             args.extend(decode_cursor(cursor))
@@ -89,6 +81,14 @@ class AdminOperations:
                                  else []))
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
         return TaskPage(tasks, next_cursor)
+
+    def count_tasks(self, owner=None, agent=None, context_id=None, state=None,
+                    updated_after=None):
+        where, args = _filters(owner, agent, context_id, state, updated_after)
+        sql = "SELECT count(*) FROM a2a_tasks"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return self.connection().execute(sql, args).fetchone()[0]
 
     def _artifacts(self, task_id):
         return [load_artifact(*row) for row in self.connection().execute(
@@ -225,3 +225,17 @@ class AdminOperations:
                 " fingerprint, task_id) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
+
+
+def _filters(owner, agent, context_id, state, updated_after):
+    """The WHERE terms and arguments of ``list_tasks``' filters."""
+    where, args = [], []
+    for column, value in (("owner", owner), ("agent", agent),
+                          ("context_id", context_id), ("state", state)):
+        if value is not None:
+            where.append("%s = ?" % column)
+            args.append(value)
+    if updated_after is not None:
+        where.append("updated_at > ?")
+        args.append(updated_after)
+    return where, args

@@ -1,0 +1,163 @@
+"""Marshmallow schemas of A2A 1.0 requests (ProtoJSON), for both 1.0 bindings.
+
+ProtoJSON leaves default values out and may send them: an empty string for
+an id is "not given". Unknown members are ignored (a newer client may send
+more). ``ListTasksQuery``/``GetTaskQuery`` read the same requests from REST
+query strings, where every value is a string.
+"""
+
+import base64
+import binascii
+
+from marshmallow import (
+    EXCLUDE, Schema, ValidationError, fields, pre_load, validate,
+    validates_schema,
+)
+
+from ..schemas import NON_EMPTY, StrictBoolean, StrictInteger
+from .convert_v10 import STORED_STATES
+
+#: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
+PAGE_SIZE_DEFAULT = 50
+PAGE_SIZE_MAX = 100
+_NOT_NEGATIVE = validate.Range(min=0, error="must be 0 or more.")
+_PAGE_SIZE = validate.Range(min=1, max=PAGE_SIZE_MAX,
+                            error="must be between 1 and %d." % PAGE_SIZE_MAX)
+
+
+_EMPTY_IS_ABSENT = frozenset(("tenant", "contextId", "taskId", "status",
+                              "pageToken", "filename", "mediaType"))
+
+
+#: ListTasks ``status`` values that filter nothing: the enum's default, and
+#: what @a2a-js/sdk 1.3's JSON-RPC client sends when no status is asked for.
+_NO_STATUS = ("TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
+
+
+class _Request(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    tenant = fields.String()
+
+    @pre_load
+    def _protojson(self, data, **kwargs):
+        """ProtoJSON as a parser reads it: the proto field name
+        (``message_id``) names the same field as its JSON name (``messageId``,
+        which wins when both are sent); a message's default is null, an id's
+        or a filter's ""."""
+        if not isinstance(data, dict):
+            return data
+        loaded = {}
+        for key, value in data.items():
+            if "_" in key:
+                key = _camel(key)
+                if key in data:
+                    continue
+            if value is None or (value == "" and key in _EMPTY_IS_ABSENT) or (
+                    key == "status" and value in _NO_STATUS):
+                continue
+            loaded[key] = value
+        return loaded
+
+
+def _camel(name):
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+class PartSchema(_Request):
+    text = fields.String()
+    raw = fields.String()
+    url = fields.String()
+    data = fields.Dict()  # 0.3 clients read the same parts: objects only
+    metadata = fields.Dict()
+    filename = fields.String()
+    mediaType = fields.String()
+
+    @validates_schema
+    def _one_content(self, data, **kwargs):
+        given = [name for name in ("text", "raw", "url", "data") if name in data]
+        if len(given) != 1:
+            raise ValidationError(
+                "a part must have exactly one of text, raw, url and data.")
+        if "raw" in data:
+            try:
+                base64.b64decode(data["raw"], validate=True)
+            except (binascii.Error, ValueError):
+                raise ValidationError("not valid base64.", "raw")
+
+
+class MessageSchema(_Request):
+    messageId = fields.String(required=True, validate=NON_EMPTY)
+    role = fields.String(required=True, validate=validate.Equal(
+        "ROLE_USER", error='must be "ROLE_USER".'))
+    parts = fields.List(fields.Nested(PartSchema), required=True,
+                        validate=NON_EMPTY)
+    contextId = fields.String()
+    taskId = fields.String()
+    metadata = fields.Dict()
+    extensions = fields.List(fields.String())
+    referenceTaskIds = fields.List(fields.String())
+
+
+class SendConfigurationSchema(_Request):
+    acceptedOutputModes = fields.List(fields.String())
+    historyLength = StrictInteger(validate=_NOT_NEGATIVE)
+    # A background agent answers at once; a synchronous one ends its turn
+    # inside the call either way (service.send).
+    returnImmediately = StrictBoolean()
+    taskPushNotificationConfig = fields.Raw()
+
+
+class SendMessageRequest(_Request):
+    message = fields.Nested(MessageSchema, required=True)
+    configuration = fields.Nested(SendConfigurationSchema)
+    metadata = fields.Dict()
+
+
+class GetTaskRequest(_Request):
+    id = fields.String(required=True, validate=NON_EMPTY)
+    historyLength = StrictInteger(validate=_NOT_NEGATIVE)
+
+
+class CancelTaskRequest(_Request):
+    id = fields.String(required=True, validate=NON_EMPTY)
+    metadata = fields.Dict()
+
+
+class ListTasksRequest(_Request):
+    contextId = fields.String()
+    status = fields.String(validate=validate.OneOf(
+        list(STORED_STATES), error="must be one of TASK_STATE_SUBMITTED, "
+        "TASK_STATE_WORKING, TASK_STATE_INPUT_REQUIRED, TASK_STATE_COMPLETED, "
+        "TASK_STATE_CANCELED, TASK_STATE_FAILED, TASK_STATE_REJECTED, "
+        "TASK_STATE_AUTH_REQUIRED."))
+    pageSize = StrictInteger(validate=_PAGE_SIZE)
+    pageToken = fields.String()
+    historyLength = StrictInteger(validate=_NOT_NEGATIVE)
+    statusTimestampAfter = fields.AwareDateTime(format="iso")
+    includeArtifacts = StrictBoolean()
+
+
+class _QueryBoolean(fields.Boolean):
+    truthy = {"true"}
+    falsy = {"false"}
+
+
+class GetTaskQuery(GetTaskRequest):
+    historyLength = fields.Integer(strict=False, validate=_NOT_NEGATIVE)
+
+
+class ListTasksQuery(ListTasksRequest):
+    pageSize = fields.Integer(strict=False, validate=_PAGE_SIZE)
+    historyLength = fields.Integer(strict=False, validate=_NOT_NEGATIVE)
+    includeArtifacts = _QueryBoolean()
+
+
+SEND_MESSAGE = SendMessageRequest()
+GET_TASK = GetTaskRequest()
+CANCEL_TASK = CancelTaskRequest()
+LIST_TASKS = ListTasksRequest()
+GET_TASK_QUERY = GetTaskQuery()
+LIST_TASKS_QUERY = ListTasksQuery()
