@@ -13,11 +13,22 @@ import gunicorn.config
 
 from a2a_flask.config import DEFAULTS
 
+# Imported here, in the master, so that every worker forks with it loaded: a
+# worker recycled by max_requests then starts in ~30 ms instead of ~200 ms
+# importing sqlite_utils (and numpy, when installed) again, a stall of its
+# connections every ~2,000 calls. The backend is imported only when the app
+# is built (storage.open_storage), so nothing else loads it in the master.
+import a2a_flask.storage.sqlite  # noqa: E402,F401
+
 bind = "127.0.0.1:8000"  # behind nginx (deploy/nginx-a2a.conf)
 # Sync workers: each answers one call at a time, and a turn holds its worker
 # while the agent runs. Two per core plus one keeps the cores busy while some
 # workers wait on a model or a database.
 workers = multiprocessing.cpu_count() * 2 + 1
+# Measured against gthread with keep-alive (bench/README.md, "Profile"): on
+# 127.0.0.1 with keep-alive clients, gthread took 10-60% more CPU per call
+# than sync, for a bare Flask route and for this service alike (its poller,
+# thread pool and GIL hand-offs cost more than the TCP connect they save).
 worker_class = "sync"
 # A turn may take a while (a model, a remote service): a worker silent for
 # longer is killed, and its task failed by the next reader.

@@ -23,6 +23,7 @@ from processes import HERE, HOST, ROOT, log
 from report import make_row
 
 sys.path.insert(0, ROOT)
+from a2a_flask.storage.common import new_id  # noqa: E402
 from a2a_flask.storage.base import TaskRecord  # noqa: E402
 from a2a_flask.storage.sqlite import SqliteStorage  # noqa: E402
 
@@ -51,14 +52,16 @@ def sample_task_ids(path, n, agent="echo"):
     c = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         c.execute("PRAGMA busy_timeout = 10000")
-        lo, hi = c.execute("SELECT min(rowid), max(rowid) FROM a2a_tasks").fetchone()
+        # a2a_tasks has no rowid (schema v5): tasks are picked through
+        # random history rows (seq), a few per task.
+        lo, hi = c.execute("SELECT min(seq), max(seq) FROM a2a_messages").fetchone()
         ids = set()
         tries = 0
         while len(ids) < n and tries < 20:
             tries += 1
             picks = [random.randint(lo, hi) for _ in range(n * 2)]
-            q = "SELECT id FROM a2a_tasks WHERE agent = ? AND state = 'completed' AND rowid IN (%s)" % (
-                ",".join("?" * len(picks)))
+            q = ("SELECT id FROM a2a_tasks WHERE agent = ? AND state = 'completed' AND id IN"
+                 " (SELECT task_id FROM a2a_messages WHERE seq IN (%s))" % ",".join("?" * len(picks)))
             ids.update(r[0] for r in c.execute(q, [agent] + picks))
         return list(ids)[:n]
     finally:
@@ -68,8 +71,7 @@ def sample_task_ids(path, n, agent="echo"):
 def _copy_task(task, n):
     """Template ``task`` as a new task: fresh task and context ids, message and
     artifact ids suffixed with ``_n`` (unique per copy)."""
-    tid = "task_" + os.urandom(16).hex()
-    cid = "ctx_" + os.urandom(16).hex()
+    tid, cid = new_id("task_"), new_id("ctx_")  # as long as the service's
 
     def message(m):
         return dict(m, taskId=tid, contextId=cid, messageId=f"{m['messageId']}_{n}")

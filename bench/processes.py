@@ -32,6 +32,11 @@ def free_port():
 
 
 _GUNICORN_FLAGS = None
+#: Every gunicorn row (CEILING, DURABLE CEILING, US) runs with the project's
+#: gunicorn.conf.py (worker class, keep-alive, max_requests...), so that they
+#: differ only by the app; ``--gunicorn-args`` (run.py) adds flags to all.
+GUNICORN_CONF = os.path.join(ROOT, "gunicorn.conf.py")
+GUNICORN_EXTRA = []
 
 
 def gunicorn_cmd(workers, port, app, chdir=None):
@@ -42,7 +47,8 @@ def gunicorn_cmd(workers, port, app, chdir=None):
         # gunicorn >= 25 opens a control socket at a fixed path by default:
         # turn it off so that servers never share one.
         _GUNICORN_FLAGS = ["--no-control-socket"] if "--no-control-socket" in helptext else []
-    cmd = [PY, "-m", "gunicorn", "-w", str(workers), "-b", f"{HOST}:{port}"] + _GUNICORN_FLAGS
+    cmd = [PY, "-m", "gunicorn", "-c", GUNICORN_CONF, "-w", str(workers), "-b", f"{HOST}:{port}"] \
+        + _GUNICORN_FLAGS + GUNICORN_EXTRA
     if chdir:
         cmd += ["--chdir", chdir]
     return cmd + [app]

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
@@ -31,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import postgres  # noqa: E402
+import processes  # noqa: E402
 import sdk13  # noqa: E402
 from configs import BY_KEY, CONFIGS, LABELS, PER_PROCESS, make_server, release, unavailable  # noqa: E402
 from measure import drive, make_pool, probe  # noqa: E402
@@ -68,7 +70,11 @@ def parse_args(argv=None):
                    help="venv of a2a-sdk 1.3 for the PEER 1.3 rows, created when missing (default bench/.cache/sdk13)")
     p.add_argument("--quick", action="store_true", help="smoke run: 3 s loads, 20,000 prefilled tasks")
     p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="JSON results (PNG chart beside it)")
+    p.add_argument("--gunicorn-args", default="", metavar="ARGS",
+                   help="more gunicorn flags for CEILING, DURABLE CEILING and US alike "
+                        "(e.g. '-k sync'); all three read the project's gunicorn.conf.py")
     a = p.parse_args(argv)
+    processes.GUNICORN_EXTRA[:] = shlex.split(a.gunicorn_args)
     a.duration = a.duration or (3.0 if a.quick else 10.0)
     a.warmup = a.warmup if a.warmup is not None else (1.0 if a.quick else 2.0)
     a.pool = a.pool or (100 if a.quick else 200)

@@ -9,22 +9,50 @@ import sqlite3
 
 from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows
-from .tasks import _TERMINAL_SQL
+from .tasks import (
+    _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
+    stored_fingerprint,
+)
 
 #: Tasks deleted per transaction by ``prune``.
 PRUNE_BATCH = 100
 
-_COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
-            " metadata, created_at")
+# The status message: its copy in the row (before schema v5, or not in the
+# history), else the history message the row points at.
+_COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
+            " coalesce(status_message, (SELECT body FROM a2a_messages"
+            " WHERE seq = status_seq)), metadata, created_at,"
+            " (SELECT message_id FROM a2a_messages WHERE seq = status_seq)")
 
 
 def _record(row, history=None, artifacts=()):
     (task_id, context_id, agent, owner, state, updated_at, status_message,
-     metadata, created_at) = row
+     metadata, created_at, status_message_id) = row
     return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
-                      json.loads(status_message) if status_message else None,
+                      load_message(status_message, task_id, context_id,
+                                   status_message_id)
+                      if status_message else None,
                       artifacts, history,
                       json.loads(metadata) if metadata else None, created_at)
+
+
+def _stored_once(records, tasks, messages, artifacts):
+    """``import_rows``'s rows as schema v5 stores them (see tasks.py): bodies
+    without the row's ids, and a status message found in the history pointed
+    at (the (task id, messageId) returned) rather than copied into the row."""
+    statuses = []
+    for index, task in enumerate(records):
+        status = task.status_message
+        if status is not None and status in (task.history or ()):
+            statuses.append((task.id, status["messageId"]))
+            tasks[index] = tasks[index][:5] + (None,) + tasks[index][6:]
+    sent = [(task, message) for task in records for message in task.history or ()]
+    messages = [row[:6] + (message_body(message, task.id, task.context_id),)
+                for row, (task, message) in zip(messages, sent)]
+    made = [artifact for task in records for artifact in task.artifacts or ()]
+    artifacts = [row[:2] + (artifact_body(artifact),)
+                 for row, artifact in zip(artifacts, made)]
+    return tasks, messages, artifacts, statuses
 
 
 class AdminOperations:
@@ -63,9 +91,9 @@ class AdminOperations:
         return self.connection().execute(sql, args).fetchone()[0]
 
     def _artifacts(self, task_id):
-        return [json.loads(body) for (body,) in self.connection().execute(
-            "SELECT body FROM a2a_artifacts WHERE task_id = ? ORDER BY seq",
-            (task_id,))]
+        return [load_artifact(*row) for row in self.connection().execute(
+            "SELECT body, artifact_id FROM a2a_artifacts WHERE task_id = ?"
+            " ORDER BY seq", (task_id,))]
 
     def show_task(self, task_id):
         row = self.connection().execute(
@@ -156,19 +184,27 @@ class AdminOperations:
             marks = ", ".join("?" * len(rows))
             ids = [row[0] for row in rows]
             history, artifacts = {}, {}
-            for task_id, body in conn.execute(
-                    "SELECT task_id, body FROM a2a_messages WHERE task_id IN"
-                    " (%s) ORDER BY seq" % marks, ids):
-                history.setdefault(task_id, []).append(json.loads(body))
-            for task_id, body in conn.execute(
-                    "SELECT task_id, body FROM a2a_artifacts WHERE task_id IN"
-                    " (%s) ORDER BY seq" % marks, ids):
-                artifacts.setdefault(task_id, []).append(json.loads(body))
+            for task_id, context_id, body, message_id in conn.execute(
+                    "SELECT task_id, context_id, body, message_id FROM"
+                    " a2a_messages WHERE task_id IN (%s) ORDER BY seq" % marks,
+                    ids):
+                history.setdefault(task_id, []).append(
+                    load_message(body, task_id, context_id, message_id))
+            for task_id, body, artifact_id in conn.execute(
+                    "SELECT task_id, body, artifact_id FROM a2a_artifacts"
+                    " WHERE task_id IN (%s) ORDER BY seq" % marks, ids):
+                artifacts.setdefault(task_id, []).append(
+                    load_artifact(body, artifact_id))
             yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
                    for row in rows]
 
     def import_tasks(self, records, deliveries=True):
+        records = list(records)
         tasks, messages, artifacts, retries = import_rows(records, deliveries)
+        tasks, messages, artifacts, statuses = _stored_once(
+            records, tasks, messages, artifacts)
+        retries = [row[:3] + (stored_fingerprint(row[3]),) + row[4:]
+                   for row in retries]
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
@@ -177,6 +213,10 @@ class AdminOperations:
             conn.executemany(
                 "INSERT INTO a2a_messages (task_id, context_id, owner, agent,"
                 " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)", messages)
+            conn.executemany(
+                "UPDATE a2a_tasks SET status_seq = (SELECT max(seq) FROM"
+                " a2a_messages WHERE task_id = ?1 AND message_id = ?2)"
+                " WHERE id = ?1", statuses)
             conn.executemany(
                 "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
                 " VALUES (?, ?, ?)", artifacts)

@@ -143,8 +143,10 @@ class KeptOutcomes:
         self.folder = folder
 
     def _path(self, task_id):
-        # Our ids are letters, digits and "_": nothing else reaches a path.
-        if not task_id.replace("_", "").isalnum():
+        # Our ids are ASCII letters, digits, "_" and "-" (base64url): nothing
+        # else reaches a path.
+        if not (task_id.isascii()
+                and task_id.replace("_", "").replace("-", "").isalnum()):
             return None
         return os.path.join(self.folder, task_id + ".json")
 

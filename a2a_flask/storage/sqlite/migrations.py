@@ -67,7 +67,57 @@ def _v4_turn_queue(db):
                " WHERE worker IS NOT NULL")
 
 
-MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_turn_queue]
+def _fingerprint16(hex_digest):
+    return bytes.fromhex(hex_digest[:32])
+
+
+def _v5_messages_once(db):
+    # A message is stored once: the task row points at its status message in
+    # its history (status_seq) instead of holding a copy (status_message stays
+    # for a status message absent from the history, e.g. imported so), and a
+    # message body leaves out the messageId, taskId and contextId of its row's
+    # columns and its "kind": "message" (an artifact its artifactId). A
+    # delivery's fingerprint: 16 bytes instead of 64 hex digits (tasks.py,
+    # stored_fingerprint). And a2a_tasks is keyed by its id alone (WITHOUT
+    # ROWID): no rowid, no second copy of every id in an automatic index.
+    # ~700 of ~2,050 bytes of a one-turn task.
+    db.execute(
+        "CREATE TABLE a2a_tasks_v5 (id TEXT PRIMARY KEY NOT NULL,"
+        " agent TEXT NOT NULL, owner TEXT NOT NULL, context_id TEXT NOT NULL,"
+        " state TEXT NOT NULL, status_message TEXT, updated_at TEXT NOT NULL,"
+        " created_at TEXT NOT NULL, metadata TEXT, status_seq INTEGER)"
+        " WITHOUT ROWID")
+    db.execute(
+        "INSERT INTO a2a_tasks_v5 (id, agent, owner, context_id, state,"
+        " status_message, updated_at, created_at, metadata) SELECT id, agent,"
+        " owner, context_id, state, status_message, updated_at, created_at,"
+        " metadata FROM a2a_tasks")
+    db.execute("DROP TABLE a2a_tasks")  # and its index a2a_tasks_listing
+    db.execute("ALTER TABLE a2a_tasks_v5 RENAME TO a2a_tasks")
+    _v3_task_listing(db)
+    db.execute(
+        "UPDATE a2a_tasks SET status_seq = (SELECT max(m.seq) FROM a2a_messages m"
+        " WHERE m.task_id = a2a_tasks.id AND m.body = a2a_tasks.status_message)"
+        " WHERE status_message IS NOT NULL")
+    db.execute("UPDATE a2a_tasks SET status_message = NULL"
+               " WHERE status_seq IS NOT NULL")
+    db.execute(
+        "UPDATE a2a_messages SET body = json_remove(body, '$.taskId',"
+        " '$.contextId') WHERE json_extract(body, '$.taskId') = task_id"
+        " AND json_extract(body, '$.contextId') = context_id")
+    db.execute("UPDATE a2a_messages SET body = json_remove(body, '$.messageId')"
+               " WHERE json_extract(body, '$.messageId') = message_id")
+    db.execute("UPDATE a2a_messages SET body = json_remove(body, '$.kind')"
+               " WHERE json_extract(body, '$.kind') = 'message'")
+    db.execute("UPDATE a2a_artifacts SET body = json_remove(body, '$.artifactId')"
+               " WHERE json_extract(body, '$.artifactId') = artifact_id")
+    db.conn.create_function("a2a_fingerprint16", 1, _fingerprint16)
+    db.execute("UPDATE a2a_deliveries SET fingerprint ="
+               " a2a_fingerprint16(fingerprint) WHERE typeof(fingerprint) = 'text'")
+
+
+MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_turn_queue,
+              _v5_messages_once]
 
 
 def schema_version(db):

@@ -13,6 +13,7 @@ from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn,
 )
 from ..common import dumps, new_id, now_iso
+from .tasks import load_message
 
 
 def _placeholders(values):
@@ -55,14 +56,15 @@ class QueueOperations:
         with self.transaction() as conn:
             rows = conn.execute(
                 "SELECT q.task_id, q.owner, q.agent, q.message_seq, q.retry,"
-                " q.attempts, t.state, t.context_id, t.metadata, m.body"
+                " q.attempts, t.state, t.context_id, t.metadata, m.body,"
+                " m.message_id"
                 " FROM a2a_turns q JOIN a2a_tasks t ON t.id = q.task_id"
                 " JOIN a2a_messages m ON m.seq = q.message_seq"
                 " WHERE q.%s ORDER BY q.seq LIMIT ?" % where.replace(
                     "agent IN", "q.agent IN"), args + [limit]).fetchall()
             lease_end = self._lease_end(lease_seconds)
             for (task_id, owner, agent, seq, retry, attempts, state, context_id,
-                 metadata, body) in rows:
+                 metadata, body, message_id) in rows:
                 if state != "working":  # canceled or failed meanwhile
                     conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
                                  " worker IS NULL", (task_id,))
@@ -73,7 +75,8 @@ class QueueOperations:
                         " worker IS NULL", (worker, lease_end, task_id)).rowcount:
                     continue
                 claimed.append(ClaimedTurn(
-                    task_id, context_id, owner, agent, json.loads(body), seq,
+                    task_id, context_id, owner, agent,
+                    load_message(body, task_id, context_id, message_id), seq,
                     json.loads(metadata) if metadata else None, attempts + 1,
                     bool(retry)))
         return claimed
@@ -152,13 +155,13 @@ class QueueOperations:
                    "messageId": new_id("msg_"),
                    "parts": [{"kind": "text", "text": text}],
                    "taskId": task_id, "contextId": context_id}
-        body = dumps(message)
+        seq = self._next_seq(conn)  # the row points at it (schema v5)
         if not conn.execute(
-                "UPDATE a2a_tasks SET state = 'failed', status_message = ?,"
-                " updated_at = ? WHERE id = ? AND state = 'working'",
-                (body, self._now(), task_id)).rowcount:
+                "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
+                " status_seq = ?, updated_at = ? WHERE id = ? AND state = 'working'",
+                (seq, self._now(), task_id)).rowcount:
             return False
-        self._insert_message(conn, task_id, context_id, owner, agent, message, body)
+        self._insert_message(conn, task_id, context_id, owner, agent, message, seq)
         return True
 
     def progress(self, task_id, status_message):

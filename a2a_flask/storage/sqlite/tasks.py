@@ -22,6 +22,51 @@ log = logging.getLogger("a2a_flask")
 _TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
 
+# A message is stored once, in a2a_messages, without the ids that its row's
+# columns hold (messageId, taskId, contextId; an artifact without its
+# artifactId) nor its constant "kind": "message": a task's status message is
+# its row's status_seq, a pointer into its history, not a second copy
+# (schema v5).
+_ROW_IDS = ("kind", "messageId", "taskId", "contextId")
+
+
+def message_body(message, task_id, context_id):
+    """The stored JSON of ``message``, in the history of task ``task_id``."""
+    if message.get("taskId") == task_id and message.get("contextId") == context_id:
+        return dumps({k: v for k, v in message.items() if k not in _ROW_IDS})
+    return dumps({k: v for k, v in message.items()
+                  if k not in ("kind", "messageId")})
+
+
+def load_message(body, task_id, context_id, message_id):
+    """A message as stored by ``message_body`` (or whole, before v5)."""
+    message = json.loads(body)
+    if "kind" not in message:
+        message = dict({"kind": "message"}, **message)
+    message.setdefault("messageId", message_id)
+    if "taskId" not in message:
+        message["taskId"] = task_id
+        message["contextId"] = context_id
+    return message
+
+
+def artifact_body(artifact):
+    return dumps({k: v for k, v in artifact.items() if k != "artifactId"})
+
+
+def load_artifact(body, artifact_id):
+    artifact = json.loads(body)
+    if "artifactId" in artifact:  # stored before v5
+        return artifact
+    return dict({"artifactId": artifact_id}, **artifact)
+
+
+def stored_fingerprint(digest):
+    """A message's fingerprint as a2a_deliveries keeps it (v5): the first 128
+    bits of the SHA-256, as bytes (16 bytes, not 64 hex digits); enough to
+    tell a retry of one caller's message from a different message."""
+    return bytes.fromhex(digest[:32])
+
 
 class TaskOperations:
     """Mixed into ``SqliteStorage`` (needs ``transaction``/``connection``)."""
@@ -35,7 +80,7 @@ class TaskOperations:
         """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
         writes in the same transaction once the message is stored."""
         message_id = message["messageId"]
-        digest = fingerprint(message)
+        digest = stored_fingerprint(fingerprint(message))
         now = self._now()
         created = task_id is None
         if created:
@@ -144,23 +189,27 @@ class TaskOperations:
         """One transaction: ``before(conn)`` first when given (False: store
         nothing), then the conditional outcome. Its timestamp, or None."""
         now = self._now()
-        body = dumps(status_message) if status_message else None
         with self.transaction() as conn:
             if before is not None and not before(conn):
                 return None
+            # The status message's seq, known before it is inserted (the
+            # write lock is ours): the row points at it in the same UPDATE.
+            seq = None if status_message is None else self._next_seq(conn)
             if not conn.execute(
-                    "UPDATE a2a_tasks SET state = ?, status_message = ?,"
-                    " updated_at = ? WHERE id = ? AND state = 'working'",
-                    (state, body, now, task_id)).rowcount:
+                    "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
+                    " status_seq = ?, updated_at = ?"
+                    " WHERE id = ? AND state = 'working'",
+                    (state, seq, now, task_id)).rowcount:
                 return None
             if status_message is not None:
                 self._insert_message(conn, task_id, status_message["contextId"],
-                                     owner, agent, status_message, body)
+                                     owner, agent, status_message, seq)
             if artifacts:
                 conn.executemany(
                     "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
                     " VALUES (?, ?, ?)",
-                    [(task_id, a["artifactId"], dumps(a)) for a in artifacts])
+                    [(task_id, a["artifactId"], artifact_body(a))
+                     for a in artifacts])
         return now
 
     def _store_kept_outcome(self, task_id):
@@ -176,12 +225,20 @@ class TaskOperations:
         return True
 
     @staticmethod
-    def _insert_message(conn, task_id, context_id, owner, agent, message, body=None):
+    def _insert_message(conn, task_id, context_id, owner, agent, message,
+                        seq=None):
         return conn.execute(
-            "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
-            " message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (task_id, context_id, owner, agent, message["role"],
-             message["messageId"], body or dumps(message))).lastrowid
+            "INSERT INTO a2a_messages (seq, task_id, context_id, owner, agent,"
+            " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (seq, task_id, context_id, owner, agent, message["role"],
+             message["messageId"],
+             message_body(message, task_id, context_id))).lastrowid
+
+    @staticmethod
+    def _next_seq(conn):
+        """The seq the next message will get (inside a write transaction)."""
+        return conn.execute(
+            "SELECT coalesce(max(seq), 0) + 1 FROM a2a_messages").fetchone()[0]
 
     # -- reading -------------------------------------------------------------
 
@@ -210,15 +267,17 @@ class TaskOperations:
                        "messageId": new_id("msg_"),
                        "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
                        "taskId": task_id, "contextId": context_id}
+            seq = self._next_seq(conn)
             if not conn.execute(
-                    "UPDATE a2a_tasks SET state = 'failed', status_message = ?,"
-                    " updated_at = ? WHERE id = ? AND state = 'working'"
-                    " AND updated_at < ? AND NOT EXISTS (SELECT 1 FROM"
-                    " a2a_turns WHERE task_id = a2a_tasks.id)",  # leased turns
-                    (dumps(message), self._now(), task_id, self._stale_cutoff()),
-            ).rowcount:
+                    "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
+                    " status_seq = ?, updated_at = ? WHERE id = ?"
+                    " AND state = 'working' AND updated_at < ? AND NOT EXISTS"
+                    " (SELECT 1 FROM a2a_turns WHERE task_id = a2a_tasks.id)",
+                    (seq, self._now(), task_id, self._stale_cutoff()),
+            ).rowcount:  # leased turns above
                 return False
-            self._insert_message(conn, task_id, context_id, owner, agent, message)
+            self._insert_message(conn, task_id, context_id, owner, agent,
+                                 message, seq)
         return True
 
     # One statement reads one state of the file: the task row, its artifacts
@@ -227,10 +286,14 @@ class TaskOperations:
     _READ_TASK = (
         "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
         " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
-        " UNION ALL SELECT 1, seq, body, NULL, NULL, NULL, NULL"
+        " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
         " FROM a2a_artifacts WHERE task_id = :id"
-        " UNION ALL SELECT * FROM (SELECT 2, seq, body, NULL, NULL, NULL, NULL"
-        " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :limit)"
+        " UNION ALL SELECT * FROM (SELECT 2, seq, body, message_id, NULL, NULL,"
+        " NULL FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC"
+        " LIMIT :limit)"
+        " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
+        " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
+        " WHERE t.id = :id"
         " ORDER BY 1, 2")
 
     def _read_task(self, task_id, owner, agent, history_length):
@@ -241,11 +304,16 @@ class TaskOperations:
         if not rows or rows[0][0] != 0:
             raise TaskNotFound(task_id)
         _, _, context_id, state, status_message, updated_at, metadata = rows[0]
+        status = None
+        if status_message is not None:  # a copy in the row
+            status = load_message(status_message, task_id, context_id, None)
+        elif rows[-1][0] == 3:
+            status = load_message(rows[-1][2], task_id, context_id, rows[-1][3])
         return TaskRecord(
-            task_id, context_id, agent, owner, state, updated_at,
-            json.loads(status_message) if status_message else None,
-            [json.loads(row[2]) for row in rows if row[0] == 1],
-            [json.loads(row[2]) for row in rows if row[0] == 2],
+            task_id, context_id, agent, owner, state, updated_at, status,
+            [load_artifact(row[2], row[3]) for row in rows if row[0] == 1],
+            [load_message(row[2], task_id, context_id, row[3])
+             for row in rows if row[0] == 2],
             json.loads(metadata) if metadata else None)
 
     def _history(self, sql, args, before_seq, limit):
@@ -257,17 +325,19 @@ class TaskOperations:
         else:
             rows = self.connection().execute(
                 sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
-        return [json.loads(body) for (body,) in rows]
+        return [load_message(*row) for row in rows]
 
     def task_history(self, task_id, before_seq=None, limit=None):
-        return self._history("SELECT body FROM a2a_messages WHERE task_id = ?",
-                             [task_id], before_seq, limit)
+        return self._history(
+            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
+            " WHERE task_id = ?",
+            [task_id], before_seq, limit)
 
     def context_history(self, owner, agent, context_id, before_seq=None,
                         limit=None):
         return self._history(
-            "SELECT body FROM a2a_messages WHERE context_id = ?"
-            " AND owner = ? AND agent = ?", [context_id, owner, agent],
+            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
+            " WHERE context_id = ? AND owner = ? AND agent = ?", [context_id, owner, agent],
             before_seq, limit)
 
     def task_state(self, task_id):
@@ -281,7 +351,7 @@ class TaskOperations:
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message ="
-                    " NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
+                    " NULL, status_seq = NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
                     " agent = ? AND state NOT IN %s" % _TERMINAL_SQL,
                     (self._now(), task_id, owner, agent)).rowcount:
                 # A queued background turn never starts; a running one sees
