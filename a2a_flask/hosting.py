@@ -43,6 +43,10 @@ def warn_about_settings(config):
     if config.get("A2A_DEFAULT_AGENT") == "":
         log.warning("A2A_DEFAULT_AGENT is empty: no default agent is served; "
                     "/a2a and /.well-known/agent-card.json stay the host app's.")
+    if config.get("A2A_ROOT_REST") and not config.get("A2A_DEFAULT_AGENT"):
+        log.warning("A2A_ROOT_REST is on but A2A_DEFAULT_AGENT is not set: the "
+                    "HTTP+JSON routes at the host root serve the default agent, "
+                    "so none are added.")
 
 
 def exempt_from_csrf(app, blueprint):

@@ -381,3 +381,21 @@ def test_empty_default_agent_is_unset_and_warned(tmp_path, caplog):
         return "the host's /a2a"
 
     assert app.test_client().post("/a2a").data == b"the host's /a2a"
+
+
+def test_root_rest_without_a_default_agent_is_warned(tmp_path, caplog):
+    app = host_app(tmp_path, A2A_ROOT_REST=True, A2A_DEFAULT_AGENT=None)
+    with caplog.at_level(logging.WARNING, logger="a2a_flask"):
+        mount(app)
+    assert ("A2A_ROOT_REST is on but A2A_DEFAULT_AGENT is not set: the HTTP+JSON "
+            "routes at the host root serve the default agent, so none are added."
+            in [r.getMessage() for r in caplog.records])
+    # And nothing was mounted at the root: the host's /tasks stays its own.
+    assert app.test_client().get("/tasks").status_code == 404
+
+
+def test_root_rest_with_a_default_agent_is_not_warned(tmp_path, caplog):
+    app = host_app(tmp_path, A2A_ROOT_REST=True, A2A_DEFAULT_AGENT="echo")
+    with caplog.at_level(logging.WARNING, logger="a2a_flask"):
+        mount(app)
+    assert not [r for r in caplog.records if "A2A_ROOT_REST" in r.getMessage()]
