@@ -176,3 +176,17 @@ def parse_timestamp(text):
     assert TIMESTAMP.match(text), text
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=timezone.utc)
+
+
+def metric_sample(text, name, **labels):
+    """The value of one sample in Prometheus text, 0 when absent."""
+    wanted = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith("%s{%s} " % (name, wanted)):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def metric_growth(before, after, name, **labels):
+    """How much one sample grew between two Prometheus texts."""
+    return metric_sample(after, name, **labels) - metric_sample(before, name, **labels)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from a2a_flask.logs import formatter
-from helpers import Rpc
+from helpers import Rpc, metric_growth, metric_sample
 
 ACCESS = "a2a_flask.access"
 
@@ -139,15 +139,6 @@ def test_json_format_keeps_a_traceback_on_one_line():
     assert "RuntimeError: boom" in entry["traceback"]
 
 
-def _sample(text, name, **labels):
-    """The value of one sample in Prometheus text, 0 when absent."""
-    wanted = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith("%s{%s} " % (name, wanted)):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 def test_metrics(make_app, monkeypatch):
     pytest.importorskip("prometheus_client")
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
@@ -165,15 +156,15 @@ def test_metrics(make_app, monkeypatch):
     text = response.get_data(as_text=True)
 
     def grew(name, **labels):
-        return _sample(text, name, **labels) - _sample(before, name, **labels)
+        return metric_growth(before, text, name, **labels)
 
     assert grew("a2a_calls_total", method="message/send", code="ok") == 2
     assert grew("a2a_calls_total", method="tasks/get", code="-32001") == 1
     assert grew("a2a_calls_total", method="other", code="-32601") == 1
     assert grew("a2a_turn_seconds_count", agent="echo") == 1
     assert grew("a2a_turn_seconds_count", agent="chat") == 1
-    assert _sample(text, "a2a_tasks", state="completed") == 1
-    assert _sample(text, "a2a_tasks", state="input-required") == 1
+    assert metric_sample(text, "a2a_tasks", state="completed") == 1
+    assert metric_sample(text, "a2a_tasks", state="input-required") == 1
 
 
 def test_metrics_off_by_default(app):

@@ -4,6 +4,7 @@ routes of A2A_ROOT_REST. Every answer is checked against the 1.0 proto."""
 
 import pytest
 
+from helpers import metric_growth
 from v1.inprocess import Caller, detail, user_message
 
 
@@ -168,7 +169,6 @@ def test_metrics_and_access_log_name_the_1_0_methods(make_app, monkeypatch, capl
     pytest.importorskip("prometheus_client")
     import logging
 
-    from test_ops_http import _sample
 
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     app, _ = make_app(A2A_METRICS=True)
@@ -183,7 +183,7 @@ def test_metrics_and_access_log_name_the_1_0_methods(make_app, monkeypatch, capl
     text = client.get("/api/v1/metrics").get_data(as_text=True)
 
     def grew(name, **labels):
-        return _sample(text, name, **labels) - _sample(before, name, **labels)
+        return metric_growth(before, text, name, **labels)
 
     assert grew("a2a_calls_total", method="SendMessage", code="ok") == 2
     assert grew("a2a_calls_total", method="GetTask", code="404") == 1
