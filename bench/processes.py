@@ -96,25 +96,24 @@ class Server:
         except OSError:
             return ""
 
+    def _signal_group(self, sig, wait):
+        """Send ``sig`` to the server's process group, then wait for the
+        master up to ``wait`` seconds."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            pass
+
     def stop(self):
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-        try:  # the group: workers that outlived their master
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        self._signal_group(signal.SIGTERM, wait=15)
+        # The group again: workers that outlived their master.
+        self._signal_group(signal.SIGKILL, wait=5)
         self._log.close()
         if self in _RUNNING:
             _RUNNING.remove(self)
