@@ -38,6 +38,8 @@ def _us_postgres_pending():
 ROWS = [
     Row("ceiling", "CEILING", "bare Flask route on gunicorn, no database"),
     Row("durable", "DURABLE CEILING", "the same route + 1 SQLite INSERT per send, 1 SELECT per get"),
+    Row("floor", "FLOOR", "one route doing only the contract's work: marshmallow, key lookup, "
+        "working committed before the agent, outcome, one-statement read (servers/floor.py)"),
     Row("us", "US", "gunicorn wsgi:app, echo agent, SQLite"),
     Row("us10", "US 1.0", "the same, A2A 1.0 JSON-RPC (SendMessage/GetTask, A2A-Version: 1.0)",
         proto="1.0"),
@@ -49,6 +51,8 @@ ROWS = [
         proto="1.0", needs={"sdk13"}),
     Row("pg-durable", "PG DURABLE CEILING", "bare Flask route + 1 INSERT / 1 SELECT through psycopg_pool",
         needs={"postgres"}),
+    Row("pg-floor", "PG FLOOR", "FLOOR on PostgreSQL", needs={"postgres"},
+        pending=_us_postgres_pending()),
     Row("us-pg", "US postgres", "gunicorn wsgi:app, echo agent, A2A_DATABASE=postgresql://",
         needs={"postgres"}, pending=_us_postgres_pending()),
     Row("peer-pg", "PEER postgres", "a2a-sdk 0.3.x, DatabaseTaskStore on PostgreSQL (asyncpg)",
@@ -105,6 +109,11 @@ def _make_server(cfg, ctx, tag, db=None, key=None):
             subprocess.run([PY, os.path.join(SERVERS, "ceiling.py"), "--init-pg", db], check=True, timeout=120)
         return Server(cfg, gunicorn_cmd(args.workers, port, "ceiling:app", chdir=SERVERS),
                       env, ROOT, port, "/rpc", {}, tmp, db=db or env["BENCH_DB"] or None)
+    if cfg in ("floor", "pg-floor"):
+        db = ctx.pg.create_db(_pg_name(cfg, tag)) if cfg == "pg-floor" else base + ".sqlite3"
+        env, headers = ctx.auth.server_env(db)
+        return Server(cfg, gunicorn_cmd(args.workers, port, "floor:app", chdir=SERVERS),
+                      env, ROOT, port, "/rpc", headers, tmp, db=db)
     if cfg in ("us", "us10", "us-empty", "us-scale", "us-pg"):
         if cfg == "us-pg":
             db = ctx.pg.create_db(_pg_name(cfg, tag))

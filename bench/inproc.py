@@ -1,11 +1,18 @@
-"""CPU per call in one process, without sockets or gunicorn: the Flask test
-client drives ``message/send`` and ``tasks/get`` of the demo service
-(``wsgi.py``, echo agent, auth on with a key from ``flask a2a keys create``)
-on a fresh database, and prints the process CPU time per call. Load-independent
+"""CPU per call in one process, without sockets or gunicorn: each row's WSGI
+app is called directly (``app(environ, start_response)``, as gunicorn calls
+it, no test client) with ``message/send`` and ``tasks/get`` on a fresh
+database, and the process CPU time per call is printed. Load-independent
 (CPU time, not wall time), so comparable on a busy machine; the minimum of a
 few repeats is reported.
 
-    python bench/inproc.py [-n 2000] [--repeat 3] [--profile send|get]
+    python bench/inproc.py [--app us|floor|durable|ceiling] [-n 2000] [--repeat 3]
+                           [--profile send|get]
+    python bench/inproc.py --limit     # every app below, each in its own process
+
+``--limit`` prints the price of each requirement of the contract
+(bench/README.md, "The limit"): CEILING, DURABLE CEILING with one and two
+commits per send, FLOOR (``servers/floor.py``) with and without the key
+lookup and the marshmallow validation, and US.
 
 Run from the repository whose ``wsgi.py`` and ``a2a_flask`` to measure (the
 current directory comes first on ``sys.path``).
@@ -13,80 +20,156 @@ current directory comes first on ``sys.path``).
 
 import argparse
 import cProfile
+import io
 import itertools
+import json
 import os
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
 
-PATH = "/api/v1/agents/echo/a2a"
+HERE = os.path.dirname(os.path.abspath(__file__))
+US_PATH = "/api/v1/agents/echo/a2a"
+
+#: (label, --app, extra environment) of ``--limit``, in the order printed.
+LIMIT_ROWS = [
+    ("CEILING", "ceiling", {}),
+    ("DURABLE CEILING (1 commit per send)", "durable", {}),
+    ("DURABLE CEILING, 2 commits per send", "durable", {"BENCH_WRITES": "2"}),
+    ("FLOOR without key lookup and marshmallow", "floor", {"FLOOR_WITHOUT": "key,validation"}),
+    ("FLOOR without key lookup", "floor", {"FLOOR_WITHOUT": "key"}),
+    ("FLOOR without marshmallow", "floor", {"FLOOR_WITHOUT": "validation"}),
+    ("FLOOR", "floor", {}),
+    ("US", "us", {}),
+]
 
 
-def build(tmp):
-    os.environ["A2A_DATABASE"] = os.path.join(tmp, "inproc.sqlite3")
-    os.environ.pop("A2A_AUTH", None)
+def create_key(db):
+    env = dict(os.environ, A2A_DATABASE=db)
+    env.pop("A2A_AUTH", None)
+    out = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "a2a", "keys",
+                          "create", "--agents", "*", "--quiet"], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if ln.strip()][-1].strip()
+
+
+def build(which, tmp):
+    """(WSGI app, path, key) of ``which``."""
     sys.path.insert(0, os.getcwd())
-    import wsgi
+    if which in ("us", "floor"):
+        db = os.path.join(tmp, "inproc.sqlite3")
+        key = create_key(db)
+        os.environ["A2A_DATABASE"] = db
+        if which == "us":
+            import wsgi
+            return wsgi.app, US_PATH, key
+        sys.path.insert(0, os.path.join(HERE, "servers"))
+        import floor
+        return floor.app, "/rpc", key
+    if which == "durable":
+        os.environ["BENCH_DB"] = os.path.join(tmp, "durable.sqlite3")
+    sys.path.insert(0, os.path.join(HERE, "servers"))
+    import ceiling
+    return ceiling.app, "/rpc", "unused"
 
-    out = wsgi.app.test_cli_runner().invoke(
-        args=["a2a", "keys", "create", "--agents", "*", "--quiet"])
-    key = [ln for ln in out.output.splitlines() if ln.strip()][-1].strip()
-    return wsgi.app, {"Authorization": "Bearer " + key,
-                      "Content-Type": "application/json"}
+
+def caller(app, path, key):
+    """A function posting a body to ``path`` of ``app``; returns the answer's bytes."""
+    def call(body):
+        body = body.encode()
+        environ = {
+            "REQUEST_METHOD": "POST", "PATH_INFO": path, "SCRIPT_NAME": "",
+            "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000",
+            "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "127.0.0.1:8000",
+            "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
+            "HTTP_AUTHORIZATION": "Bearer " + key, "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http",
+            "wsgi.errors": sys.stderr, "wsgi.multithread": False,
+            "wsgi.multiprocess": True, "wsgi.run_once": False, "wsgi.version": (1, 0)}
+        status = []
+        answer = app(environ, lambda s, h, e=None: status.append(s))
+        data = b"".join(answer)
+        if hasattr(answer, "close"):
+            answer.close()
+        assert status[0].startswith("200") and b'"completed"' in data, data[:300]
+        return data
+    return call
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("-n", type=int, default=2000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--profile", choices=("send", "get"))
-    args = parser.parse_args()
+def measure(which, n, repeat, profile):
     with tempfile.TemporaryDirectory() as tmp:
-        app, headers = build(tmp)
-        client = app.test_client()
+        call = caller(*build(which, tmp))
         counter = itertools.count()
         nonce = "%x" % os.getpid()
 
         def send():
-            body = ('{"jsonrpc":"2.0","id":1,"method":"message/send","params":'
-                    '{"message":{"kind":"message","role":"user","messageId":'
-                    '"m-%s-%d","parts":[{"kind":"text","text":"hello"}]}}}'
-                    % (nonce, next(counter)))
-            r = client.post(PATH, data=body, headers=headers)
-            assert r.status_code == 200 and b'"completed"' in r.data, r.data
-            return r
+            return call('{"jsonrpc":"2.0","id":1,"method":"message/send","params":'
+                        '{"message":{"kind":"message","role":"user","messageId":'
+                        '"m-%s-%d","parts":[{"kind":"text","text":"hello"}]}}}'
+                        % (nonce, next(counter)))
 
-        ids = [send().get_json()["result"]["id"] for _ in range(100)]
-        bodies = ['{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":'
-                  '{"id":"%s"}}' % i for i in ids]
-        pool = itertools.cycle(bodies)
+        ids = [json.loads(send())["result"]["id"] for _ in range(100)]
+        pool = itertools.cycle(['{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":'
+                                '{"id":"%s"}}' % i for i in ids])
 
         def get():
-            r = client.post(PATH, data=next(pool), headers=headers)
-            assert r.status_code == 200 and b'"completed"' in r.data, r.data
-            return r
+            return call(next(pool))
 
         calls = {"send": send, "get": get}
-        if args.profile:
-            func = calls[args.profile]
+        if profile:
             prof = cProfile.Profile()
             prof.enable()
-            for _ in range(args.n):
-                func()
+            for _ in range(n):
+                calls[profile]()
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(40)
-            return
+            return None
+        result = {}
         for name, func in calls.items():
             best = None
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 start = time.process_time()
-                for _ in range(args.n):
+                for _ in range(n):
                     func()
-                per = (time.process_time() - start) / args.n * 1e6
+                per = (time.process_time() - start) / n * 1e6
                 best = per if best is None else min(best, per)
-            print("%s: %.0f us CPU per call (best of %d x %d)"
-                  % (name, best, args.repeat, args.n))
+            result[name] = best
+        return result
+
+
+def limit(n, repeat):
+    print("%-42s %10s %10s" % ("CPU per call in process", "send", "get"))
+    for label, which, env in LIMIT_ROWS:
+        out = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--app", which, "-n", str(n),
+             "--repeat", str(repeat), "--json"],
+            env=dict(os.environ, **env), check=True, capture_output=True, text=True).stdout
+        got = json.loads(out.splitlines()[-1])
+        print("%-42s %8.0f us %8.0f us" % (label, got["send"], got["get"]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--app", choices=("us", "floor", "durable", "ceiling"), default="us")
+    parser.add_argument("-n", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", choices=("send", "get"))
+    parser.add_argument("--limit", action="store_true", help="every app, each in its own process")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.limit:
+        return limit(args.n, args.repeat)
+    result = measure(args.app, args.n, args.repeat, args.profile)
+    if result is None:
+        return None
+    if args.json:
+        print(json.dumps(result))
+        return None
+    for name, per in result.items():
+        print("%s: %.0f us CPU per call (best of %d x %d)" % (name, per, args.repeat, args.n))
+    return None
 
 
 if __name__ == "__main__":

@@ -101,6 +101,13 @@ def summarize(rows, scale_rows, scale_info=None):
     ratio("US/DURABLE CEILING tasks/get", us_get, mean_of(rows, "durable", "get"))
     for cfg in ("peer-sqlite", "peer-memory", "peer13-sqlite", "peer13-memory"):
         ratio(f"US/{LABELS[cfg]} tasks/get", us_get, mean_of(rows, cfg, "get"))
+    # The limit (servers/floor.py): the contract's own work in one bare route.
+    # A target above FLOOR's ratio is beyond any implementation on this stack.
+    ratio("FLOOR/DURABLE CEILING message/send (the limit)", mean_of(rows, "floor", "send"),
+          mean_of(rows, "durable", "send"))
+    ratio("US/FLOOR message/send (how close)", us_send, mean_of(rows, "floor", "send"))
+    ratio("FLOOR/CEILING tasks/get (the limit)", mean_of(rows, "floor", "get"), mean_of(rows, "ceiling", "get"))
+    ratio("US/FLOOR tasks/get (how close)", us_get, mean_of(rows, "floor", "get"))
     peer_rps, peer_cfg = _best_peer(rows, ("peer-memory", "peer13-memory"), "send")
     r_peer = ratio("US/fastest PEER in memory, best round, message/send", us_send, peer_rps)
 
@@ -133,6 +140,12 @@ def summarize(rows, scale_rows, scale_info=None):
     pg_send, pg_get = mean_of(rows, "us-pg", "send"), mean_of(rows, "us-pg", "get")
     r_pg = ratio("US postgres/PG DURABLE CEILING message/send", pg_send, mean_of(rows, "pg-durable", "send"))
     r_pg_get = ratio("US postgres/PG DURABLE CEILING tasks/get", pg_get, mean_of(rows, "pg-durable", "get"))
+    ratio("PG FLOOR/PG DURABLE CEILING message/send (the limit)", mean_of(rows, "pg-floor", "send"),
+          mean_of(rows, "pg-durable", "send"))
+    ratio("US postgres/PG FLOOR message/send (how close)", pg_send, mean_of(rows, "pg-floor", "send"))
+    ratio("PG FLOOR/PG DURABLE CEILING tasks/get (the limit)", mean_of(rows, "pg-floor", "get"),
+          mean_of(rows, "pg-durable", "get"))
+    ratio("US postgres/PG FLOOR tasks/get (how close)", pg_get, mean_of(rows, "pg-floor", "get"))
     pg_peer, pg_peer_cfg = _best_peer(rows, ("peer-pg", "peer13-pg"), "send")
     r_pg_peer = ratio("US postgres/best PEER on PostgreSQL, best round, message/send", pg_send, pg_peer)
     if r_pg is not None:

@@ -96,7 +96,7 @@ def parse_args(argv=None):
 def prepare(ctx):
     """What the selected rows need: the API key mode, the PostgreSQL cluster, the 1.3 venv."""
     args, only = ctx.args, ctx.args.only
-    if any(c.startswith("us") for c in only) or not args.skip_scale:
+    if any(c.startswith(("us", "floor", "pg-floor")) for c in only) or not args.skip_scale:
         ctx.auth = Auth(ctx.tmp)
         log(f"US auth: {ctx.auth.mode}")
     if any("postgres" in BY_KEY[c].needs and not BY_KEY[c].pending for c in only):

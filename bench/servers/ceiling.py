@@ -13,6 +13,9 @@ SELECT go to PostgreSQL through psycopg 3 and a psycopg_pool pool opened in
 each worker process after the fork (gunicorn's sync worker runs one request
 at a time, so one connection per worker); ``python ceiling.py --init-pg URL``
 creates the table before the workers start.
+``BENCH_WRITES=2`` makes each ``message/send`` two INSERTs, each its own
+transaction (the price of committing a task as working before its agent
+runs, then its outcome: bench/README.md, "The limit").
 The answer has the shape of an A2A Task so the load generator's checks
 (state completed, asked id echoed) apply unchanged.
 """
@@ -27,6 +30,7 @@ app = Flask(__name__)
 
 DB_PATH = os.environ.get("BENCH_DB") or None
 PG_URL = os.environ.get("BENCH_PG") or None
+WRITES = int(os.environ.get("BENCH_WRITES") or 1)
 _conn = None
 _pool = None
 TABLE_DDL = "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, body TEXT NOT NULL)"
@@ -106,6 +110,8 @@ def rpc():
         message = params.get("message") or {}
         task_id = "task_" + uuid.uuid4().hex
         store(task_id, raw)
+        for n in range(1, WRITES):
+            store("%s.%d" % (task_id, n), raw)
         return jsonify({"jsonrpc": "2.0", "id": rid, "result": _task(task_id, message)})
     if method == "tasks/get":
         task_id = params.get("id") or ""
