@@ -22,7 +22,7 @@ class Caller:
     ``scope`` is None for every agent, else the set of agent names allowed.
     """
 
-    __slots__ = ("id", "kind", "name", "scope", "authenticated")
+    __slots__ = ("id", "kind", "name", "scope", "authenticated", "unconfirmed_key")
 
     def __init__(self, id: str, kind: str, name: str,
                  scope: Optional[AbstractSet[str]] = None,
@@ -32,6 +32,10 @@ class Caller:
         self.name = name
         self.scope = scope
         self.authenticated = authenticated
+        #: The hash of an API key remembered live by this process but not
+        #: looked up for this call: ``confirm`` (or the read of the call,
+        #: ``Storage.get_task``'s ``live_key``) checks it. None otherwise.
+        self.unconfirmed_key: Optional[str] = None
 
     def may_reach(self, agent_name: str) -> bool:
         return self.scope is None or agent_name in self.scope
@@ -61,8 +65,20 @@ def _basic(header):
     return (name, password) if sep else None
 
 
-def authenticate(runtime, request):
-    """The caller of ``request``, or ``Unauthenticated`` (HTTP 401)."""
+def _key_caller(key, unconfirmed=None):
+    caller = Caller("key:" + key.id, "key", key.label or key.id, scope=key.scope)
+    caller.unconfirmed_key = unconfirmed
+    return caller
+
+
+def authenticate(runtime, request, deferred_key_check=False):
+    """The caller of ``request``, or ``Unauthenticated`` (HTTP 401).
+
+    ``deferred_key_check``: an API key this process found live lately is
+    taken without a lookup; the caller's ``unconfirmed_key`` is then set and
+    must be checked before anything is answered (``confirm``, or a read
+    given it as ``live_key``): a lookup saved on each ``tasks/get``, one
+    round trip on PostgreSQL."""
     if runtime.settings.auth_off:
         return ANONYMOUS
     authorization = request.headers.get("Authorization", "")
@@ -72,10 +88,13 @@ def authenticate(runtime, request):
     if scheme == "bearer":
         key = credentials
     if key:
+        if deferred_key_check:
+            remembered = runtime.credentials.remembered_key(key)
+            if remembered is not None:
+                return _key_caller(*remembered)
         found = runtime.credentials.find_key(key)
         if found is not None:
-            return Caller("key:" + found.id, "key", found.label or found.id,
-                          scope=found.scope)
+            return _key_caller(found)
         if scheme == "bearer" and _takes_host_token(runtime, key):
             caller = _host_caller(runtime.extension.token_loader(key), "token")
             if caller is None:
@@ -161,6 +180,16 @@ def _takes_host_token(runtime, token):
     keys, never handed to the host: a revoked key is a secret all the same."""
     return (runtime.extension.token_loader is not None
             and not token.startswith(KEY_PREFIX))
+
+
+def confirm(runtime, caller):
+    """Check now a key taken on trust by ``authenticate`` (a no-op for any
+    other caller): ``Unauthenticated`` when it was revoked meanwhile."""
+    if caller is None or caller.unconfirmed_key is None:
+        return
+    if not runtime.credentials.key_is_live(caller.unconfirmed_key):
+        raise errors.Unauthenticated("The API key is not valid: unknown or revoked.")
+    caller.unconfirmed_key = None
 
 
 def authorize(caller, agent):

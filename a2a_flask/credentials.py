@@ -85,8 +85,12 @@ class Credentials:
     """Keys and users of one ``Storage``: what a key is and how secrets are
     hashed is decided here; the storage keeps rows."""
 
+    #: Live keys remembered per process (``remembered_key``), at most this many.
+    REMEMBERED_MAX = 1024
+
     def __init__(self, storage):
         self.storage = storage
+        self._live = {}  # key hash -> ApiKey found live by find_key
 
     # -- API keys ----------------------------------------------------------
 
@@ -116,8 +120,10 @@ class Credentials:
 
     def find_key(self, secret):
         """The live key with this secret, or None; records its use."""
-        row = self.storage.find_key(hash_key(secret))
+        key_hash = hash_key(secret)
+        row = self.storage.find_key(key_hash)
         if row is None:
+            self._live.pop(key_hash, None)
             return None
         key = ApiKey(row.id, row.prefix, row.label, row.scope, row.created_at,
                      row.last_used_at, row.revoked_at)
@@ -125,7 +131,30 @@ class Credentials:
         cutoff = _last_used_cutoff()
         if key.last_used_at is None or key.last_used_at < cutoff:
             key.last_used_at = self.storage.touch_key(key.id, cutoff) or key.last_used_at
+        if len(self._live) >= self.REMEMBERED_MAX:
+            self._live.clear()
+        self._live[key_hash] = key
         return key
+
+    def remembered_key(self, secret):
+        """(ApiKey, its hash) of a key ``find_key`` found live in this process
+        less than a minute ago (its use then recorded), else None. Not proof
+        that it is live *now*: whoever takes it checks that in the statement
+        that reads for the call (``Storage.get_task``'s ``live_key``) or with
+        ``key_is_live``, so a revoked key is refused at once all the same."""
+        key_hash = hash_key(secret)
+        key = self._live.get(key_hash)
+        if key is None or key.last_used_at is None \
+                or key.last_used_at < _last_used_cutoff():
+            return None
+        return key, key_hash
+
+    def key_is_live(self, key_hash):
+        """Whether the key with this hash is live now (one lookup)."""
+        if self.storage.find_key(key_hash) is not None:
+            return True
+        self._live.pop(key_hash, None)
+        return False
 
     # -- built-in users --------------------------------------------------------
 

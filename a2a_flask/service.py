@@ -123,8 +123,10 @@ def wait_while_working(storage, task_id, seconds):
 
 def get(req: Request, task_id: str,
         history_length: Optional[int] = None) -> TaskRecord:
+    # A key taken on trust (auth.authenticate) is checked by the read itself.
     return req.storage.get_task(task_id, req.caller.id, req.agent.name,
-                                req.history_length(history_length))
+                                req.history_length(history_length),
+                                live_key=req.caller.unconfirmed_key)
 
 
 def cancel(req: Request, task_id: str) -> TaskRecord:

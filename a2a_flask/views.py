@@ -19,7 +19,7 @@ from flask import Blueprint, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import access, bindings, errors, urls
-from .auth import authenticate, authorize
+from .auth import authenticate, authorize, confirm
 from .cards import agent_card, base_url
 from .fallbacks import add_fallbacks
 from .jsonrpc import Envelope, error_response, json_response, result_response
@@ -81,13 +81,20 @@ def _rpc(name, at_root=False):
                                   runtime.settings.strict_jsonrpc)
         envelope.check()
         method = binding.find_method(envelope.method)
-        caller = authenticate(runtime, request)
+        # A method whose read checks the key itself (tasks/get) may take a
+        # key remembered live; any other confirms it first. Either way a
+        # revoked key is refused before anything is answered (below).
+        caller = authenticate(runtime, request, method.reads_with_key)
         agent = runtime.reachable_agent(name)
         authorize(caller, agent)
         params = method.load(envelope.params)
         return result_response(envelope.id, binding.call(
             method, Request(runtime, agent, caller, at_root), params))
     except errors.A2AError as exc:
+        try:  # a remembered key revoked since gets 401, whatever else failed
+            confirm(runtime, caller)
+        except errors.Unauthenticated as refused:
+            exc = refused
         return binding.error_response(exc, envelope.id if envelope else None)
     except Exception as exc:
         failure = runtime.storage.failure(exc)

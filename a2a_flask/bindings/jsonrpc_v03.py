@@ -21,12 +21,15 @@ METHODS: Dict[str, "Method"] = {}
 class Method:
     """A method: the schema of its params, and the function that runs it."""
 
-    __slots__ = ("name", "schema", "run")
+    __slots__ = ("name", "schema", "run", "reads_with_key")
 
-    def __init__(self, name, schema, run):
+    def __init__(self, name, schema, run, reads_with_key=False):
         self.name = name
         self.schema = schema
         self.run = run
+        #: Its one read checks the caller's API key in the same statement
+        #: (``service.get``): a key remembered live needs no lookup first.
+        self.reads_with_key = reads_with_key
 
     def load(self, params):
         """The validated params, or ``InvalidParams`` naming the bad field."""
@@ -35,9 +38,9 @@ class Method:
         return load_params(self.schema, params)
 
 
-def method(name, schema=None):
+def method(name, schema=None, reads_with_key=False):
     def register(func):
-        METHODS[name] = Method(name, schema, func)
+        METHODS[name] = Method(name, schema, func, reads_with_key)
         return func
     return register
 
@@ -124,7 +127,7 @@ def message_send(req: Request, params):
         return_immediately=configuration.get("blocking") is False))
 
 
-@method("tasks/get", TASK_QUERY_PARAMS)
+@method("tasks/get", TASK_QUERY_PARAMS, reads_with_key=True)
 def tasks_get(req, params):
     return render_task(service.get(req, params["id"], params.get("historyLength")))
 

@@ -234,12 +234,19 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def get_task(self, task_id: str, owner: str, agent: str,
-                 history_length: Optional[int] = None) -> TaskRecord:
+                 history_length: Optional[int] = None,
+                 live_key: Optional[str] = None) -> TaskRecord:
         """The task of this (owner, agent) with its artifacts and its last
         ``history_length`` messages (all when None, none when 0), read as of
         one moment; ``TaskNotFound`` otherwise. A ``working`` task whose turn
         began longer than the stale-turn limit ago is failed first
-        (``fail_stale_turn``) and returned failed."""
+        (``fail_stale_turn``) and returned failed.
+
+        ``live_key``: the hash of the caller's API key, which this process
+        found live earlier: the task is read only if that key is still live,
+        checked in the same statement (``TaskNotFound`` otherwise, and the
+        caller then checks the key on its own: auth.confirm). A revoked key
+        reads nothing, without a lookup of its own on every call."""
 
     @abc.abstractmethod
     def fail_stale_turn(self, task_id: str) -> bool:

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 from a2a_flask.storage.base import (
-    KeyNotFound, KeyRow, TaskNotCancelable, TaskNotWaiting, UserExists,
-    UserNotFound,
+    KeyNotFound, KeyRow, TaskNotCancelable, TaskNotFound, TaskNotWaiting,
+    UserExists, UserNotFound,
 )
 from storage_helpers import agent_reply, finished, msg, set_updated_at
 
@@ -157,6 +157,20 @@ def test_keys(storage):
     assert storage.keys()[0].revoked_at is not None
     with pytest.raises(KeyNotFound):
         storage.revoke_key("key_nope")
+
+
+def test_get_task_checks_a_live_key_in_its_read(storage):
+    storage.insert_key(KeyRow("key_1", "a2a_abc", None, "*", None), "hash1")
+    start = finished(storage, owner="key:key_1")
+    task = storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash1")
+    assert task.id == start.task_id and task.state == "completed"
+    with pytest.raises(TaskNotFound):  # no such key: nothing is read
+        storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash2")
+    storage.revoke_key("key_1")
+    with pytest.raises(TaskNotFound):
+        storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash1")
+    # Without live_key the read is the owner's, as before.
+    assert storage.get_task(start.task_id, "key:key_1", "echo").id == start.task_id
 
 
 def test_users(storage):

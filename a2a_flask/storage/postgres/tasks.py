@@ -95,7 +95,9 @@ def _read_sql(cutoff, any_owner=False):
     return (
         "WITH t AS (SELECT context_id, state, status_message, updated_at, metadata,"
         " owner, agent, created_at, (state = 'working' AND updated_at < " + cutoff + ")"
-        " AS stale FROM a2a_tasks WHERE id = %(id)s" + owner + ")"
+        " AS stale FROM a2a_tasks WHERE id = %(id)s" + owner +
+        " AND (%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
+        " WHERE key_hash = %(key)s AND revoked_at IS NULL)))"
         " SELECT 0 AS part, 0::bigint AS seq, context_id, state, status_message,"
         " updated_at, metadata, owner, agent, created_at, stale FROM t"
         " UNION ALL SELECT 1, seq, body, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
@@ -224,9 +226,11 @@ class TaskOperations:
 
     # -- reading ---------------------------------------------------------------
 
-    def _read(self, conn, sql, task_id, owner, agent, history_length):
+    def _read(self, conn, sql, task_id, owner, agent, history_length,
+              live_key=None):
         rows = conn.execute(sql, {"id": task_id, "owner": owner, "agent": agent,
-                                  "limit": history_limit(history_length)}).fetchall()
+                                  "limit": history_limit(history_length),
+                                  "key": live_key}).fetchall()
         if not rows or rows[0][0] != 0:
             return None, False
         (_, _, context_id, state, status_message, updated_at, metadata, owner,
@@ -238,10 +242,11 @@ class TaskOperations:
             [json.loads(row[2]) for row in rows if row[0] == 2],
             json.loads(metadata) if metadata else None, created_at), stale
 
-    def get_task(self, task_id, owner, agent, history_length=None):
+    def get_task(self, task_id, owner, agent, history_length=None,
+                 live_key=None):
         with self.connection() as conn:
             task, stale = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length)
+                                     agent, history_length, live_key)
             if task is None:
                 raise TaskNotFound(task_id)
             if stale:

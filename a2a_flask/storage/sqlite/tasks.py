@@ -242,10 +242,11 @@ class TaskOperations:
 
     # -- reading -------------------------------------------------------------
 
-    def get_task(self, task_id, owner, agent, history_length=None):
+    def get_task(self, task_id, owner, agent, history_length=None,
+                 live_key=None):
         """See ``Storage.get_task``; a ``working`` task whose outcome was kept
         aside (the file refused it) gets it stored here."""
-        task = self._read_task(task_id, owner, agent, history_length)
+        task = self._read_task(task_id, owner, agent, history_length, live_key)
         if task.state != "working":
             return task
         if self._store_kept_outcome(task_id):
@@ -286,6 +287,8 @@ class TaskOperations:
     _READ_TASK = (
         "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
         " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
+        " AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
+        " WHERE key_hash = :key AND revoked_at IS NULL))"
         " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
         " FROM a2a_artifacts WHERE task_id = :id"
         " UNION ALL SELECT * FROM (SELECT 2, seq, body, message_id, NULL, NULL,"
@@ -296,10 +299,11 @@ class TaskOperations:
         " WHERE t.id = :id"
         " ORDER BY 1, 2")
 
-    def _read_task(self, task_id, owner, agent, history_length):
+    def _read_task(self, task_id, owner, agent, history_length, live_key=None):
         limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
         rows = self.connection().execute(self._READ_TASK, {
             "id": task_id, "owner": owner, "agent": agent, "limit": limit,
+            "key": live_key,
         }).fetchall()
         if not rows or rows[0][0] != 0:
             raise TaskNotFound(task_id)
