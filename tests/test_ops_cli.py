@@ -7,7 +7,7 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime
 
-from helpers import Rpc, message
+from helpers import Rpc, message, register_scripted
 from test_cli import assert_fails, flask_a2a
 
 OLD = "2020-01-01T00:00:00.000Z"
@@ -179,6 +179,37 @@ def test_db_check_backup_upgrade(tmp_path, make_app):
     result = flask_a2a(broken, "db", "check", env={"A2A_AUTO_MIGRATE": "0"})
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "Integrity: ok" not in result.stdout
+
+
+def test_a_retry_after_db_copy_replays_its_task_on_the_copy(tmp_path, make_app):
+    """A client that sent a message before ``db copy`` and retries it (same
+    messageId, same message) against the service on the copy gets its task
+    back; the agent does not run again."""
+    db, copied = tmp_path / "ops.sqlite3", tmp_path / "copied.sqlite3"
+    app, a2a = make_app(register_scripted, A2A_DATABASE=str(db))
+    rpc = Rpc(app.test_client(), agent="script")
+    hello = message("hello")
+    done = rpc.result("message/send", {"message": hello})
+    asked = rpc.send("ask")
+    more = message("go on", taskId=asked["id"], contextId=asked["contextId"])
+    assert rpc.result("message/send", {"message": more})["status"]["state"] == \
+        "completed"
+    assert len(a2a.turns) == 3
+
+    assert "Copied 2 tasks" in _ok(flask_a2a(db, "db", "copy", "--to", str(copied)))
+    app, a2a = make_app(register_scripted, A2A_DATABASE=str(copied))
+    on_copy = Rpc(app.test_client(), agent="script")
+    for sent, task in ((hello, done), (more, asked)):
+        again = on_copy.result("message/send", {"message": sent})
+        assert (again["id"], again["contextId"]) == (task["id"], task["contextId"])
+        assert again["status"]["state"] == "completed"
+    assert on_copy.result("tasks/get", {"id": done["id"]}) == \
+        rpc.result("tasks/get", {"id": done["id"]})
+    assert a2a.turns == []  # no agent ran again
+    # Another message under the same messageId is still refused.
+    status, error = on_copy.error("message/send", {
+        "message": dict(hello, parts=[{"kind": "text", "text": "other"}])})
+    assert (status, error["code"]) == (200, -32602) and a2a.turns == []
 
 
 def test_auto_migrate_off_refuses_until_db_upgrade(tmp_path, make_app):

@@ -6,7 +6,7 @@ artifacts, keys, users) to PostgreSQL."""
 import base64
 
 from a2a_flask.storage import open_storage
-from helpers import Rpc, register_scripted
+from helpers import Rpc, message, register_scripted
 from test_cli import assert_fails, flask_a2a
 
 
@@ -129,7 +129,8 @@ def test_db_copy_moves_an_sqlite_database_to_postgres(tmp_path, make_app, postgr
               headers={"Authorization": "Bearer " + key})
     asked = rpc.send("ask")
     rpc.send("go on", taskId=asked["id"])  # completed, 4 messages, an artifact
-    rpc.send("hello")
+    hello = message("hello")
+    said = rpc.result("message/send", {"message": hello})
     canceled = rpc.send("ask")
     rpc.result("tasks/cancel", {"id": canceled["id"]})
     revoked_id = [line.split()[0] for line in _ok(flask_a2a(db, "keys", "list")).splitlines()
@@ -153,7 +154,8 @@ def test_db_copy_moves_an_sqlite_database_to_postgres(tmp_path, make_app, postgr
         target.close()
 
     # the service on the copy: same key, same user, same tasks, retries replay
-    pg_app, _ = make_app(register_scripted, A2A_DATABASE=postgres_url, A2A_AUTH="required")
+    pg_app, pg_a2a = make_app(register_scripted, A2A_DATABASE=postgres_url,
+                              A2A_AUTH="required")
     on_pg = Rpc(pg_app.test_client(), agent="script",
                 headers={"Authorization": "Bearer " + key})
     assert on_pg.result("tasks/get", {"id": asked["id"]}) == \
@@ -162,6 +164,10 @@ def test_db_copy_moves_an_sqlite_database_to_postgres(tmp_path, make_app, postgr
     by_user = Rpc(pg_app.test_client(), agent="script",
                   headers={"Authorization": "Basic " + basic})
     assert by_user.send("hi")["status"]["state"] == "completed"
+    runs = len(pg_a2a.turns)
+    again = on_pg.result("message/send", {"message": hello})  # a retry
+    assert (again["id"], again["status"]["state"]) == (said["id"], "completed")
+    assert len(pg_a2a.turns) == runs  # replayed, not run again
     refused = Rpc(pg_app.test_client(), agent="script",
                   headers={"Authorization": "Bearer " + revoked})
     status, answer = refused.call("tasks/get", {"id": asked["id"]})

@@ -205,9 +205,12 @@ class Storage(abc.ABC):
         one transaction.
 
         - Retry record first: (owner, agent, messageId) with a fingerprint of
-          the message. Seen with the same fingerprint: nothing is written and
-          ``TurnStart(replayed=True)`` names the task it went to. Seen with a
-          different one: ``MessageIdReused``, nothing written.
+          the message (``common.delivery_fingerprint``: without ``kind`` nor
+          the task's own ids, as ``import_tasks`` computes it from the
+          history). Seen with the same fingerprint (or, recorded before, the
+          digest as received: ``common.retry_digests``): nothing is written
+          and ``TurnStart(replayed=True)`` names the task it went to. Seen
+          with a different one: ``MessageIdReused``, nothing written.
         - ``task_id`` None: a new task (``created=True``) in ``context_id``
           (a new context id when None), state ``working``.
         - ``task_id`` given: claim it with ONE conditional UPDATE

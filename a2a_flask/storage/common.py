@@ -45,6 +45,27 @@ def fingerprint(message):
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def delivery_fingerprint(message, task_id, context_id):
+    """The fingerprint of a delivery (retry record) of ``message`` to task
+    ``task_id`` in ``context_id``: of the message without the members its
+    stored form does not keep as sent (``kind``, always ``"message"``;
+    ``taskId``/``contextId`` when absent, null or those of the task), so that
+    the same digest comes from the message as a client sends it and from the
+    message as a task's history keeps it (``import_tasks``). A ``taskId`` or
+    ``contextId`` naming another task or context stays: a different message."""
+    return fingerprint({k: v for k, v in message.items()
+                        if k != "kind" and not (
+                            k == "taskId" and v in (None, task_id)) and not (
+                            k == "contextId" and v in (None, context_id))})
+
+
+def retry_digests(message, task_id, context_id):
+    """The fingerprints under which a delivery of ``message`` to this task may
+    be recorded: ``delivery_fingerprint``, and the digest of the message as
+    received, which deliveries recorded live before that kept."""
+    return delivery_fingerprint(message, task_id, context_id), fingerprint(message)
+
+
 def encode_cursor(updated_at, task_id):
     """The opaque ``next_cursor`` of ``list_tasks``: the keyset (updated_at, id)."""
     text = "%s|%s" % (updated_at, task_id)
@@ -76,11 +97,10 @@ def import_rows(records, deliveries=True):
                              task.agent, message["role"],
                              message["messageId"], dumps(message)))
             if deliveries and message["role"] == "user":
-                # The digest of the message as it was received.
-                received = {k: v for k, v in message.items()
-                            if k not in ("kind", "taskId", "contextId")}
                 retries.append((task.owner, task.agent, message["messageId"],
-                                fingerprint(received), task.id))
+                                delivery_fingerprint(message, task.id,
+                                                     task.context_id),
+                                task.id))
         artifacts.extend((task.id, a["artifactId"], dumps(a))
                          for a in task.artifacts or ())
     return tasks, messages, artifacts, retries

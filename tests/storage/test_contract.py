@@ -14,7 +14,9 @@ from a2a_flask.storage.base import (
     STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
     TaskNotFound, TaskNotWaiting, TaskRecord,
 )
-from storage_helpers import agent_reply, finished, msg, set_updated_at
+from storage_helpers import (
+    agent_reply, finished, keep_received_fingerprint, msg, set_updated_at,
+)
 
 
 # -- schema -----------------------------------------------------------------------
@@ -158,6 +160,43 @@ def test_a_message_id_reused_for_another_message_is_refused(storage):
     # Per caller and agent: the same messageId elsewhere is a new message.
     assert storage.start_turn("bob", "echo", msg()).created
     assert storage.start_turn("alice", "chat", msg()).created
+
+
+def test_a_retry_with_or_without_the_ids_of_its_task_is_replayed(storage):
+    """As a client sends it ("kind"), then with the ids of the task it went
+    to, or without them; the ids of another context make another message."""
+    sent = msg("ask", kind="message")
+    first = storage.start_turn("alice", "echo", sent)
+    storage.finish_turn(first.task_id, "alice", "echo", "input-required",
+                        agent_reply(first, "more?"))
+    ids = {"taskId": first.task_id, "contextId": first.context_id}
+    then = msg("then", kind="message", **ids)
+    assert not storage.start_turn("alice", "echo", then, context_id=first.context_id,
+                                  task_id=first.task_id).replayed
+    for retry in (sent, dict(sent, contextId=first.context_id), dict(sent, **ids),
+                  then, dict(then, contextId=None), msg("then", kind="message")):
+        again = storage.start_turn("alice", "echo", retry,
+                                   context_id=retry.get("contextId"),
+                                   task_id=retry.get("taskId"))
+        assert again.replayed, retry
+        assert (again.task_id, again.context_id) == (first.task_id, first.context_id)
+    with pytest.raises(MessageIdReused):
+        storage.start_turn("alice", "echo", dict(sent, contextId="ctx_other"),
+                           context_id="ctx_other")
+    assert len(storage.get_task(first.task_id, "alice", "echo").history) == 3
+
+
+def test_a_delivery_recorded_as_received_still_replays(storage):
+    """Retry records written before fingerprints left out "kind" and the
+    task's ids keep the digest of the message as received."""
+    sent = msg("hi", kind="message", contextId="ctx_given")
+    start = storage.start_turn("alice", "echo", sent, context_id="ctx_given")
+    keep_received_fingerprint(storage, sent)
+    again = storage.start_turn("alice", "echo", sent, context_id="ctx_given")
+    assert again.replayed and again.task_id == start.task_id
+    with pytest.raises(MessageIdReused):
+        storage.start_turn("alice", "echo", msg("bye", message_id="m-hi",
+                                                kind="message"))
 
 
 # -- reads ------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 from a2a_flask.storage.base import (
-    KeyNotFound, KeyRow, TaskNotCancelable, TaskNotFound, TaskNotWaiting,
-    UserExists, UserNotFound,
+    KeyNotFound, KeyRow, MessageIdReused, TaskNotCancelable, TaskNotFound,
+    TaskNotWaiting, UserExists, UserNotFound,
 )
 from storage_helpers import agent_reply, finished, msg, set_updated_at
 
@@ -119,6 +119,45 @@ def test_export_then_import_copies_whole_tasks(make_storage, tmp_path):
         assert target.show_task(start.task_id) == source.show_task(start.task_id)
     # Retries still replay on the copy.
     assert target.start_turn("alice", "echo", msg("t0")).replayed
+
+
+def test_a_retry_as_a_client_sends_it_replays_an_imported_delivery(storage, tmp_path):
+    """Sent live (to an SQLite file), copied with export/import into this
+    backend, then retried with the message as a client sends it: "kind",
+    and taskId/contextId or not; the stored form keeps neither as sent."""
+    from a2a_flask.storage.sqlite import SqliteStorage
+    source = SqliteStorage(str(tmp_path / "source.sqlite3"))
+    source.migrate()
+    first = msg("first", kind="message")
+    new = source.start_turn("alice", "echo", first)
+    source.finish_turn(new.task_id, "alice", "echo", "input-required",
+                       agent_reply(new, "more?"))
+    then = msg("then", kind="message", taskId=new.task_id, contextId=new.context_id)
+    source.start_turn("alice", "echo", then, context_id=new.context_id,
+                      task_id=new.task_id)
+    source.finish_turn(new.task_id, "alice", "echo", "completed",
+                       agent_reply(new, "done"))
+    batches = list(source.export_tasks())
+    source.close()
+    assert sum(storage.import_tasks(batch) for batch in batches) == 1
+
+    ids = {"taskId": new.task_id, "contextId": new.context_id}
+    for sent in (first, dict(first, **ids), dict(first, contextId=new.context_id),
+                 then, dict(then, taskId=None, contextId=None)):
+        again = storage.start_turn("alice", "echo", sent,
+                                   context_id=sent.get("contextId"),
+                                   task_id=sent.get("taskId"))
+        assert again.replayed and not again.created, sent
+        assert (again.task_id, again.context_id) == (new.task_id, new.context_id)
+    # Another message under the same messageId is still refused: other
+    # text, or the same text to another conversation.
+    for other in (msg("other", message_id="m-first", kind="message"),
+                  msg("then", kind="message", contextId="ctx_other")):
+        with pytest.raises(MessageIdReused):
+            storage.start_turn("alice", "echo", other,
+                               context_id=other.get("contextId"))
+    task = storage.get_task(new.task_id, "alice", "echo")
+    assert task.state == "completed" and len(task.history) == 4
 
 
 def test_export_then_import_copies_keys_and_users(make_storage, tmp_path):

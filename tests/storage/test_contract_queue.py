@@ -66,6 +66,31 @@ def test_enqueue_stores_a_working_task_with_its_queued_status(queue):
     assert turn.message_seq == start.message_seq
 
 
+def test_a_queued_retry_as_a_client_sends_it_is_replayed_live_and_imported(
+        queue, tmp_path):
+    """With "kind", with or without the ids of its task: replayed, whether
+    the retry record was written by enqueue_turn or by import_tasks."""
+    from a2a_flask.storage.sqlite import SqliteStorage
+    source = SqliteStorage(str(tmp_path / "source.sqlite3"))
+    source.migrate()
+    copied = msg("copied", kind="message")
+    finished_there = source.start_turn("alice", "bg", copied)
+    source.finish_turn(finished_there.task_id, "alice", "bg", "completed",
+                       agent_reply(finished_there))
+    queue.import_tasks(next(source.export_tasks()))
+    source.close()
+    live = msg("live", kind="message", contextId="ctx_given")
+    start = queue.enqueue_turn("alice", "bg", live, context_id="ctx_given")
+    for sent, first in ((live, start), (copied, finished_there)):
+        ids = {"taskId": first.task_id, "contextId": first.context_id}
+        for retry in (sent, dict(sent, **ids), dict(sent, contextId=None)):
+            again = queue.enqueue_turn("alice", "bg", retry,
+                                       context_id=retry.get("contextId"),
+                                       task_id=retry.get("taskId"))
+            assert again.replayed and again.task_id == first.task_id, retry
+    assert [c.task_id for c in queue.claim_turns("w1", 10, 30)] == [start.task_id]
+
+
 def test_claims_are_oldest_first_bounded_and_by_agent(queue):
     starts = [queue.enqueue_turn("alice", "bg" if i % 2 else "other",
                                  msg("m%d" % i)) for i in range(5)]

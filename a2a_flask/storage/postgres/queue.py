@@ -13,7 +13,7 @@ import json
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, TurnStart,
 )
-from ..common import dumps, fingerprint, new_id
+from ..common import delivery_fingerprint, dumps, new_id
 from .tasks import _INSERT_MESSAGE, NOW
 
 
@@ -32,12 +32,12 @@ class QueueOperations:
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None):
         message_id = message["messageId"]
-        digest = fingerprint(message)
+        digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
         if created:
             task_id = new_id("task_")
         with self.transaction() as conn:
-            replayed = self._record_delivery(conn, owner, agent, message_id,
+            replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:
                 return replayed

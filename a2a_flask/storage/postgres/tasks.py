@@ -16,7 +16,7 @@ from ..base import (
     STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
     TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
 )
-from ..common import dumps, fingerprint, new_id
+from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from .connection import is_storage_failure
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
@@ -136,7 +136,10 @@ class TaskOperations:
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
                    metadata=None):
         message_id = message["messageId"]
-        digest = fingerprint(message)
+        # The message's taskId/contextId are those given (service.py): a
+        # context other than the task's is refused (ContextMismatch), which
+        # rolls the retry record back.
+        digest = delivery_fingerprint(message, task_id, context_id)
         if task_id is None:
             task_id = new_id("task_")
             context_id = context_id or new_id("ctx_")
@@ -149,9 +152,9 @@ class TaskOperations:
                     "meta": dumps(metadata) if metadata else None}).fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0], created=True)
-                return self._replayed(conn, owner, agent, message_id, digest)
+                return self._replayed(conn, owner, agent, message)
         with self.transaction() as conn:
-            replayed = self._record_delivery(conn, owner, agent, message_id,
+            replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:
                 return replayed
@@ -164,21 +167,23 @@ class TaskOperations:
         return TurnStart(task_id, context_id, stored, seq)
 
     @classmethod
-    def _record_delivery(cls, conn, owner, agent, message_id, digest, task_id):
-        """The retry record of a message to ``task_id``; when this messageId
-        was seen, the replayed ``TurnStart`` (or ``MessageIdReused``)."""
+    def _record_delivery(cls, conn, owner, agent, message, digest, task_id):
+        """The retry record of ``message`` to ``task_id`` (``digest``: its
+        ``delivery_fingerprint``); when this messageId was seen, the replayed
+        ``TurnStart`` (or ``MessageIdReused``)."""
         if conn.execute(
                 "INSERT INTO a2a_deliveries (owner, agent, message_id,"
                 " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
-                " ON CONFLICT DO NOTHING", (owner, agent, message_id, digest,
-                                            task_id)).rowcount != 1:
-            return cls._replayed(conn, owner, agent, message_id, digest)
+                " ON CONFLICT DO NOTHING", (owner, agent, message["messageId"],
+                                            digest, task_id)).rowcount != 1:
+            return cls._replayed(conn, owner, agent, message)
         return None
 
     @staticmethod
-    def _replayed(conn, owner, agent, message_id, digest):
+    def _replayed(conn, owner, agent, message):
+        message_id = message["messageId"]
         seen = conn.execute(_SEEN, (owner, agent, message_id)).fetchone()
-        if seen is None or seen[0] != digest:
+        if seen is None or seen[0] not in retry_digests(message, seen[1], seen[2]):
             raise MessageIdReused(message_id)
         return TurnStart(seen[1], seen[2], replayed=True)
 

@@ -14,7 +14,7 @@ from ..base import (
     STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
     TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
 )
-from ..common import dumps, fingerprint, new_id
+from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from .file import is_storage_failure
 
 log = logging.getLogger("a2a_flask")
@@ -80,11 +80,15 @@ class TaskOperations:
         """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
         writes in the same transaction once the message is stored."""
         message_id = message["messageId"]
-        digest = stored_fingerprint(fingerprint(message))
         now = self._now()
         created = task_id is None
         if created:
             task_id = new_id("task_")
+        # The message's taskId/contextId are those given (service.py): a
+        # context other than the task's is refused below (ContextMismatch),
+        # which rolls this record back.
+        digest = stored_fingerprint(
+            delivery_fingerprint(message, task_id, context_id))
         with self.transaction() as conn:
             # Insert first: on the usual path (a new messageId) that is the
             # only statement the retry check costs.
@@ -97,13 +101,14 @@ class TaskOperations:
                     "SELECT fingerprint, task_id FROM a2a_deliveries"
                     " WHERE owner = ? AND agent = ? AND message_id = ?",
                     (owner, agent, message_id)).fetchone()
-                if seen[0] != digest:
+                task = conn.execute(
+                    "SELECT id, context_id FROM a2a_tasks WHERE id = ?",
+                    (seen[1],)).fetchone()
+                if task is None or seen[0] not in [
+                        stored_fingerprint(digest)
+                        for digest in retry_digests(message, *task)]:
                     raise MessageIdReused(message_id)
-                task_id = seen[1]
-                context_id = conn.execute(
-                    "SELECT context_id FROM a2a_tasks WHERE id = ?", (task_id,)
-                ).fetchone()[0]
-                return TurnStart(task_id, context_id, replayed=True)
+                return TurnStart(task[0], task[1], replayed=True)
 
             if not created:
                 context_id = self._claim_waiting_task(
