@@ -76,9 +76,10 @@ def authenticate(runtime, request, deferred_key_check=False):
 
     ``deferred_key_check``: an API key this process found live lately is
     taken without a lookup; the caller's ``unconfirmed_key`` is then set and
-    must be checked before anything is answered (``confirm``, or a read
-    given it as ``live_key``): a lookup saved on each ``tasks/get``, one
-    round trip on PostgreSQL."""
+    must be checked before anything is answered (``confirm``, or the
+    storage statement of the call given it as ``live_key``): a lookup saved
+    on each ``message/send`` and ``tasks/get``, one round trip on
+    PostgreSQL."""
     if runtime.settings.auth_off:
         return ANONYMOUS
     authorization = request.headers.get("Authorization", "")

@@ -139,9 +139,10 @@ class Credentials:
     def remembered_key(self, secret):
         """(ApiKey, its hash) of a key ``find_key`` found live in this process
         less than a minute ago (its use then recorded), else None. Not proof
-        that it is live *now*: whoever takes it checks that in the statement
-        that reads for the call (``Storage.get_task``'s ``live_key``) or with
-        ``key_is_live``, so a revoked key is refused at once all the same."""
+        that it is live *now*: whoever takes it checks that in the storage
+        statement of the call (``live_key`` of ``Storage.get_task`` and
+        ``start_turn``) or with ``key_is_live``, so a revoked key is refused
+        at once all the same."""
         key_hash = hash_key(secret)
         key = self._live.get(key_hash)
         if key is None or key.last_used_at is None \

@@ -15,8 +15,9 @@ from typing import Optional
 
 from . import errors
 from .agents import Turn, run_turn
+from .auth import confirm
 from .cards import agent_card
-from .storage.base import QUEUED_TEXT, TaskPage, TaskRecord
+from .storage.base import QUEUED_TEXT, KeyNotLive, TaskPage, TaskRecord
 from .storage.common import new_id
 
 
@@ -65,15 +66,24 @@ def send(req: Request, message: dict, accepted_output_modes=None,
     owner, agent_name = req.caller.id, req.agent.name
     storage = req.storage
     if req.agent.background:
+        confirm(req.runtime, req.caller)
         return _send_to_queue(req, message, metadata,
                               req.history_length(history_length),
                               return_immediately)
-    start = storage.start_turn(
-        owner, agent_name, message, context_id=message.get("contextId"),
-        task_id=message.get("taskId"), metadata=metadata)
+    # A key taken on trust (auth.authenticate) is checked by the start itself.
+    live_key = req.caller.unconfirmed_key
+    try:
+        start = storage.start_turn(
+            owner, agent_name, message, context_id=message.get("contextId"),
+            task_id=message.get("taskId"), metadata=metadata, live_key=live_key)
+    except KeyNotLive:
+        raise errors.Unauthenticated(
+            "The API key is not valid: unknown or revoked.") from None
     history_length = req.history_length(history_length)
     if start.replayed:
-        return storage.get_task(start.task_id, owner, agent_name, history_length)
+        return storage.get_task(start.task_id, owner, agent_name, history_length,
+                                live_key=live_key)
+    req.caller.unconfirmed_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, req.agent, req.caller, start.task_id,
                             start.context_id, message, start.message_seq,
                             metadata))

@@ -81,10 +81,10 @@ def _rpc(name, at_root=False):
                                   runtime.settings.strict_jsonrpc)
         envelope.check()
         method = binding.find_method(envelope.method)
-        # A method whose read checks the key itself (tasks/get) may take a
-        # key remembered live; any other confirms it first. Either way a
-        # revoked key is refused before anything is answered (below).
-        caller = authenticate(runtime, request, method.reads_with_key)
+        # A method whose storage statement checks the key itself (send, get)
+        # may take a key remembered live; any other looks it up first. Either
+        # way a revoked key is refused before anything is answered (below).
+        caller = authenticate(runtime, request, method.checks_key_itself)
         agent = runtime.reachable_agent(name)
         authorize(caller, agent)
         params = method.load(envelope.params)

@@ -21,15 +21,16 @@ METHODS: Dict[str, "Method"] = {}
 class Method:
     """A method: the schema of its params, and the function that runs it."""
 
-    __slots__ = ("name", "schema", "run", "reads_with_key")
+    __slots__ = ("name", "schema", "run", "checks_key_itself")
 
-    def __init__(self, name, schema, run, reads_with_key=False):
+    def __init__(self, name, schema, run, checks_key_itself=False):
         self.name = name
         self.schema = schema
         self.run = run
-        #: Its one read checks the caller's API key in the same statement
-        #: (``service.get``): a key remembered live needs no lookup first.
-        self.reads_with_key = reads_with_key
+        #: Its storage statement checks the caller's API key itself
+        #: (``service.get``/``send``: ``live_key``): a key remembered live
+        #: needs no lookup first.
+        self.checks_key_itself = checks_key_itself
 
     def load(self, params):
         """The validated params, or ``InvalidParams`` naming the bad field."""
@@ -38,9 +39,9 @@ class Method:
         return load_params(self.schema, params)
 
 
-def method(name, schema=None, reads_with_key=False):
+def method(name, schema=None, checks_key_itself=False):
     def register(func):
-        METHODS[name] = Method(name, schema, func, reads_with_key)
+        METHODS[name] = Method(name, schema, func, checks_key_itself)
         return func
     return register
 
@@ -112,7 +113,7 @@ def storage_error(exc):
         "Internal error: the service could not answer this request.")
 
 
-@method("message/send", MESSAGE_SEND_PARAMS)
+@method("message/send", MESSAGE_SEND_PARAMS, checks_key_itself=True)
 def message_send(req: Request, params):
     message = params["message"]
     configuration = params.get("configuration") or {}
@@ -127,7 +128,7 @@ def message_send(req: Request, params):
         return_immediately=configuration.get("blocking") is False))
 
 
-@method("tasks/get", TASK_QUERY_PARAMS, reads_with_key=True)
+@method("tasks/get", TASK_QUERY_PARAMS, checks_key_itself=True)
 def tasks_get(req, params):
     return render_task(service.get(req, params["id"], params.get("historyLength")))
 

@@ -13,12 +13,12 @@ VERSION = v10.VERSION
 METHODS: Dict[str, Method] = {}
 
 
-def _add(name, operation, schema=None, reads_with_key=False):
-    METHODS[name] = Method(name, schema, operation, reads_with_key)
+def _add(name, operation, schema=None, checks_key_itself=False):
+    METHODS[name] = Method(name, schema, operation, checks_key_itself)
 
 
-_add("SendMessage", v10.send_message, schemas.SEND_MESSAGE)
-_add("GetTask", v10.get_task, schemas.GET_TASK, reads_with_key=True)
+_add("SendMessage", v10.send_message, schemas.SEND_MESSAGE, checks_key_itself=True)
+_add("GetTask", v10.get_task, schemas.GET_TASK, checks_key_itself=True)
 _add("ListTasks", v10.list_tasks, schemas.LIST_TASKS)
 _add("CancelTask", v10.cancel_task, schemas.CANCEL_TASK)
 _add("GetExtendedAgentCard", v10.extended_card)

@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 # The states and the errors are part of the contract (re-exported here).
 from .errors import (  # noqa: F401
-    ContextMismatch, KeyNotFound, MessageIdReused, SchemaError, StorageError,
+    ContextMismatch, KeyNotFound, KeyNotLive, MessageIdReused, SchemaError, StorageError,
     TaskNotCancelable, TaskNotFound, TaskNotWaiting, UserExists, UserNotFound,
 )
 from .states import (  # noqa: F401
@@ -200,9 +200,14 @@ class Storage(abc.ABC):
     def start_turn(self, owner: str, agent: str, message: Message,
                    context_id: Optional[str] = None,
                    task_id: Optional[str] = None,
-                   metadata: Optional[dict] = None) -> TurnStart:
+                   metadata: Optional[dict] = None,
+                   live_key: Optional[str] = None) -> TurnStart:
         """Record an incoming user message and mark its task ``working``, in
         one transaction.
+
+        - ``live_key`` (the hash of the caller's API key, taken on trust as in
+          ``get_task``): nothing is written unless that key is live, checked
+          in the same statement or transaction; ``KeyNotLive`` otherwise.
 
         - Retry record first: (owner, agent, messageId) with a fingerprint of
           the message (``common.delivery_fingerprint``: without ``kind`` nor

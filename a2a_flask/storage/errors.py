@@ -57,6 +57,11 @@ class TaskNotCancelable(StorageError):
         self.state = state
 
 
+class KeyNotLive(StorageError):
+    """The caller's API key (taken on trust: ``live_key``) is revoked or gone;
+    nothing was written."""
+
+
 class KeyNotFound(StorageError):
     def __init__(self, key_id):
         super().__init__(key_id)

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from a2a_flask.storage.base import (
-    KeyNotFound, KeyRow, MessageIdReused, TaskNotCancelable, TaskNotFound,
+    KeyNotFound, KeyNotLive, KeyRow, MessageIdReused, TaskNotCancelable, TaskNotFound,
     TaskNotWaiting, UserExists, UserNotFound,
 )
 from storage_helpers import agent_reply, finished, msg, set_updated_at
@@ -210,6 +210,24 @@ def test_get_task_checks_a_live_key_in_its_read(storage):
         storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash1")
     # Without live_key the read is the owner's, as before.
     assert storage.get_task(start.task_id, "key:key_1", "echo").id == start.task_id
+
+
+def test_start_turn_writes_only_for_a_live_key(storage):
+    storage.insert_key(KeyRow("key_1", "a2a_abc", None, "*", None), "hash1")
+    owner = "key:key_1"
+    start = storage.start_turn(owner, "echo", msg("one"), live_key="hash1")
+    assert start.created
+    storage.finish_turn(start.task_id, owner, "echo", "input-required",
+                        agent_reply(start, "more?"))
+    storage.revoke_key("key_1")
+    with pytest.raises(KeyNotLive):
+        storage.start_turn(owner, "echo", msg("two"), live_key="hash1")
+    with pytest.raises(KeyNotLive):
+        storage.start_turn(owner, "echo", msg("three"), task_id=start.task_id,
+                           live_key="hash1")
+    assert storage.count_tasks(owner=owner) == 1
+    task = storage.get_task(start.task_id, owner, "echo")
+    assert task.state == "input-required" and len(task.history) == 2
 
 
 def test_users(storage):

@@ -13,8 +13,8 @@ import json
 import time
 
 from ..base import (
-    STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
-    TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
+    STALE_TURN_TEXT, ContextMismatch, KeyNotLive, MessageIdReused,
+    TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from .connection import is_storage_failure
@@ -47,13 +47,19 @@ def history_limit(history_length):
 # take this path.)
 _UNFLUSHED = "SET LOCAL synchronous_commit TO off"
 
+# The caller's API key taken on trust (``live_key``, auth.authenticate) is
+# still live: NULL when there is none to check.
+KEY_IS_LIVE = ("(%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
+               " WHERE key_hash = %(key)s AND revoked_at IS NULL))")
+
 # A new task: its retry record, the task and its first message, one statement
 # (its own transaction, made unflushed by set_config(..., true), read at its
 # commit). An existing (owner, agent, messageId) inserts nothing and returns
 # no seq.
 _START_NEW = (
     "WITH d AS (INSERT INTO a2a_deliveries (owner, agent, message_id,"
-    " fingerprint, task_id) VALUES (%(owner)s, %(agent)s, %(mid)s, %(fp)s, %(id)s)"
+    " fingerprint, task_id) SELECT %(owner)s, %(agent)s, %(mid)s, %(fp)s, %(id)s"
+    " WHERE " + KEY_IS_LIVE +
     " ON CONFLICT DO NOTHING RETURNING task_id),"
     " t AS (INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
     " updated_at, created_at, metadata) SELECT %(id)s, %(agent)s, %(owner)s,"
@@ -96,8 +102,7 @@ def _read_sql(cutoff, any_owner=False):
         "WITH t AS (SELECT context_id, state, status_message, updated_at, metadata,"
         " owner, agent, created_at, (state = 'working' AND updated_at < " + cutoff + ")"
         " AS stale FROM a2a_tasks WHERE id = %(id)s" + owner +
-        " AND (%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
-        " WHERE key_hash = %(key)s AND revoked_at IS NULL)))"
+        " AND " + KEY_IS_LIVE + ")"
         " SELECT 0 AS part, 0::bigint AS seq, context_id, state, status_message,"
         " updated_at, metadata, owner, agent, created_at, stale FROM t"
         " UNION ALL SELECT 1, seq, body, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
@@ -134,7 +139,7 @@ class TaskOperations:
     # -- a turn of a send ------------------------------------------------------
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None):
+                   metadata=None, live_key=None):
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
         # context other than the task's is refused (ContextMismatch), which
@@ -149,11 +154,14 @@ class TaskOperations:
                     "owner": owner, "agent": agent, "mid": message_id,
                     "fp": digest, "id": task_id, "ctx": context_id,
                     "role": stored["role"], "body": dumps(stored),
-                    "meta": dumps(metadata) if metadata else None}).fetchone()
+                    "meta": dumps(metadata) if metadata else None,
+                    "key": live_key}).fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0], created=True)
+                self._check_live(conn, live_key)  # a retry, or a key revoked
                 return self._replayed(conn, owner, agent, message)
         with self.transaction() as conn:
+            self._check_live(conn, live_key)
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:
@@ -165,6 +173,12 @@ class TaskOperations:
                 task_id, context_id, owner, agent, stored["role"], message_id,
                 dumps(stored))).fetchone()[0]
         return TurnStart(task_id, context_id, stored, seq)
+
+    @staticmethod
+    def _check_live(conn, live_key):
+        if live_key is not None and conn.execute(
+                "SELECT " + KEY_IS_LIVE, {"key": live_key}).fetchone()[0] is not True:
+            raise KeyNotLive()
 
     @classmethod
     def _record_delivery(cls, conn, owner, agent, message, digest, task_id):

@@ -11,8 +11,8 @@ import time
 
 from ... import errors
 from ..base import (
-    STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
-    TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
+    STALE_TURN_TEXT, ContextMismatch, KeyNotLive, MessageIdReused,
+    TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from .file import is_storage_failure
@@ -76,7 +76,7 @@ class TaskOperations:
     FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, queue=None):
+                   metadata=None, queue=None, live_key=None):
         """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
         writes in the same transaction once the message is stored."""
         message_id = message["messageId"]
@@ -90,6 +90,10 @@ class TaskOperations:
         digest = stored_fingerprint(
             delivery_fingerprint(message, task_id, context_id))
         with self.transaction() as conn:
+            if live_key is not None and conn.execute(
+                    "SELECT 1 FROM a2a_api_keys WHERE key_hash = ? AND"
+                    " revoked_at IS NULL", (live_key,)).fetchone() is None:
+                raise KeyNotLive()
             # Insert first: on the usual path (a new messageId) that is the
             # only statement the retry check costs.
             if not conn.execute(
