@@ -9,7 +9,8 @@ contract asks of each call:
 
 - the JSON-RPC envelope and the params validated with the project's
   marshmallow schemas (the same ``a2a_flask.schemas`` objects);
-- the API key looked up by its SHA-256 on every call (no cache: a revoked
+- the API key, by its SHA-256: looked up once per process, then checked
+  live in the first statement of every call (as a2a_flask does: a revoked
   key is refused at once by every worker);
 - ``message/send``: the task stored as ``working`` (with the retry record
   and the user's message) and committed *before* the agent runs, then the
@@ -31,7 +32,7 @@ does it, as for US); ``A2A_DATABASE`` may be a ``postgresql://`` URL.
 
 ``FLOOR_WITHOUT=key,validation`` drops requirements, to price each
 (bench/README.md, "The limit"): ``key`` takes the caller from the header
-without a lookup; ``validation`` reads the envelope and params without
+without any check; ``validation`` reads the envelope and params without
 marshmallow. (The price of the second commit is DURABLE CEILING's with
 ``BENCH_WRITES=2``, see ``ceiling.py``.)
 """
@@ -72,9 +73,29 @@ def _load(schema, params):
     return params if "validation" in WITHOUT else schema.load(params)
 
 
-def _send(owner, params):
+_owners = {}  # key hash -> its owner, found once (a key's id never changes)
+
+
+def _caller(auth):
+    """(owner, key hash to check live) of the Bearer key, or (None, None)."""
+    if "key" in WITHOUT:
+        return "key:" + auth[-12:], None
+    if not auth.startswith("Bearer "):
+        return None, None
+    key_hash = hash_key(auth[7:])
+    owner = _owners.get(key_hash)
+    if owner is None:
+        key = storage.find_key(key_hash)
+        if key is None:
+            return None, None
+        owner = _owners[key_hash] = "key:" + key.id
+    return owner, key_hash
+
+
+def _send(owner, key_hash, params):
     message = _load(MESSAGE_SEND_PARAMS, params)["message"]
-    start = storage.start_turn(owner, AGENT, message)  # committed: working
+    start = storage.start_turn(owner, AGENT, message,  # committed: working
+                               live_key=key_hash)
     text = "".join(p.get("text", "") for p in message["parts"] if p["kind"] == "text")
     parts = [{"kind": "text", "text": text}]
     reply = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
@@ -85,9 +106,9 @@ def _send(owner, params):
                  [artifact], [start.message, reply])
 
 
-def _get(owner, params):
+def _get(owner, key_hash, params):
     task_id = _load(TASK_QUERY_PARAMS, params)["id"]
-    t = storage.get_task(task_id, owner, AGENT)
+    t = storage.get_task(task_id, owner, AGENT, live_key=key_hash)
     return _task(t.id, t.context_id, t.state, t.status_message, t.updated_at,
                  t.artifacts, t.history)
 
@@ -96,18 +117,13 @@ def _get(owner, params):
 def rpc():
     call = _load(ENVELOPE, json.loads(request.get_data()))
     rid = call.get("id")
-    auth = request.headers.get("Authorization", "")
-    if "key" in WITHOUT:
-        owner = "key:" + auth[-12:]
-    else:
-        key = storage.find_key(hash_key(auth[7:])) if auth.startswith("Bearer ") else None
-        if key is None:
-            return _error(rid, -32600, "Unauthenticated", 401)
-        owner = "key:" + key.id
+    owner, key_hash = _caller(request.headers.get("Authorization", ""))
+    if owner is None:
+        return _error(rid, -32600, "Unauthenticated", 401)
     if call["method"] == "message/send":
-        result = _send(owner, call.get("params"))
+        result = _send(owner, key_hash, call.get("params"))
     elif call["method"] == "tasks/get":
-        result = _get(owner, call.get("params"))
+        result = _get(owner, key_hash, call.get("params"))
     else:
         return _error(rid, -32601, "Method not found")
     return jsonify({"jsonrpc": "2.0", "id": rid, "result": result})
