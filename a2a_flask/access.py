@@ -24,6 +24,12 @@ def note(envelope, caller, version="0.3"):
     g.a2a_version = version
 
 
+def note_result(result):
+    """The result a call answers with (its JSON-RPC ``result``): the record
+    reads it rather than parsing the answer's body again (~10-30 us)."""
+    g.a2a_result = result
+
+
 def _task_from_params(params):
     if not isinstance(params, dict):
         return None
@@ -34,18 +40,22 @@ def _task_from_params(params):
     return task_id if isinstance(task_id, str) else None
 
 
-def call_fields(agent, envelope, caller, response):
-    """The fields of the access record of one answered call."""
+def call_fields(agent, envelope, caller, response, result=None):
+    """The fields of the access record of one answered call (``result``: its
+    JSON-RPC result when noted, else read from the response)."""
     fields = {"agent": agent,
               "method": envelope.method if envelope is not None else None,
               "version": g.get("a2a_version", "0.3"),
               "taskId": None, "contextId": None,
               "caller": caller.id if caller is not None else None,
               "state": None, "code": None, "status": response.status_code}
-    try:
-        body = json.loads(response.get_data())
-    except ValueError:  # not ours to judge: the record says what is known
-        body = {}
+    if result is not None:
+        body = {"result": result}
+    else:
+        try:
+            body = json.loads(response.get_data())
+        except ValueError:  # not ours to judge: the record says what is known
+            body = {}
     result, error = body.get("result"), body.get("error")
     if error is None and "code" in body:
         error = body  # a bare error object (401)
@@ -82,15 +92,20 @@ def logged_call(agent, answer, observe=None):
     passed to ``observe(fields)``, the metrics, when given)."""
     g.a2a_call = (None, None)
     g.a2a_version = "0.3"
+    g.a2a_result = None
     started = time.perf_counter()
     response = answer()
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     if observe is None and not log.isEnabledFor(logging.INFO):
         return response
     envelope, caller = g.a2a_call
-    fields = call_fields(agent, envelope, caller, response)
+    fields = call_fields(agent, envelope, caller, response, g.a2a_result)
     fields["ms"] = round(elapsed_ms, 1)
-    log.info(_text(fields), extra=fields)
+    if log.isEnabledFor(logging.INFO):
+        # log.info() less its search of the stack for the caller's source
+        # line, which no format here shows: a record on every call.
+        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0,
+                                  _text(fields), None, None, extra=fields))
     if observe is not None:
         observe(fields)
     return response

@@ -88,8 +88,10 @@ def _rpc(name, at_root=False):
         agent = runtime.reachable_agent(name)
         authorize(caller, agent)
         params = method.load(envelope.params)
-        return result_response(envelope.id, binding.call(
-            method, Request(runtime, agent, caller, at_root), params))
+        result = binding.call(method, Request(runtime, agent, caller, at_root),
+                              params)
+        access.note_result(result)
+        return result_response(envelope.id, result)
     except errors.A2AError as exc:
         try:  # a remembered key revoked since gets 401, whatever else failed
             confirm(runtime, caller)
