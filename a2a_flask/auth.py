@@ -33,8 +33,9 @@ class Caller:
         self.scope = scope
         self.authenticated = authenticated
         #: The hash of an API key remembered live by this process but not
-        #: looked up for this call: ``confirm`` (or the read of the call,
-        #: ``Storage.get_task``'s ``live_key``) checks it. None otherwise.
+        #: looked up for this call: ``confirm``, or the call's first storage
+        #: statement (``live_key`` of ``Storage.start_turn``/``get_task``),
+        #: checks it. None otherwise.
         self.unconfirmed_key: Optional[str] = None
 
     def may_reach(self, agent_name: str) -> bool:

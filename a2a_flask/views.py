@@ -93,11 +93,8 @@ def _rpc(name, at_root=False):
         access.note_result(result)
         return result_response(envelope.id, result)
     except errors.A2AError as exc:
-        try:  # a remembered key revoked since gets 401, whatever else failed
-            confirm(runtime, caller)
-        except errors.Unauthenticated as refused:
-            exc = refused
-        return binding.error_response(exc, envelope.id if envelope else None)
+        return binding.error_response(_confirmed(runtime, caller, exc),
+                                      envelope.id if envelope else None)
     except Exception as exc:
         failure = runtime.storage.failure(exc)
         if failure is not None:
@@ -108,6 +105,22 @@ def _rpc(name, at_root=False):
             envelope.id if envelope else None)
     finally:
         access.note(envelope, caller, binding.version)
+
+
+def _confirmed(runtime, caller, error):
+    """``error``, unless the caller's key was taken on trust and is revoked
+    since: then 401, whatever else failed (or the storage's own failure
+    when the key cannot be checked)."""
+    try:
+        confirm(runtime, caller)
+    except errors.Unauthenticated as refused:
+        return refused
+    except Exception as exc:
+        failure = runtime.storage.failure(exc)
+        if failure is None:
+            raise
+        return failure
+    return error
 
 
 def _logged_rpc(name, at_root=False):

@@ -5,6 +5,8 @@ refused at once (401, nothing stored, no agent run), also where the call
 would otherwise have failed (unknown task, bad params, another agent, a
 retry). Every other method looks the key up first, as before."""
 
+import sqlite3
+
 import pytest
 
 from helpers import message
@@ -151,3 +153,19 @@ def test_a_key_is_looked_up_again_once_its_last_use_is_a_minute_old(svc, monkeyp
     svc.lookups = 0
     assert svc.post(get(task_id), secret).get_json()["result"]["id"] == task_id
     assert svc.lookups == 1
+
+
+def test_a_remembered_key_that_cannot_be_checked_gets_the_storage_error(svc):
+    _, secret = svc.key()
+    svc.send(secret)
+    storage = svc.credentials.storage
+
+    def unavailable(key_hash):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    storage.find_key = unavailable  # the confirmation of the error below fails
+    response = svc.post(get("task_nope"), secret)
+    assert response.status_code == 200, response.data
+    error = response.get_json()["error"]
+    assert error["code"] == -32603 and "unavailable" in error["message"]
+    assert error["data"] == {"retry": True}
