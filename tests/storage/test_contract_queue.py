@@ -241,6 +241,18 @@ def test_a_queued_turn_is_not_stale_failed_but_a_continuation_is_one_at_a_time(
     assert [c.task_id for c in storage.claim_turns("w1", 5, 30)] == [first.task_id]
 
 
+def test_reading_a_long_queued_task_never_tries_to_fail_it(make_queue, monkeypatch):
+    storage = make_queue(stale_turn_seconds=60)
+    start = storage.enqueue_turn("alice", "bg", msg("queued"))
+    set_updated_at(storage, start.task_id,
+                   datetime.now(timezone.utc) - timedelta(seconds=3600))
+    tries = []
+    monkeypatch.setattr(storage, "fail_stale_turn", tries.append)
+    for _ in range(3):  # a caller polling: no write transaction per poll
+        assert storage.get_task(start.task_id, "alice", "bg").state == "working"
+    assert tries == []
+
+
 def test_a_version_3_database_migrates_to_the_queue(tmp_path):
     """SQLite's migration 4: a file of version 3 with a working task keeps
     it, and gains the queue."""

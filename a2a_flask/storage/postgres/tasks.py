@@ -100,7 +100,9 @@ def _read_sql(cutoff, any_owner=False):
     owner = "" if any_owner else " AND owner = %(owner)s AND agent = %(agent)s"
     return (
         "WITH t AS (SELECT context_id, state, status_message, updated_at, metadata,"
-        " owner, agent, created_at, (state = 'working' AND updated_at < " + cutoff + ")"
+        " owner, agent, created_at, (state = 'working' AND updated_at < " + cutoff +
+        # a queued or leased turn is never stale: leases decide (no write here)
+        " AND NOT EXISTS (SELECT FROM a2a_turns WHERE task_id = %(id)s))"
         " AS stale FROM a2a_tasks WHERE id = %(id)s" + owner +
         " AND " + KEY_IS_LIVE + ")"
         " SELECT 0 AS part, 0::bigint AS seq, context_id, state, status_message,"

@@ -260,10 +260,17 @@ class TaskOperations:
             return task
         if self._store_kept_outcome(task_id):
             return self._read_task(task_id, owner, agent, history_length)
-        if task.updated_at < self._stale_cutoff():
+        if task.updated_at < self._stale_cutoff() and not self._queued(task_id):
             self.fail_stale_turn(task_id)  # or another worker just did
             task = self._read_task(task_id, owner, agent, history_length)
         return task
+
+    def _queued(self, task_id):
+        """A queued or leased turn: never stale (leases decide), and known
+        without the write transaction of ``fail_stale_turn``, which every
+        poll of a long-queued task would otherwise open."""
+        return self.connection().execute(
+            "SELECT 1 FROM a2a_turns WHERE task_id = ?", (task_id,)).fetchone() is not None
 
     def fail_stale_turn(self, task_id):
         with self.transaction() as conn:
