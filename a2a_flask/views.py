@@ -155,6 +155,16 @@ def _health(runtime):
     return body, 200
 
 
+def _unavailable(runtime, exc):
+    """The bare answer of a GET route whose storage failed (HTTP 503, the
+    storage's own sentence), or None when ``exc`` is no storage failure."""
+    failure = runtime.storage.failure(exc)
+    if failure is None:
+        return None
+    failure.http_status = 503
+    return error_response(failure, bare=True)
+
+
 def _card(name, at_root=False):
     runtime = _runtime()
     try:
@@ -166,6 +176,11 @@ def _card(name, at_root=False):
         return json_response(agent_card(runtime, agent, at_root))
     except errors.A2AError as exc:
         return error_response(exc, bare=True)
+    except Exception as exc:  # the key lookup met a storage failure
+        answer = _unavailable(runtime, exc)
+        if answer is None:
+            raise
+        return answer
 
 
 def make_blueprint(settings):
@@ -189,6 +204,11 @@ def make_blueprint(settings):
             caller = authenticate(runtime, request)
         except errors.A2AError as exc:
             return error_response(exc, bare=True)
+        except Exception as exc:  # the key lookup met a storage failure
+            answer = _unavailable(runtime, exc)
+            if answer is None:
+                raise
+            return answer
         base = base_url(runtime.settings)
         return json_response({"agents": [
             {"name": agent.name, "description": agent.description,

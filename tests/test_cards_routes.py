@@ -338,3 +338,25 @@ def test_every_answer_is_schema_checked(app):
     del card["url"]
     with pytest.raises(Exception):
         check_answer(200, card)
+
+
+# -- a storage failure on a GET route ----------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/api/v1/agents/echo" + CARD, "/api/v1/agents"])
+def test_a_storage_failure_on_a_get_route_is_503_with_the_storage_sentence(make_app, path):
+    import sqlite3
+
+    app, a2a = make_app(A2A_AUTH="required", A2A_PUBLIC_CARDS=False)
+    _, secret = app.extensions["a2a"].credentials.create_key()
+
+    def unavailable(key_hash):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    app.extensions["a2a"].storage.find_key = unavailable
+    response = app.test_client().get(path, headers={"Authorization": "Bearer " + secret})
+    assert response.status_code == 503, response.data
+    body = response.get_json()
+    assert body["code"] == -32603 and body["data"] == {"retry": True}
+    assert body["message"].startswith("The storage is unavailable")
+    validate("JSONRPCError", body)
