@@ -107,6 +107,15 @@ def _rpc(name, at_root=False):
         access.note(envelope, caller, binding.version)
 
 
+def _storage_error(runtime, exc):
+    """The A2A error for ``exc``, a storage failure; anything else is raised
+    again."""
+    failure = runtime.storage.failure(exc)
+    if failure is None:
+        raise exc
+    return failure
+
+
 def _confirmed(runtime, caller, error):
     """``error``, unless the caller's key was taken on trust and is revoked
     since: then 401, whatever else failed (or the storage's own failure
@@ -116,10 +125,7 @@ def _confirmed(runtime, caller, error):
     except errors.Unauthenticated as refused:
         return refused
     except Exception as exc:
-        failure = runtime.storage.failure(exc)
-        if failure is None:
-            raise
-        return failure
+        return _storage_error(runtime, exc)
     return error
 
 
@@ -157,10 +163,8 @@ def _health(runtime):
 
 def _unavailable(runtime, exc):
     """The bare answer of a GET route whose storage failed (HTTP 503, the
-    storage's own sentence), or None when ``exc`` is no storage failure."""
-    failure = runtime.storage.failure(exc)
-    if failure is None:
-        return None
+    storage's own sentence); anything else is raised again."""
+    failure = _storage_error(runtime, exc)
     failure.http_status = 503
     return error_response(failure, bare=True)
 
@@ -177,10 +181,7 @@ def _card(name, at_root=False):
     except errors.A2AError as exc:
         return error_response(exc, bare=True)
     except Exception as exc:  # the key lookup met a storage failure
-        answer = _unavailable(runtime, exc)
-        if answer is None:
-            raise
-        return answer
+        return _unavailable(runtime, exc)
 
 
 def make_blueprint(settings):
@@ -205,10 +206,7 @@ def make_blueprint(settings):
         except errors.A2AError as exc:
             return error_response(exc, bare=True)
         except Exception as exc:  # the key lookup met a storage failure
-            answer = _unavailable(runtime, exc)
-            if answer is None:
-                raise
-            return answer
+            return _unavailable(runtime, exc)
         base = base_url(runtime.settings)
         return json_response({"agents": [
             {"name": agent.name, "description": agent.description,
