@@ -15,6 +15,10 @@ from . import errors
 from .credentials import KEY_PREFIX
 from .throttle import LoginThrottle
 
+#: The refusal of a key that is unknown or revoked (auth, service).
+KEY_REFUSED = "The API key is not valid: unknown or revoked."
+
+
 class Caller:
     """An authenticated (or, with auth off, anonymous) caller.
 
@@ -104,8 +108,7 @@ def authenticate(runtime, request, deferred_key_check=False):
                     "The bearer token is not valid: neither an API key nor "
                     "a token of this application.")
             return caller
-        raise errors.Unauthenticated(
-            "The API key is not valid: unknown or revoked.")
+        raise errors.Unauthenticated(KEY_REFUSED)
     if scheme == "basic":
         pair = _basic(credentials)
         if pair is None:
@@ -190,7 +193,7 @@ def confirm(runtime, caller):
     if caller is None or caller.unconfirmed_key is None:
         return
     if not runtime.credentials.key_is_live(caller.unconfirmed_key):
-        raise errors.Unauthenticated("The API key is not valid: unknown or revoked.")
+        raise errors.Unauthenticated(KEY_REFUSED)
     caller.unconfirmed_key = None
 
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 from . import errors
 from .agents import Turn, run_turn
-from .auth import confirm
+from .auth import KEY_REFUSED, confirm
 from .cards import agent_card
 from .storage.base import QUEUED_TEXT, KeyNotLive, TaskPage, TaskRecord
 from .storage.common import new_id
@@ -77,8 +77,7 @@ def send(req: Request, message: dict, accepted_output_modes=None,
             owner, agent_name, message, context_id=message.get("contextId"),
             task_id=message.get("taskId"), metadata=metadata, live_key=live_key)
     except KeyNotLive:
-        raise errors.Unauthenticated(
-            "The API key is not valid: unknown or revoked.") from None
+        raise errors.Unauthenticated(KEY_REFUSED) from None
     history_length = req.history_length(history_length)
     if start.replayed:
         return storage.get_task(start.task_id, owner, agent_name, history_length,
