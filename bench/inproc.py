@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from processes import Auth
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 US_PATH = "/api/v1/agents/echo/a2a"
 
@@ -46,21 +48,12 @@ LIMIT_ROWS = [
 ]
 
 
-def create_key(db):
-    env = dict(os.environ, A2A_DATABASE=db)
-    env.pop("A2A_AUTH", None)
-    out = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "a2a", "keys",
-                          "create", "--agents", "*", "--quiet"], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return [ln for ln in out.splitlines() if ln.strip()][-1].strip()
-
-
 def build(which, tmp):
     """(WSGI app, path, key) of ``which``."""
     sys.path.insert(0, os.getcwd())
     if which in ("us", "floor"):
         db = os.path.join(tmp, "inproc.sqlite3")
-        key = create_key(db)
+        key = Auth.create_key(db)
         os.environ["A2A_DATABASE"] = db
         if which == "us":
             import wsgi
