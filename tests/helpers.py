@@ -59,6 +59,19 @@ def check_answer(status, body):
 _ids = itertools.count(1)
 
 
+def assert_401(response):
+    """401, the bare error object as the body, a challenge naming both schemes."""
+    assert response.status_code == 401, response.data
+    body = response.get_json()
+    assert set(body) == {"code", "message"}, body
+    assert body["code"] == -32600
+    assert isinstance(body["message"], str) and body["message"]
+    challenge = response.headers.get("WWW-Authenticate", "")
+    schemes = {m.lower() for m in re.findall(r'(?:^|,)\s*([A-Za-z]+)(?:\s|,|$)',
+                                             challenge)}
+    assert {"basic", "bearer"} <= schemes, challenge
+
+
 def message(text="hello", message_id=None, **fields):
     """A user message, with a fresh messageId unless one is given."""
     msg = {"kind": "message", "role": "user",

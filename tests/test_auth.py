@@ -15,7 +15,7 @@ from werkzeug.security import check_password_hash
 
 from a2a_flask import config_from_env
 from a2a_flask.credentials import CredentialError
-from helpers import check_answer, message
+from helpers import assert_401, check_answer, message
 
 ECHO = "/api/v1/agents/echo/a2a"
 CHAT = "/api/v1/agents/chat/a2a"
@@ -104,19 +104,6 @@ def svc(service):
     # Tests of refusals fail many logins on purpose: the throttle is tested
     # on its own, with the default limit.
     return service(A2A_LOGIN_FAILURES_PER_MINUTE=1000)
-
-
-def assert_401(response):
-    """401, the bare error object as the body, a challenge naming both schemes."""
-    assert response.status_code == 401, response.data
-    body = response.get_json()
-    assert set(body) == {"code", "message"}, body
-    assert body["code"] == -32600
-    assert isinstance(body["message"], str) and body["message"]
-    challenge = response.headers.get("WWW-Authenticate", "")
-    schemes = {m.lower() for m in re.findall(r'(?:^|,)\s*([A-Za-z]+)(?:\s|,|$)',
-                                             challenge)}
-    assert {"basic", "bearer"} <= schemes, challenge
 
 
 def assert_rpc_refusal(response, status, request_id):
