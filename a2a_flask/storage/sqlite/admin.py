@@ -144,6 +144,20 @@ class AdminOperations:
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
 
+    def reassign_tasks(self, from_owner, to_owner):
+        with self.transaction() as conn:
+            # Conditional on the old owner: a second run moves nothing.
+            conn.execute(
+                "UPDATE a2a_deliveries SET owner = ? WHERE owner = ? AND NOT"
+                " EXISTS (SELECT 1 FROM a2a_deliveries d WHERE d.owner = ? AND"
+                " d.agent = a2a_deliveries.agent AND d.message_id ="
+                " a2a_deliveries.message_id)", (to_owner, from_owner, to_owner))
+            for table in ("a2a_messages", "a2a_turns"):
+                conn.execute("UPDATE " + table + " SET owner = ? WHERE owner = ?",
+                             (to_owner, from_owner))
+            return conn.execute("UPDATE a2a_tasks SET owner = ? WHERE owner = ?",
+                                (to_owner, from_owner)).rowcount
+
     def task_counts(self):
         return dict(self.connection().execute(
             "SELECT state, count(*) FROM a2a_tasks GROUP BY state").fetchall())
