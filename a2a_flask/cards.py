@@ -50,7 +50,7 @@ def agent_url(settings, name, at_root=False):
 def agent_card(runtime, agent, at_root=False, extended=False):
     """The AgentCard of ``agent``; ``at_root``: as the default agent at /a2a."""
     url = agent_url(runtime.settings, agent.name, at_root)
-    schemes, security = security_requirements(runtime)
+    schemes, security = security_requirements(runtime, agent)
     description = agent.description
     if runtime.settings.auth_off:
         description += " (Authentication is off on this service.)"
@@ -116,4 +116,13 @@ def _both_forms(scheme):
         both["httpAuthSecurityScheme"] = {
             "scheme": scheme["scheme"],
             "description": scheme.get("description", "")}
+    elif scheme["type"] == "openIdConnect":
+        both["openIdConnectSecurityScheme"] = {
+            "openIdConnectUrl": scheme["openIdConnectUrl"],
+            "description": scheme["description"]}
+    elif scheme["type"] == "oauth2":
+        both["oauth2SecurityScheme"] = {"flows": scheme["flows"],
+                                        "description": scheme["description"]}
+    elif scheme["type"] == "mutualTLS":
+        both["mtlsSecurityScheme"] = {"description": scheme["description"]}
     return both

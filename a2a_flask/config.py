@@ -3,6 +3,11 @@
 import os
 from datetime import timedelta
 
+#: Algorithms a bearer token may be signed with: asymmetric ones only (a
+#: public key is no HMAC secret; ``none`` is no signature).
+ASYMMETRIC = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
+                        "ES256", "ES384", "ES512", "EdDSA"})
+
 DEFAULTS = {
     "A2A_DATABASE": None,  # None: a2a.sqlite3 in the Flask instance folder
     "A2A_URL_PREFIX": "/api/v1",
@@ -20,6 +25,15 @@ DEFAULTS = {
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
+    # Enterprise identity (docs/securing.md).
+    "A2A_OIDC_ISSUER": None,  # OpenID provider whose access tokens are taken
+    "A2A_OIDC_AUDIENCE": None,  # the aud a token must name (needed with the issuer)
+    "A2A_OIDC_REQUIRED_SCOPES": "",  # scopes every agent requires by default
+    "A2A_OIDC_NAME_CLAIM": "name",  # claim naming the caller (else its sub)
+    "A2A_OIDC_ALGORITHMS": "RS256,ES256",  # asymmetric signing algorithms taken
+    "A2A_OIDC_LEEWAY_SECONDS": 30,  # clock skew allowed on exp, nbf, iat
+    "A2A_OIDC_TOKEN_URL": None,  # a client-credentials token URL for the cards
+    "A2A_MTLS_HEADER": None,  # header where the proxy puts a verified cert subject
     # Operations (README, "On a plain VM").
     "A2A_AUTO_MIGRATE": True,  # False: only `flask a2a db upgrade` migrates
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
@@ -80,6 +94,13 @@ def _names(value):
     return set(value or ())
 
 
+def scope_set(value):
+    """OAuth scopes given as "a b", "a,b" or a list, as a frozenset."""
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return frozenset(value or ())
+
+
 def _history_length(value):
     """None (the whole history) for no value or "all", else a count >= 0."""
     if value is None or str(value).strip().lower() in ("", "all"):
@@ -137,6 +158,7 @@ class Settings:
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
                              "above 0" % self.login_failures_per_minute)
+        self._identity(get)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "
@@ -157,6 +179,27 @@ class Settings:
                                               get("A2A_WORKER_LEASE_SECONDS"), 1)
         self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",
                                              get("A2A_WORKER_MAX_ATTEMPTS"), 1)
+
+    def _identity(self, get):
+        """The OIDC and client-certificate settings (docs/securing.md)."""
+        self.oidc_issuer = get("A2A_OIDC_ISSUER") or None
+        self.oidc_audience = get("A2A_OIDC_AUDIENCE") or None
+        if self.oidc_issuer and not self.oidc_audience:
+            raise ValueError("A2A_OIDC_ISSUER is set but A2A_OIDC_AUDIENCE is "
+                             "not: name the audience tokens must be issued for")
+        self.oidc_required_scopes = scope_set(get("A2A_OIDC_REQUIRED_SCOPES"))
+        self.oidc_name_claim = get("A2A_OIDC_NAME_CLAIM") or "sub"
+        self.oidc_algorithms = frozenset(_names(get("A2A_OIDC_ALGORITHMS")))
+        refused = sorted(a for a in self.oidc_algorithms if a not in ASYMMETRIC)
+        if refused or not self.oidc_algorithms:
+            raise ValueError("A2A_OIDC_ALGORITHMS=%r: only asymmetric algorithms "
+                             "(%s) are taken, never none or HS*"
+                             % (get("A2A_OIDC_ALGORITHMS"),
+                                ", ".join(sorted(ASYMMETRIC))))
+        self.oidc_leeway_seconds = _at_least(
+            "A2A_OIDC_LEEWAY_SECONDS", get("A2A_OIDC_LEEWAY_SECONDS"), 0)
+        self.oidc_token_url = get("A2A_OIDC_TOKEN_URL") or None
+        self.mtls_header = get("A2A_MTLS_HEADER") or None
 
     @property
     def auth_off(self):

@@ -14,6 +14,16 @@ class Runtime:
         self.storage = storage
         self.credentials = Credentials(storage)
         self.session_cookie_name = session_cookie_name
+        #: The OIDC access-token verifier (A2A_OIDC_ISSUER), else None.
+        self.tokens = None
+        if settings.oidc_issuer and not settings.auth_off:
+            try:
+                from .oidc import TokenVerifier  # the optional `jose` extra
+            except ImportError:
+                raise RuntimeError("A2A_OIDC_ISSUER needs PyJWT with "
+                                   "cryptography: pip install 'a2a_flask[jose]'"
+                                   ) from None
+            self.tokens = TokenVerifier(settings)
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
         #: The Prometheus metrics (A2A_METRICS), else None.

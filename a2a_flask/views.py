@@ -86,7 +86,7 @@ def _rpc(name, at_root=False):
         # way a revoked key is refused before anything is answered (below).
         caller = authenticate(runtime, request, method.checks_key_itself)
         agent = runtime.reachable_agent(name)
-        authorize(caller, agent)
+        authorize(caller, agent, runtime.settings.oidc_required_scopes)
         params = method.load(envelope.params)
         result = binding.call(method, Request(runtime, agent, caller, at_root),
                               params)
@@ -176,7 +176,7 @@ def _card(name, at_root=False):
                   else authenticate(runtime, request))
         agent = runtime.reachable_agent(name)
         if caller is not None:
-            authorize(caller, agent)
+            authorize(caller, agent, runtime.settings.oidc_required_scopes)
         return json_response(agent_card(runtime, agent, at_root))
     except errors.A2AError as exc:
         return error_response(exc, bare=True)

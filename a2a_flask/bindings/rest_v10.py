@@ -156,7 +156,7 @@ def _answer(runtime, route, name, at_root, path_args, record):
                       "supportedVersions": "1.0"})
         caller = authenticate(runtime, request)
         agent = runtime.reachable_agent(name)
-        authorize(caller, agent)
+        authorize(caller, agent, runtime.settings.oidc_required_scopes)
         params = route.params(runtime, path_args)
         record.params = params
         if route.schema is not None:
