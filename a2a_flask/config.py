@@ -39,6 +39,7 @@ DEFAULTS = {
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
     "A2A_RETENTION": None,  # e.g. "30d": what `flask a2a tasks prune` keeps
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
+    "A2A_OTEL": False,  # OpenTelemetry spans per call and turn (the `otel` extra)
     # Background agents (README, "Long-running agents").
     "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
@@ -173,6 +174,7 @@ class Settings:
         if self.retention is not None:
             parse_age(self.retention, "A2A_RETENTION")
         self.metrics = bool(get("A2A_METRICS"))
+        self.otel = bool(get("A2A_OTEL"))
         self.blocking_wait_seconds = _at_least("A2A_BLOCKING_WAIT_SECONDS",
                                                get("A2A_BLOCKING_WAIT_SECONDS"), 0)
         self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",

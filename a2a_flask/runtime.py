@@ -11,6 +11,12 @@ class Runtime:
     def __init__(self, extension, settings, storage, session_cookie_name):
         self.extension = extension
         self.settings = settings
+        #: The OpenTelemetry spans (A2A_OTEL), else None.
+        self.tracing = None
+        if settings.otel:
+            from .tracing import Tracing  # the optional `otel` extra
+            self.tracing = Tracing()
+            storage = self.tracing.storage(storage)
         self.storage = storage
         self.credentials = Credentials(storage)
         self.session_cookie_name = session_cookie_name

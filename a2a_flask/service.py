@@ -85,7 +85,7 @@ def send(req: Request, message: dict, accepted_output_modes=None,
     req.caller.unconfirmed_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, req.agent, req.caller, start.task_id,
                             start.context_id, message, start.message_seq,
-                            metadata))
+                            metadata), req.runtime.tracing)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
         return storage.get_task(start.task_id, owner, agent_name, history_length)
@@ -107,10 +107,12 @@ def _send_to_queue(req, message, metadata, history_length, return_immediately):
     owner, agent_name, storage = req.caller.id, req.agent.name, req.storage
     queued = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
               "parts": [{"kind": "text", "text": QUEUED_TEXT}]}
+    tracing = req.runtime.tracing
     start = storage.enqueue_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
-        retry=req.agent.retry, status_message=queued)
+        retry=req.agent.retry, status_message=queued,
+        trace_context=tracing.current_context() if tracing else None)
     if not start.replayed and not return_immediately:
         wait_while_working(storage, start.task_id,
                            req.runtime.settings.blocking_wait_seconds)

@@ -152,7 +152,15 @@ class Worker:
         started = time.monotonic()
         try:
             agent = self.runtime.extension.agents[claimed.agent]
-            outcome = run_turn(BackgroundTurn(self.storage, agent, claimed, self.id))
+            turn = BackgroundTurn(self.storage, agent, claimed, self.id)
+            tracing = self.runtime.tracing
+            if tracing is None:
+                outcome = run_turn(turn)
+            else:
+                with tracing.worker_span(claimed) as span:
+                    outcome = run_turn(turn, tracing)
+                    span.set_attribute("a2a.outcome", outcome[0] if outcome
+                                       else "discarded")
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,
                      claimed.task_id, outcome[0] if outcome else
                      "discarded (canceled, or the lease was lost)",
@@ -186,4 +194,7 @@ class Worker:
                     self.max_attempts) or ():
                 log.warning("worker %s: stopped before task %s finished: %s",
                             self.id, task_id, outcome)
+        if self.runtime.tracing is not None:
+            from .tracing import flush
+            flush()
         log.info("worker %s: stopped", self.id)

@@ -103,10 +103,10 @@ class ClaimedTurn:
     """A background turn leased to a worker by ``claim_turns``."""
 
     __slots__ = ("task_id", "context_id", "owner", "agent", "message",
-                 "message_seq", "metadata", "attempts", "retry")
+                 "message_seq", "metadata", "attempts", "retry", "trace_context")
 
     def __init__(self, task_id, context_id, owner, agent, message, message_seq,
-                 metadata=None, attempts=1, retry=False):
+                 metadata=None, attempts=1, retry=False, trace_context=None):
         self.task_id = task_id
         self.context_id = context_id
         self.owner = owner
@@ -118,6 +118,8 @@ class ClaimedTurn:
         #: 1 on the first claim; more when an expired lease re-queued it.
         self.attempts = attempts
         self.retry = retry
+        #: The trace context of the call that queued it (``enqueue_turn``).
+        self.trace_context = trace_context
 
     def __repr__(self):
         return "ClaimedTurn(%s, %s, attempt %d)" % (self.task_id, self.agent,
@@ -455,9 +457,11 @@ class Storage(abc.ABC):
                      task_id: Optional[str] = None,
                      metadata: Optional[dict] = None,
                      retry: bool = False,
-                     status_message: Optional[Message] = None) -> TurnStart:
+                     status_message: Optional[Message] = None,
+                     trace_context: Optional[str] = None) -> TurnStart:
         """``start_turn`` and, in the same transaction, a queued turn for the
-        task (message seq, agent, ``retry``, 0 attempts); the task's status
+        task (message seq, agent, ``retry``, 0 attempts, ``trace_context``
+        for the worker's span, returned with the claim); the task's status
         message becomes ``status_message`` (it may say it is queued; it does
         not join the history). A replay (``TurnStart.replayed``) queues
         nothing. Either both are stored or neither is."""
