@@ -20,6 +20,8 @@ key is no shared secret), ``iss`` is the issuer, ``aud`` names
 Needs the ``jose`` extra (PyJWT with ``cryptography``).
 """
 
+import base64
+import binascii
 import json
 import logging
 import threading
@@ -46,6 +48,11 @@ MAX_AGE = 3600.0
 RETRY_INTERVAL = 2.0
 #: How long one request to the issuer may take (seconds).
 FETCH_TIMEOUT = 5.0
+#: Tokens verified lately, remembered per process (by the whole token) with
+#: their claims, at most this many: a client sends the same token for
+#: minutes, and its signature needs checking once. Only exp and nbf are
+#: checked again on each use; a refresh of the keys forgets them all.
+VERIFIED_MAX = 1024
 #: Claims every token must carry.
 REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub"]
 
@@ -94,6 +101,19 @@ def _refusal(exc):
     return "The bearer token is malformed: %s." % str(exc).rstrip(".")
 
 
+def _header(token):
+    """The JOSE header of a compact JWS (unverified), or ``InvalidToken``:
+    read here, so that PyJWT parses the whole token once, in ``decode``."""
+    segment = token.partition(".")[0]
+    try:
+        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, binascii.Error):
+        header = None
+    if not isinstance(header, dict):
+        raise errors.InvalidToken("The bearer token is not a valid JWT.")
+    return header
+
+
 class TokenVerifier:
     """Validates the access tokens of one issuer, its keys cached (thread-safe)."""
 
@@ -115,6 +135,7 @@ class TokenVerifier:
         self._tried_at = None  # when the issuer was last asked
         self._kid_refresh_at = None  # when an unknown kid last made it so
         self._failed = False  # whether that last ask failed
+        self._verified: Dict[str, dict] = {}  # token -> its claims
 
     # -- the issuer's keys ----------------------------------------------------
 
@@ -139,6 +160,7 @@ class TokenVerifier:
         self._keys = {key.get("kid", ""): key for key in keys
                       if isinstance(key, dict) and key.get("use", "sig") == "sig"}
         self._verifying.clear()
+        self._verified.clear()
         self._fetched_at = self._tried_at
         self._failed = False
 
@@ -213,10 +235,22 @@ class TokenVerifier:
     def claims(self, token: str) -> dict:
         """The verified claims of ``token``; ``InvalidToken`` (401) or
         ``IdentityProviderUnavailable`` (503) otherwise."""
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise errors.InvalidToken("The bearer token is not a valid JWT.") from None
+        claims = self._verified.get(token)
+        if claims is not None:
+            now = self._wall_clock()
+            if claims["exp"] + self.leeway < now:
+                raise errors.InvalidToken(_refusal(jwt.ExpiredSignatureError()))
+            if claims.get("nbf", 0) - self.leeway > now:
+                raise errors.InvalidToken(_refusal(jwt.ImmatureSignatureError()))
+            return claims
+        claims = self._verify(token)
+        if len(self._verified) >= VERIFIED_MAX:
+            self._verified.clear()
+        self._verified[token] = claims
+        return claims
+
+    def _verify(self, token):
+        header = _header(token)
         alg = header.get("alg")
         if alg not in self.algorithms:
             raise errors.InvalidToken(

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import re
+import time
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -137,6 +138,16 @@ def test_expiry_within_the_leeway_is_taken(service, issuer):
     # exp 10 s ago, the default leeway 30 s: a clock a little behind is fine.
     response = service.send(issuer.token(lifetime=-10))
     assert response.status_code == 200, response.data
+
+
+def test_a_token_checked_once_still_expires(service, issuer):
+    token = issuer.token(lifetime=300)
+    assert service.send(token).status_code == 200
+    # Remembered as verified: its signature is not checked again, its
+    # lifetime is, on every use.
+    later = time.time() + 300 + 31
+    service.runtime.tokens._wall_clock = lambda: later
+    assert_refused(service, service.send(token), "has expired", ran=1, stored=1)
 
 
 # -- refused: 401 invalid_token, nothing run or stored ---------------------------
