@@ -176,7 +176,7 @@ def first_checks(n, repeat):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
     sys.path.insert(0, os.getcwd())
     from a2a_flask.config import Settings
-    from a2a_flask.oidc import TokenVerifier
+    from a2a_flask.auth.oidc import TokenVerifier
     from oidc_issuer import AUDIENCE, Issuer
     with Issuer() as issuer:
         verifier = TokenVerifier(Settings({"A2A_OIDC_ISSUER": issuer.url,

@@ -16,7 +16,7 @@ import time
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from a2a_flask import oidc
+from a2a_flask.auth import oidc
 from a2a_flask.agents import Reply
 from helpers import check_answer, message
 from oidc_issuer import AUDIENCE, Issuer, SigningKey, free_port

@@ -2,7 +2,7 @@
 (settings, the storage, credentials, the agents that may be reached)."""
 
 from . import errors
-from .credentials import Credentials
+from .auth.credentials import Credentials
 
 
 class Runtime:
@@ -24,7 +24,7 @@ class Runtime:
         self.tokens = None
         if settings.oidc_issuer and not settings.auth_off:
             try:
-                from .oidc import TokenVerifier  # the optional `jose` extra
+                from .auth.oidc import TokenVerifier  # the optional `jose` extra
             except ImportError:
                 raise RuntimeError("A2A_OIDC_ISSUER needs PyJWT with "
                                    "cryptography: pip install 'a2a_flask[jose]'"
@@ -35,7 +35,7 @@ class Runtime:
         #: The Prometheus metrics (A2A_METRICS), else None.
         self.metrics = None
         if settings.metrics:
-            from .metrics import Metrics  # the optional `metrics` extra
+            from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)
 
     def schema_problem(self, version=None):

@@ -32,8 +32,8 @@ from typing import Dict, FrozenSet, Optional
 
 import jwt
 
-from . import errors
-from .auth import DISCOVERY_PATH
+from .. import errors
+from .callers import DISCOVERY_PATH
 
 log = logging.getLogger("a2a_flask")
 
