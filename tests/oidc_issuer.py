@@ -16,7 +16,6 @@ uses. ``jwks_fetches`` counts the JWKS reads, to prove the service caches.
 import base64
 import json
 import secrets
-import socket
 import threading
 import time
 import uuid
@@ -26,13 +25,10 @@ from urllib.parse import parse_qs
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from servers import free_port
+
 AUDIENCE = "https://agents.example/a2a"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["AUDIENCE", "Issuer", "SigningKey", "free_port"]
 
 
 class SigningKey:

@@ -8,7 +8,6 @@ provider down at start then up, ``flask a2a tasks reassign``.
 import sqlite3
 import time
 
-import pytest
 import requests
 
 from helpers import message

@@ -6,7 +6,6 @@ the test reads the parent links across the three processes.
 
 import gzip
 import json
-import os
 import signal
 import threading
 import time

@@ -16,7 +16,7 @@ import subprocess
 import psycopg
 
 from ..base import TaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows
+from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from .tasks import TERMINAL_SQL, history_limit
 
 #: Tasks deleted per statement by ``prune``.
@@ -128,17 +128,7 @@ class AdminOperations:
 
     def reassign_tasks(self, from_owner, to_owner):
         with self.transaction() as conn:
-            # Conditional on the old owner: a second run moves nothing.
-            conn.execute(
-                "UPDATE a2a_deliveries SET owner = %s WHERE owner = %s AND NOT"
-                " EXISTS (SELECT 1 FROM a2a_deliveries d WHERE d.owner = %s AND"
-                " d.agent = a2a_deliveries.agent AND d.message_id ="
-                " a2a_deliveries.message_id)", (to_owner, from_owner, to_owner))
-            for table in ("a2a_messages", "a2a_turns"):
-                conn.execute("UPDATE " + table + " SET owner = %s WHERE owner = %s",
-                             (to_owner, from_owner))
-            return conn.execute("UPDATE a2a_tasks SET owner = %s WHERE owner = %s",
-                                (to_owner, from_owner)).rowcount
+            return reassign_owner(conn, "%s", from_owner, to_owner)
 
     def task_counts(self):
         with self.connection() as conn:

@@ -8,7 +8,7 @@ import os
 import sqlite3
 
 from ..base import TaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows
+from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from .tasks import (
     _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
@@ -146,17 +146,7 @@ class AdminOperations:
 
     def reassign_tasks(self, from_owner, to_owner):
         with self.transaction() as conn:
-            # Conditional on the old owner: a second run moves nothing.
-            conn.execute(
-                "UPDATE a2a_deliveries SET owner = ? WHERE owner = ? AND NOT"
-                " EXISTS (SELECT 1 FROM a2a_deliveries d WHERE d.owner = ? AND"
-                " d.agent = a2a_deliveries.agent AND d.message_id ="
-                " a2a_deliveries.message_id)", (to_owner, from_owner, to_owner))
-            for table in ("a2a_messages", "a2a_turns"):
-                conn.execute("UPDATE " + table + " SET owner = ? WHERE owner = ?",
-                             (to_owner, from_owner))
-            return conn.execute("UPDATE a2a_tasks SET owner = ? WHERE owner = ?",
-                                (to_owner, from_owner)).rowcount
+            return reassign_owner(conn, "?", from_owner, to_owner)
 
     def task_counts(self):
         return dict(self.connection().execute(
