@@ -115,6 +115,16 @@ class PayloadTooLarge(InvalidRequest):
     default_message = "The request body is larger than this service accepts."
 
 
+#: The one sentence of an unexpected failure: it names no internals (the log
+#: has them).
+SERVICE_FAILED = "Internal error: the service could not answer this request."
+
+
+def service_failed(http_status=None):
+    """The answer to an unexpected failure (the log has what happened)."""
+    return InternalError(SERVICE_FAILED, http_status=http_status)
+
+
 class SchemaOutdated(InternalError):
     """A2A_AUTO_MIGRATE=0 and the database is not at this package's schema."""
 

@@ -6,7 +6,7 @@ from flask import current_app, request
 from werkzeug.exceptions import SecurityError
 from werkzeug.sansio.utils import host_is_trusted
 
-from ..http import urls
+from .. import urls
 from ..auth.callers import security_requirements
 
 log = logging.getLogger("a2a_flask")

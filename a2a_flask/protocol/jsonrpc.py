@@ -62,7 +62,7 @@ def _check_depth(text):
         raise _TooDeep()
 
 
-def _decode(body):
+def decode_json(body):
     text = body.decode("utf-8")  # strict: other encodings are parse errors
     try:
         data = json.loads(text, parse_constant=_reject_constant,
@@ -94,7 +94,7 @@ class Envelope:
     @classmethod
     def parse(cls, body, strict=False):
         try:
-            data = _decode(body)
+            data = decode_json(body)
         except _TooDeep:
             return cls(error=errors.ParseError(
                 "The request body is JSON nested more than %d levels deep, more "

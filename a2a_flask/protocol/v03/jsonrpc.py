@@ -9,10 +9,11 @@ is authenticated; ``Method.run`` comes after.
 from typing import Dict
 
 from ... import errors, service
+from ..cards import agent_card
 from ...schemas import (
     MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS, load_params,
 )
-from ...service import Request
+from ...service import CallContext
 from ...storage import base as storage
 
 METHODS: Dict[str, "Method"] = {}
@@ -55,10 +56,10 @@ def find_method(name):
     return found
 
 
-def call(found, req, params):
-    """Run ``found`` for ``req``: its 0.3 result, or an ``A2AError``."""
+def call(found, context, params):
+    """Run ``found`` for ``context``: its 0.3 result, or an ``A2AError``."""
     try:
-        return found.run(req, params)
+        return found.run(context, params)
     except storage.StorageError as exc:
         raise storage_error(exc) from None
 
@@ -109,12 +110,11 @@ def storage_error(exc):
             "Task %s is %s, a terminal state, and cannot be canceled."
             % (exc.task_id, exc.state),
             data={"taskId": exc.task_id, "state": exc.state})
-    return errors.InternalError(
-        "Internal error: the service could not answer this request.")
+    return errors.service_failed()
 
 
 @method("message/send", MESSAGE_SEND_PARAMS, checks_key_itself=True)
-def message_send(req: Request, params):
+def message_send(context: CallContext, params):
     message = params["message"]
     configuration = params.get("configuration") or {}
     if configuration.get("pushNotificationConfig") is not None:
@@ -123,24 +123,26 @@ def message_send(req: Request, params):
             "supported; poll tasks/get instead.",
             data={"field": "configuration.pushNotificationConfig"})
     return render_task(service.send(
-        req, message, configuration.get("acceptedOutputModes"),
+        context, message, configuration.get("acceptedOutputModes"),
         params.get("metadata"), configuration.get("historyLength"),
         return_immediately=configuration.get("blocking") is False))
 
 
 @method("tasks/get", TASK_QUERY_PARAMS, checks_key_itself=True)
-def tasks_get(req, params):
-    return render_task(service.get(req, params["id"], params.get("historyLength")))
+def tasks_get(context, params):
+    return render_task(service.get(context, params["id"], params.get("historyLength")))
 
 
 @method("tasks/cancel", TASK_ID_PARAMS)
-def tasks_cancel(req, params):
-    return render_task(service.cancel(req, params["id"]))
+def tasks_cancel(context, params):
+    return render_task(service.cancel(context, params["id"]))
 
 
 @method("agent/getAuthenticatedExtendedCard")
-def get_extended_card(req, params):
-    return service.extended_card(req)
+def get_extended_card(context, params):
+    service.check_extended_card(context)
+    return agent_card(context.runtime, context.agent, context.at_root,
+                      extended=True)
 
 
 #: The methods that do something, as the MethodNotFound text lists them.
@@ -148,7 +150,7 @@ _ANSWERED = (", ".join(list(METHODS)[:-1]) + " and " + list(METHODS)[-1])
 
 
 def _unsupported(error_class, text):
-    def handler(req, params):
+    def handler(context, params):
         raise error_class(text)
     return handler
 

@@ -10,6 +10,7 @@ answer, converted from the service's neutral values (``convert_v10``).
 from datetime import timezone
 
 from ... import errors, service
+from ..cards import agent_card
 from ...schemas import load_params
 from ...storage import base as storage
 from ...storage.common import now_iso
@@ -99,10 +100,10 @@ def storage_error(exc):
     return error
 
 
-def run(operation, req, params):
-    """``operation(req, params)``; storage outcomes become 1.0 errors."""
+def run(operation, context, params):
+    """``operation(context, params)``; storage outcomes become 1.0 errors."""
     try:
-        return operation(req, params)
+        return operation(context, params)
     except storage.StorageError as exc:
         raise storage_error(exc) from None
 
@@ -113,7 +114,7 @@ def load(schema, params):
 
 # -- operations ---------------------------------------------------------------
 
-def send_message(req, params):
+def send_message(context, params):
     configuration = params.get("configuration") or {}
     if configuration.get("taskPushNotificationConfig") is not None:
         raise errors.PushNotificationNotSupported(
@@ -121,22 +122,22 @@ def send_message(req, params):
             "not supported; poll GetTask instead.",
             data={"field": "configuration.taskPushNotificationConfig"})
     record = service.send(
-        req, convert.stored_message(params["message"]),
+        context, convert.stored_message(params["message"]),
         configuration.get("acceptedOutputModes"), params.get("metadata"),
         configuration.get("historyLength"),
         return_immediately=configuration.get("returnImmediately") is True)
     return {"task": convert.task(record)}
 
 
-def get_task(req, params):
-    return convert.task(service.get(req, params["id"], params.get("historyLength")))
+def get_task(context, params):
+    return convert.task(service.get(context, params["id"], params.get("historyLength")))
 
 
-def cancel_task(req, params):
-    return convert.task(service.cancel(req, params["id"]))
+def cancel_task(context, params):
+    return convert.task(service.cancel(context, params["id"]))
 
 
-def list_tasks(req, params):
+def list_tasks(context, params):
     """One page of the caller's tasks of this agent, newest status first.
 
     ``pageSize`` in the answer is the number of tasks on this page (the
@@ -152,9 +153,9 @@ def list_tasks(req, params):
                    updated_after=after)
     try:
         page = service.list_tasks(
-            req, limit=params.get("pageSize", PAGE_SIZE_DEFAULT),
+            context, limit=params.get("pageSize", PAGE_SIZE_DEFAULT),
             cursor=params.get("pageToken"),
-            history_length=req.history_length(params.get("historyLength")),
+            history_length=context.history_length(params.get("historyLength")),
             include_artifacts=params.get("includeArtifacts", False), **filters)
     except ValueError:
         raise errors.InvalidParams(
@@ -162,15 +163,17 @@ def list_tasks(req, params):
             data={"field": "pageToken"}) from None
     tasks = [convert.task(record) for record in page.tasks]
     return {"tasks": tasks, "nextPageToken": page.next_cursor or "",
-            "pageSize": len(tasks), "totalSize": service.count_tasks(req, **filters)}
+            "pageSize": len(tasks), "totalSize": service.count_tasks(context, **filters)}
 
 
-def extended_card(req, params):
-    return service.extended_card(req)
+def extended_card(context, params):
+    service.check_extended_card(context)
+    return agent_card(context.runtime, context.agent, context.at_root,
+                      extended=True)
 
 
 def unsupported(error_class, text):
-    def operation(req, params):
+    def operation(context, params):
         raise error_class(text)
     return operation
 
