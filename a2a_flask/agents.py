@@ -290,13 +290,13 @@ class Agent:
         """``ContentTypeNotSupported`` for a message this agent cannot take."""
         text_only = all(m.startswith("text/") for m in self.input_modes)
         if text_only and not any(p["kind"] == "text" for p in message["parts"]):
-            raise errors.ContentTypeNotSupported(
+            raise errors.ContentTypeNotSupportedError(
                 "Agent %s takes text only, and the message has no text part."
                 % self.name, data={"inputModes": self.input_modes})
         if accepted_output_modes and not any(
                 _mime_matches(accepted, mine) or _mime_matches(mine, accepted)
                 for accepted in accepted_output_modes for mine in self.output_modes):
-            raise errors.ContentTypeNotSupported(
+            raise errors.ContentTypeNotSupportedError(
                 "configuration.acceptedOutputModes shares nothing with the output "
                 "modes of agent %s (%s)." % (self.name, ", ".join(self.output_modes)),
                 data={"field": "configuration.acceptedOutputModes",

@@ -273,13 +273,13 @@ def load_params(schema, params):
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise errors.InvalidParams("params must be an object.", data={"field": "params"})
+        raise errors.InvalidParamsError("params must be an object.", data={"field": "params"})
     try:
         return schema.load(params)
     except ValidationError as exc:
         problems = flatten_errors(exc.messages)
         field, text = problems[0]
-        raise errors.InvalidParams(
+        raise errors.InvalidParamsError(
             "Invalid params: %s: %s" % (field or "params", text),
             data={"field": field or "params",
                   "errors": {f or "params": t for f, t in problems}},

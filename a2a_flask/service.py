@@ -7,7 +7,7 @@ JSON-RPC and no method names: a binding (``bindings/``) parses a protocol's
 params into these calls and renders what they return.
 
 Ownership: every call is keyed by (caller, agent); another caller's task is
-``TaskNotFound``. The stale-turn policy is the storage's (``get_task``).
+``NoSuchTaskError``. The stale-turn policy is the storage's (``get_task``).
 """
 
 import time
@@ -16,7 +16,7 @@ from typing import Optional
 from . import errors
 from .agents import Turn, run_turn
 from .auth.callers import KEY_REFUSED, confirm
-from .storage.base import QUEUED_TEXT, KeyNotLive, TaskPage, TaskRecord
+from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
 from .storage.common import new_id
 
 
@@ -76,8 +76,8 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
         start = storage.start_turn(
             owner, agent_name, message, context_id=message.get("contextId"),
             task_id=message.get("taskId"), metadata=metadata, live_key=live_key)
-    except KeyNotLive:
-        raise errors.Unauthenticated(KEY_REFUSED) from None
+    except RememberedKeyRevokedError:
+        raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
     if start.replayed:
         return storage.get_task(start.task_id, owner, agent_name, history_length,
@@ -165,10 +165,10 @@ def check_extended_card(context: CallContext) -> None:
     """``AuthenticatedExtendedCardNotConfigured`` unless this caller may read
     the agent's extended card (the binding then renders it)."""
     if not context.agent.has_extended_card:
-        raise errors.AuthenticatedExtendedCardNotConfigured(
+        raise errors.ExtendedAgentCardNotConfiguredError(
             "Agent %s has no authenticated extended card; its public card is "
             "all there is." % context.agent.name)
     if not context.caller.authenticated:
-        raise errors.AuthenticatedExtendedCardNotConfigured(
+        raise errors.ExtendedAgentCardNotConfiguredError(
             "The extended card of agent %s is shown only to authenticated "
             "callers, and authentication is off here." % context.agent.name)

@@ -24,7 +24,7 @@ class Runtime:
 
     def schema_problem(self, version=None):
         """None when the database is at the schema this package needs, else
-        the ``SchemaOutdated`` error to answer (A2A_AUTO_MIGRATE=0). Given
+        the ``SchemaOutdatedError`` to answer (A2A_AUTO_MIGRATE=0). Given
         ``version`` (read by the health check), it is judged afresh."""
         if version is None:
             if self.schema_current:
@@ -41,7 +41,7 @@ class Runtime:
             return None
         remedy = ("Run `flask a2a db upgrade`." if version < expected
                   else "Upgrade a2a_flask.")
-        return errors.SchemaOutdated(
+        return errors.SchemaOutdatedError(
             "The database schema is version %d; this a2a_flask needs version "
             "%d. %s" % (version, expected, remedy))
 
@@ -53,7 +53,7 @@ class Runtime:
         """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
-            raise errors.AgentNotFound(
+            raise errors.AgentNotFoundError(
                 "No agent named %r can be talked to here." % name,
                 data={"agent": name})
         return agent

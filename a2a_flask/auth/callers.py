@@ -104,21 +104,21 @@ def authenticate(runtime, request, deferred_key_check=False):
         if scheme == "bearer" and _takes_host_token(runtime, key):
             caller = _host_caller(runtime.extension.token_loader(key), "token")
             if caller is None:
-                raise errors.Unauthenticated(
+                raise errors.UnauthenticatedError(
                     "The bearer token is not valid: neither an API key nor "
                     "a token of this application.")
             return caller
-        raise errors.Unauthenticated(KEY_REFUSED)
+        raise errors.UnauthenticatedError(KEY_REFUSED)
     if scheme == "basic":
         pair = _basic(credentials)
         if pair is None:
-            raise errors.Unauthenticated("The HTTP Basic credentials are malformed.")
+            raise errors.UnauthenticatedError("The HTTP Basic credentials are malformed.")
         caller = _check_password(runtime, request, *pair)
         if caller is None:
-            raise errors.Unauthenticated("Wrong username or password.")
+            raise errors.UnauthenticatedError("Wrong username or password.")
         return caller
     if authorization:
-        raise errors.Unauthenticated(
+        raise errors.UnauthenticatedError(
             "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
     loader = runtime.extension.session_loader
     # A session rides on a cookie the browser sends by itself: only a JSON body
@@ -128,7 +128,7 @@ def authenticate(runtime, request, deferred_key_check=False):
         caller = _host_caller(loader(), "session")
         if caller is not None:
             return caller
-    raise errors.Unauthenticated(
+    raise errors.UnauthenticatedError(
         "Authentication required: send an API key (Authorization: Bearer, or "
         "the %s header) or HTTP Basic credentials." % runtime.settings.api_key_header)
 
@@ -156,7 +156,7 @@ def _check_password(runtime, request, name, password):
     verified in this process is accepted without either.
     """
     if not basic_in_use(runtime):
-        raise errors.Unauthenticated(
+        raise errors.UnauthenticatedError(
             "HTTP Basic is not accepted here (no users are set up): send an "
             "API key.")
     keys = ("user:" + name, "address:%s" % request.remote_addr)
@@ -193,13 +193,13 @@ def confirm(runtime, caller):
     if caller is None or caller.unconfirmed_key is None:
         return
     if not runtime.credentials.key_is_live(caller.unconfirmed_key):
-        raise errors.Unauthenticated(KEY_REFUSED)
+        raise errors.UnauthenticatedError(KEY_REFUSED)
     caller.unconfirmed_key = None
 
 
 def authorize(caller, agent):
     if not caller.may_reach(agent.name):
-        raise errors.Forbidden(
+        raise errors.ForbiddenError(
             "These credentials may not talk to agent %s." % agent.name,
             data={"agent": agent.name})
 

@@ -16,7 +16,7 @@ def read_body(limit: int) -> bytes:
         limit = min(limit, host_limit)
     length = request.content_length
     if length is not None and length > limit:
-        raise errors.PayloadTooLarge(
+        raise errors.PayloadTooLargeError(
             "The request body is %d bytes; this service accepts at most %d."
             % (length, limit))
     try:
@@ -29,7 +29,7 @@ def read_body(limit: int) -> bytes:
     except RequestEntityTooLarge:  # werkzeug enforcing the host app's limit
         body = None
     if body is None or len(body) > limit:
-        raise errors.PayloadTooLarge(
+        raise errors.PayloadTooLargeError(
             "The request body is over %d bytes, the most this service accepts."
             % limit)
     return body
@@ -42,7 +42,7 @@ def _read_exactly(stream, length):
     while missing > 0:
         chunk = stream.read(missing)
         if not chunk:
-            raise errors.IncompleteBody(
+            raise errors.IncompleteBodyError(
                 "The request body ended after %d of the %d bytes its "
                 "Content-Length declares; nothing was run."
                 % (length - missing, length))

@@ -21,6 +21,7 @@ from flask import current_app, request
 
 from .. import errors
 from ..auth.callers import authenticate, authorize, confirm
+from ..protocol.errors import failure_error
 from ..protocol.versions import HEADER, asked_version
 from ..service import CallContext
 from . import access
@@ -63,7 +64,7 @@ def storage_error(state, exc):
     failure = state.storage.failure(exc)
     if failure is None:
         raise exc
-    return failure
+    return failure_error(failure)
 
 
 def _confirmed(state, caller, error):
@@ -72,10 +73,13 @@ def _confirmed(state, caller, error):
     key cannot be checked)."""
     try:
         confirm(state, caller)
-    except errors.Unauthenticated as refused:
+    except errors.UnauthenticatedError as refused:
         return refused
     except Exception as exc:
-        return storage_error(state, exc)
+        failure = state.storage.failure(exc)
+        if failure is None:
+            raise
+        return failure
     return error
 
 

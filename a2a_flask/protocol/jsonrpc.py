@@ -103,11 +103,11 @@ class Envelope:
             return cls(error=errors.ParseError(
                 "The request body is not valid UTF-8 JSON."))
         if isinstance(data, list):
-            return cls(error=errors.InvalidRequest(
+            return cls(error=errors.InvalidRequestError(
                 "Batch requests are not supported: send one JSON-RPC call per "
                 "request."))
         if not isinstance(data, dict):
-            return cls(error=errors.InvalidRequest(
+            return cls(error=errors.InvalidRequestError(
                 "The request must be a JSON object (a JSON-RPC 2.0 call)."))
         schema = STRICT_ENVELOPE if strict else ENVELOPE
         try:
@@ -117,7 +117,7 @@ class Envelope:
             # An invalid id cannot be echoed; a valid one is, whatever else failed.
             request_id = None if "id" in problems else data.get("id")
             member = next(m for m in _MEMBER_ORDER if m in problems)
-            return cls(id=request_id, error=errors.InvalidRequest(
+            return cls(id=request_id, error=errors.InvalidRequestError(
                 "Invalid JSON-RPC request: %s: %s" % (member, problems[member][0]),
                 data={"field": member}))
         return cls(call.get("id"), call["method"], call.get("params"))

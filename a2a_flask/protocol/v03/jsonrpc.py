@@ -9,6 +9,7 @@ is authenticated; ``Method.run`` comes after.
 from typing import Dict
 
 from ... import errors, service
+from .. import errors as answers
 from ..cards import agent_card
 from ...schemas import (
     MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS, load_params,
@@ -50,7 +51,7 @@ def method(name, schema=None, checks_key_itself=False):
 def find_method(name):
     found = METHODS.get(name)
     if found is None:
-        raise errors.MethodNotFound(
+        raise errors.MethodNotFoundError(
             "Method not found: %r. This agent answers %s." % (name, _ANSWERED),
             data={"method": name})
     return found
@@ -61,7 +62,7 @@ def call(found, context, params):
     try:
         return found.run(context, params)
     except storage.StorageError as exc:
-        raise storage_error(exc) from None
+        raise answers.outcome_error(exc, answers.V03) from None
 
 
 def render_task(task):
@@ -77,48 +78,12 @@ def render_task(task):
     return view
 
 
-def storage_error(exc):
-    """The 0.3 error for a neutral storage outcome."""
-    if isinstance(exc, storage.TaskNotFound):
-        return errors.TaskNotFound(data={"taskId": exc.task_id})
-    if isinstance(exc, storage.MessageIdReused):
-        return errors.InvalidParams(
-            "message.messageId: this messageId was already used for a "
-            "different message; send a new messageId.",
-            data={"field": "message.messageId"})
-    if isinstance(exc, storage.ContextMismatch):
-        return errors.InvalidParams(
-            "message.contextId does not match the contextId of task %s."
-            % exc.task_id,
-            data={"field": "message.contextId",
-                  "taskContextId": exc.task_context_id})
-    if isinstance(exc, storage.TaskNotWaiting) and exc.terminal:
-        return errors.InvalidParams(
-            "message.taskId: task %s is %s, a terminal state, and takes no "
-            "more messages; send a new message with its contextId %s to "
-            "continue the conversation." % (exc.task_id, exc.state, exc.context_id),
-            data={"field": "message.taskId", "state": exc.state,
-                  "contextId": exc.context_id})
-    if isinstance(exc, storage.TaskNotWaiting):
-        return errors.InvalidParams(
-            "message.taskId: task %s is %s: another request is running it "
-            "now; poll tasks/get until it waits for input." % (exc.task_id,
-                                                               exc.state),
-            data={"field": "message.taskId", "state": exc.state})
-    if isinstance(exc, storage.TaskNotCancelable):
-        return errors.TaskNotCancelable(
-            "Task %s is %s, a terminal state, and cannot be canceled."
-            % (exc.task_id, exc.state),
-            data={"taskId": exc.task_id, "state": exc.state})
-    return errors.service_failed()
-
-
 @method("message/send", MESSAGE_SEND_PARAMS, checks_key_itself=True)
 def message_send(context: CallContext, params):
     message = params["message"]
     configuration = params.get("configuration") or {}
     if configuration.get("pushNotificationConfig") is not None:
-        raise errors.PushNotificationNotSupported(
+        raise errors.PushNotificationNotSupportedError(
             "configuration.pushNotificationConfig: push notifications are not "
             "supported; poll tasks/get instead.",
             data={"field": "configuration.pushNotificationConfig"})
@@ -156,14 +121,14 @@ def _unsupported(error_class, text):
 
 
 method("message/stream")(_unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "This operation is not supported: streaming is not available from this agent; "
     "use message/send, then tasks/get."))
 method("tasks/resubscribe")(_unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "This operation is not supported: there is no stream to resubscribe to; "
     "poll tasks/get."))
 for _name in ("set", "get", "list", "delete"):
     method("tasks/pushNotificationConfig/" + _name)(_unsupported(
-        errors.PushNotificationNotSupported,
+        errors.PushNotificationNotSupportedError,
         "Push notifications are not supported by this agent: poll tasks/get."))

@@ -33,7 +33,7 @@ _add("ListTaskPushNotificationConfigs", v10.PUSH)
 def find_method(name):
     found = METHODS.get(name)
     if found is None:
-        raise errors.MethodNotFound(
+        raise errors.MethodNotFoundError(
             "Method not found: %r. Over A2A 1.0 this agent answers %s."
             % (name, _ANSWERED))
     return found

@@ -2,7 +2,7 @@
 
 Each takes validated params (``schemas_v10``) and returns the 1.0 ProtoJSON
 answer, converted from the service's neutral values (``convert_v10``).
-``error_body`` words any ``A2AError`` the 1.0 way: a code, a sentence and
+``error_body`` renders any ``A2AError`` the 1.0 way: a code, a sentence and
 ``details``, typed objects (``google.rpc.ErrorInfo`` for A2A errors,
 ``google.rpc.BadRequest`` naming the field that was wrong).
 """
@@ -14,32 +14,16 @@ from ..cards import agent_card
 from ...schemas import load_params
 from ...storage import base as storage
 from ...storage.common import now_iso
+from .. import errors as answers
+from ..errors import Wording
 from . import convert
-from ..v03.jsonrpc import storage_error as _storage_error_v03
 from .schemas import PAGE_SIZE_DEFAULT
 
 VERSION = "1.0"
 DOMAIN = "a2a-protocol.org"
 
-#: ErrorInfo.reason of each A2A error (section 11.6: the type, no "Error").
-REASONS = {
-    errors.TaskNotFound: "TASK_NOT_FOUND",
-    errors.TaskNotCancelable: "TASK_NOT_CANCELABLE",
-    errors.PushNotificationNotSupported: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    errors.UnsupportedOperation: "UNSUPPORTED_OPERATION",
-    errors.ContentTypeNotSupported: "CONTENT_TYPE_NOT_SUPPORTED",
-    errors.AuthenticatedExtendedCardNotConfigured: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-    errors.VersionNotSupported: "VERSION_NOT_SUPPORTED",
-}
-#: 0.3 method names in the service's sentences, as 1.0 names them.
-_NAMES = (("message/send", "SendMessage"), ("tasks/get", "GetTask"),
-          ("tasks/cancel", "CancelTask"))
-
-
-def words(text):
-    for old, new in _NAMES:
-        text = text.replace(old, new)
-    return text
+#: How 1.0 names what storage outcomes speak of.
+WORDING = Wording("GetTask", convert.state)
 
 
 def _metadata(data):
@@ -57,9 +41,7 @@ def details(exc):
     """The typed details of ``exc`` (a list, maybe empty)."""
     data = exc.data if isinstance(exc.data, dict) else None
     found = []
-    reason = REASONS.get(type(exc))
-    if reason is None and isinstance(exc, errors.StorageUnavailable):
-        reason = "STORAGE_UNAVAILABLE"
+    reason = answers.reason(exc)
     if reason is not None:
         info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
                 "reason": reason, "domain": DOMAIN}
@@ -78,25 +60,10 @@ def details(exc):
 
 def error_body(exc):
     """``{code, message[, data]}``: the JSON-RPC error object of ``exc``."""
-    error = {"code": exc.code, "message": words(exc.message)}
+    error = {"code": exc.code, "message": exc.message}
     found = details(exc)
     if found:
         error["data"] = found
-    return error
-
-
-def storage_error(exc):
-    """The 1.0 error for a neutral storage outcome (the 0.3 one, reworded)."""
-    error = _storage_error_v03(exc)
-    if isinstance(exc, storage.TaskNotWaiting) and exc.terminal:
-        error.message = (
-            "message.taskId: task %s is %s, a terminal state, and takes no more "
-            "messages; send a new message with its contextId %s to continue "
-            "the conversation." % (exc.task_id, convert.state(exc.state),
-                                   exc.context_id))
-    elif isinstance(exc, storage.TaskNotCancelable):
-        error.message = ("Task %s is %s, a terminal state, and cannot be "
-                         "canceled." % (exc.task_id, convert.state(exc.state)))
     return error
 
 
@@ -105,7 +72,7 @@ def run(operation, context, params):
     try:
         return operation(context, params)
     except storage.StorageError as exc:
-        raise storage_error(exc) from None
+        raise answers.outcome_error(exc, WORDING) from None
 
 
 def load(schema, params):
@@ -117,7 +84,7 @@ def load(schema, params):
 def send_message(context, params):
     configuration = params.get("configuration") or {}
     if configuration.get("taskPushNotificationConfig") is not None:
-        raise errors.PushNotificationNotSupported(
+        raise errors.PushNotificationNotSupportedError(
             "configuration.taskPushNotificationConfig: push notifications are "
             "not supported; poll GetTask instead.",
             data={"field": "configuration.taskPushNotificationConfig"})
@@ -158,7 +125,7 @@ def list_tasks(context, params):
             history_length=context.history_length(params.get("historyLength")),
             include_artifacts=params.get("includeArtifacts", False), **filters)
     except ValueError:
-        raise errors.InvalidParams(
+        raise errors.InvalidParamsError(
             "pageToken: not a token this service gave; start again without it.",
             data={"field": "pageToken"}) from None
     tasks = [convert.task(record) for record in page.tasks]
@@ -179,11 +146,11 @@ def unsupported(error_class, text):
 
 
 SEND_STREAMING = unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "Streaming is not supported by this agent: use SendMessage, then GetTask.")
 SUBSCRIBE = unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "There is no stream to subscribe to: poll GetTask instead.")
 PUSH = unsupported(
-    errors.PushNotificationNotSupported,
+    errors.PushNotificationNotSupportedError,
     "Push notifications are not supported by this agent: poll GetTask instead.")

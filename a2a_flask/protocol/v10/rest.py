@@ -14,6 +14,7 @@ import json
 from flask import Response
 
 from ... import errors
+from .. import errors as answers
 from ..call import ProtocolCall
 from ..jsonrpc import Envelope, decode_json
 from ..versions import version_error
@@ -21,33 +22,12 @@ from . import operations as v10
 from . import schemas
 
 MEDIA_TYPE = "application/a2a+json"
-#: google.rpc.Code names by HTTP status.
-STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
-                403: "PERMISSION_DENIED", 404: "NOT_FOUND", 405: "UNIMPLEMENTED",
-                409: "ABORTED", 413: "INVALID_ARGUMENT",
-                429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "UNIMPLEMENTED",
-                503: "UNAVAILABLE"}
-_PRECONDITIONS = (errors.TaskNotCancelable, errors.PushNotificationNotSupported,
-                  errors.UnsupportedOperation,
-                  errors.AuthenticatedExtendedCardNotConfigured,
-                  errors.VersionNotSupported)
-
-
-def http_status(exc):
-    """Section 5.4's HTTP status of ``exc``."""
-    if exc.http_status != 200:
-        return exc.http_status
-    if isinstance(exc, (errors.TaskNotFound, errors.MethodNotFound)):
-        return 404
-    if isinstance(exc, errors.StorageUnavailable):
-        return 503
-    if isinstance(exc, errors.InternalError):
-        return 500
-    return 400
 
 
 def rest_error(status, message, found=(), headers=None, name=None):
-    name = name or STATUS_NAMES.get(status, "UNKNOWN")
+    """A google.rpc.Status error body at HTTP ``status`` (``name``: its code
+    name, by default the status's)."""
+    name = name or answers.STATUS_NAMES.get(status, "UNKNOWN")
     error = {"code": status, "status": name, "message": message}
     if found:
         error["details"] = list(found)
@@ -56,11 +36,10 @@ def rest_error(status, message, found=(), headers=None, name=None):
 
 
 def error_response(exc):
-    status = http_status(exc)
-    # Section 5.4's gRPC column names these more precisely than their 400.
-    name = "FAILED_PRECONDITION" if isinstance(exc, _PRECONDITIONS) else None
-    return rest_error(status, v10.words(exc.message), v10.details(exc),
-                      exc.headers, name)
+    """The HTTP+JSON answer of ``exc`` (a storage outcome or failure too)."""
+    exc = answers.as_a2a_error(exc, v10.WORDING)
+    return rest_error(answers.rest_status(exc), exc.message, v10.details(exc),
+                      exc.headers, answers.grpc_status(exc))
 
 
 def _json(payload):
@@ -104,7 +83,7 @@ class Route:
         elif self.source == "body":
             params = _body(inbound)
             if not isinstance(params, dict):
-                raise errors.InvalidParams("The request body must be a JSON object.",
+                raise errors.InvalidParamsError("The request body must be a JSON object.",
                                            data={"field": "body"})
         else:
             params = {}
@@ -152,7 +131,7 @@ class RestCall(ProtocolCall):
     def start(self, inbound):
         asked = inbound.asked_version
         if asked != "1.0":
-            raise version_error(asked) or errors.VersionNotSupported(
+            raise version_error(asked) or errors.VersionNotSupportedError(
                 "This HTTP+JSON interface speaks A2A 1.0 only: send the header "
                 "A2A-Version: 1.0 (none means 0.3, served over JSON-RPC at "
                 "the agent's /a2a endpoint).",

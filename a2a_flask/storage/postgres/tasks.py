@@ -13,8 +13,8 @@ import json
 import time
 
 from ..base import (
-    STALE_TURN_TEXT, ContextMismatch, KeyNotLive, MessageIdReused,
-    TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
+    STALE_TURN_TEXT, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
+    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TaskRecord, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from .connection import is_storage_failure
@@ -144,7 +144,7 @@ class TaskOperations:
                    metadata=None, live_key=None):
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
-        # context other than the task's is refused (ContextMismatch), which
+        # context other than the task's is refused (ContextMismatchError), which
         # rolls the retry record back.
         digest = delivery_fingerprint(message, task_id, context_id)
         if task_id is None:
@@ -180,13 +180,13 @@ class TaskOperations:
     def _check_live(conn, live_key):
         if live_key is not None and conn.execute(
                 "SELECT " + KEY_IS_LIVE, {"key": live_key}).fetchone()[0] is not True:
-            raise KeyNotLive()
+            raise RememberedKeyRevokedError()
 
     @classmethod
     def _record_delivery(cls, conn, owner, agent, message, digest, task_id):
         """The retry record of ``message`` to ``task_id`` (``digest``: its
         ``delivery_fingerprint``); when this messageId was seen, the replayed
-        ``TurnStart`` (or ``MessageIdReused``)."""
+        ``TurnStart`` (or ``MessageIdReusedError``)."""
         if conn.execute(
                 "INSERT INTO a2a_deliveries (owner, agent, message_id,"
                 " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
@@ -200,7 +200,7 @@ class TaskOperations:
         message_id = message["messageId"]
         seen = conn.execute(_SEEN, (owner, agent, message_id)).fetchone()
         if seen is None or seen[0] not in retry_digests(message, seen[1], seen[2]):
-            raise MessageIdReused(message_id)
+            raise MessageIdReusedError(message_id)
         return TurnStart(seen[1], seen[2], replayed=True)
 
     @staticmethod
@@ -219,11 +219,11 @@ class TaskOperations:
             "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
             " AND agent = %s", (task_id, owner, agent)).fetchone()
         if row is None:
-            raise TaskNotFound(task_id)
+            raise NoSuchTaskError(task_id)
         state, task_context = row
         if context_id is not None and context_id != task_context:
-            raise ContextMismatch(task_id, task_context)
-        raise TaskNotWaiting(task_id, state, task_context)
+            raise ContextMismatchError(task_id, task_context)
+        raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
                     artifacts=()):
@@ -269,7 +269,7 @@ class TaskOperations:
             task, stale = self._read(conn, self._read_task_sql, task_id, owner,
                                      agent, history_length, live_key)
             if task is None:
-                raise TaskNotFound(task_id)
+                raise NoSuchTaskError(task_id)
             if stale:
                 self.fail_stale_turn(task_id)  # or another server just did
                 task, _ = self._read(conn, self._read_task_sql, task_id, owner,
@@ -334,5 +334,5 @@ class TaskOperations:
                 "SELECT state FROM a2a_tasks WHERE id = %s AND owner = %s"
                 " AND agent = %s", (task_id, owner, agent)).fetchone()
         if row is None:
-            raise TaskNotFound(task_id)
-        raise TaskNotCancelable(task_id, row[0])
+            raise NoSuchTaskError(task_id)
+        raise TaskEndedError(task_id, row[0])
