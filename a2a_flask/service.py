@@ -14,20 +14,20 @@ import time
 from typing import Optional
 
 from . import errors
-from .agents import Turn, run_turn
-from .auth.callers import KEY_REFUSED, confirm
+from .agent import Turn, run_turn
+from .auth.callers import KEY_REFUSED, confirm_remembered_key
 from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
-from .storage.common import new_id
+from .messages import agent_message, text_part
 
 
 class CallContext:
     """One call as the service sees it: who calls (``caller``) which agent,
     through which app's A2A state (``app.extensions["a2a"]``)."""
 
-    __slots__ = ("runtime", "agent", "caller", "at_root")
+    __slots__ = ("app_state", "agent", "caller", "at_root")
 
-    def __init__(self, runtime, agent, caller, at_root=False):
-        self.runtime = runtime
+    def __init__(self, app_state, agent, caller, at_root=False):
+        self.app_state = app_state
         self.agent = agent
         self.caller = caller
         #: Reached as the default agent at /a2a rather than under the prefix.
@@ -35,11 +35,11 @@ class CallContext:
 
     @property
     def storage(self):
-        return self.runtime.storage
+        return self.app_state.storage
 
     def history_length(self, asked):
         """``asked``, else A2A_HISTORY_LENGTH_DEFAULT (None: all)."""
-        return self.runtime.settings.history_length_default if asked is None else asked
+        return self.app_state.settings.history_length_default if asked is None else asked
 
 
 def clamp_history(history, limit):
@@ -66,23 +66,23 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     owner, agent_name = context.caller.id, context.agent.name
     storage = context.storage
     if context.agent.background:
-        confirm(context.runtime, context.caller)
+        confirm_remembered_key(context.app_state, context.caller)
         return _send_to_queue(context, message, metadata,
                               context.history_length(history_length),
                               return_immediately)
     # A key taken on trust (auth.authenticate) is checked by the start itself.
-    live_key = context.caller.unconfirmed_key
+    remembered_key = context.caller.remembered_key
     try:
         start = storage.start_turn(
             owner, agent_name, message, context_id=message.get("contextId"),
-            task_id=message.get("taskId"), metadata=metadata, live_key=live_key)
+            task_id=message.get("taskId"), metadata=metadata, remembered_key=remembered_key)
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
     if start.replayed:
         return storage.get_task(start.task_id, owner, agent_name, history_length,
-                                live_key=live_key)
-    context.caller.unconfirmed_key = None  # live when the turn was stored
+                                remembered_key=remembered_key)
+    context.caller.remembered_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
                             metadata))
@@ -105,15 +105,14 @@ POLL_FIRST, POLL_MOST = 0.02, 0.2
 
 def _send_to_queue(context, message, metadata, history_length, return_immediately):
     owner, agent_name, storage = context.caller.id, context.agent.name, context.storage
-    queued = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
-              "parts": [{"kind": "text", "text": QUEUED_TEXT}]}
+    queued = agent_message([text_part(QUEUED_TEXT)])
     start = storage.enqueue_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
         retry=context.agent.retry, status_message=queued)
     if not start.replayed and not return_immediately:
         wait_while_working(storage, start.task_id,
-                           context.runtime.settings.blocking_wait_seconds)
+                           context.app_state.settings.blocking_wait_seconds)
     return storage.get_task(start.task_id, owner, agent_name, history_length)
 
 
@@ -135,7 +134,7 @@ def get(context: CallContext, task_id: str,
     # A key taken on trust (auth.authenticate) is checked by the read itself.
     return context.storage.get_task(task_id, context.caller.id, context.agent.name,
                                 context.history_length(history_length),
-                                live_key=context.caller.unconfirmed_key)
+                                remembered_key=context.caller.remembered_key)
 
 
 def cancel(context: CallContext, task_id: str) -> TaskRecord:

@@ -140,7 +140,7 @@ class Credentials:
         """(ApiKey, its hash) of a key ``find_key`` found live in this process
         less than a minute ago (its use then recorded), else None. Not proof
         that it is live *now*: whoever takes it checks that in the storage
-        statement of the call (``live_key`` of ``Storage.get_task`` and
+        statement of the call (``remembered_key`` of ``Storage.get_task`` and
         ``start_turn``) or with ``key_is_live``, so a revoked key is refused
         at once all the same."""
         key_hash = hash_key(secret)

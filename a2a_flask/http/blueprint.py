@@ -13,13 +13,13 @@ from ..protocol import versions
 from ..protocol.v10 import rest
 from . import discovery
 from .json_fallbacks import add_fallbacks
-from .pipeline import answer_call, current_state
+from .pipeline import answer_call, current_app_state
 
 
 def _rpc(name, at_root=False):
     """A JSON-RPC call, in the version its ``A2A-Version`` asks for."""
     call = versions.JsonRpcCall(versions.for_request(request),
-                                current_state().settings.strict_jsonrpc)
+                                current_app_state().settings.strict_jsonrpc)
     return answer_call(call, name, at_root)
 
 
@@ -44,7 +44,7 @@ def _add_rest_routes(bp, settings):
                         methods=[route.http_method])
         if urls.root_rest(settings):
             bp.add_url_rule(route.path, "root_rest_%d" % index,
-                            _rest_view(route, lambda kw: current_state().settings.default_agent,
+                            _rest_view(route, lambda kw: current_app_state().settings.default_agent,
                                        at_root=True),
                             methods=[route.http_method])
 
@@ -67,16 +67,16 @@ def make_blueprint(settings):
     if settings.metrics:
         @bp.get(urls.metrics_path(settings))
         def metrics():
-            return current_state().metrics.response()
+            return current_app_state().metrics.response()
 
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
         @bp.post(urls.ROOT_RPC)
         def default_rpc():
-            return _rpc(current_state().settings.default_agent, at_root=True)
+            return _rpc(current_app_state().settings.default_agent, at_root=True)
 
         def default_card():
-            return discovery.card(current_state().settings.default_agent,
+            return discovery.card(current_app_state().settings.default_agent,
                                   at_root=True)
 
         for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):

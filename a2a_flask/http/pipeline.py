@@ -20,7 +20,7 @@ import logging
 from flask import current_app, request
 
 from .. import errors
-from ..auth.callers import authenticate, authorize, confirm
+from ..auth.callers import authenticate, authorize, confirm_remembered_key
 from ..protocol.errors import failure_error
 from ..protocol.versions import HEADER, asked_version
 from ..service import CallContext
@@ -30,8 +30,8 @@ from .body import read_body
 log = logging.getLogger("a2a_flask")
 
 
-def current_state():
-    """The A2A state of the app serving this request."""
+def current_app_state():
+    """The A2A state (``AppState``) of the app serving this request."""
     return current_app.extensions["a2a"]
 
 
@@ -58,47 +58,47 @@ class Inbound:
         return asked_version(request)
 
 
-def storage_error(state, exc):
+def storage_error(app_state, exc):
     """The A2A error for ``exc``, a storage failure; anything else is raised
     again."""
-    failure = state.storage.failure(exc)
+    failure = app_state.storage.failure(exc)
     if failure is None:
         raise exc
     return failure_error(failure)
 
 
-def _confirmed(state, caller, error):
+def _confirmed(app_state, caller, error):
     """``error``, unless the caller's key was remembered and is revoked since:
     then 401, whatever else failed (or the storage's own failure when the
     key cannot be checked)."""
     try:
-        confirm(state, caller)
+        confirm_remembered_key(app_state, caller)
     except errors.UnauthenticatedError as refused:
         return refused
     except Exception as exc:
-        failure = state.storage.failure(exc)
+        failure = app_state.storage.failure(exc)
         if failure is None:
             raise
         return failure
     return error
 
 
-def _answer(state, call, agent_name, at_root):
+def _answer(app_state, call, agent_name, at_root):
     caller = None
-    inbound = Inbound(state.settings.max_content_length)
+    inbound = Inbound(app_state.settings.max_content_length)
     try:
         call.start(inbound)
-        caller = authenticate(state, request, call.checks_remembered_key)
-        agent = state.reachable_agent(agent_name)
+        caller = authenticate(app_state, request, call.checks_remembered_key)
+        agent = app_state.reachable_agent(agent_name)
         authorize(caller, agent)
         params = call.params(inbound)
-        result = call.run(CallContext(state, agent, caller, at_root), params)
+        result = call.run(CallContext(app_state, agent, caller, at_root), params)
         access.note_result(result)
         return call.answer(result)
     except errors.A2AError as exc:
-        return call.refuse(_confirmed(state, caller, exc))
+        return call.refuse(_confirmed(app_state, caller, exc))
     except Exception as exc:
-        failure = state.storage.failure(exc)
+        failure = app_state.storage.failure(exc)
         if failure is not None:
             return call.refuse(failure)
         log.exception("internal error answering agent %r", agent_name)
@@ -110,13 +110,13 @@ def _answer(state, call, agent_name, at_root):
 def answer_call(call, agent_name, at_root=False):
     """The response to ``call`` (a ``ProtocolCall``) for agent
     ``agent_name``, with its access record; refused while the schema is old."""
-    state = current_state()
+    app_state = current_app_state()
 
     def answer():
-        problem = state.schema_problem()
+        problem = app_state.schema_problem()
         if problem is not None:
             return call.refuse(problem)
-        return _answer(state, call, agent_name, at_root)
+        return _answer(app_state, call, agent_name, at_root)
 
     return access.logged_call(
-        agent_name, answer, state.metrics.observe_call if state.metrics else None)
+        agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None)

@@ -12,10 +12,40 @@ import re
 from itertools import accumulate
 
 from flask import Response
-from marshmallow import ValidationError
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from .. import errors
-from ..schemas import ENVELOPE, STRICT_ENVELOPE
+
+class JsonRpcId(fields.Field):
+    """A JSON-RPC id: a string, an integer or null (a bool is not an integer)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValidationError("id must be a string, an integer or null.")
+
+
+class EnvelopeSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    id = JsonRpcId(allow_none=True)
+    method = fields.String(required=True)
+    jsonrpc = fields.Raw(required=True, allow_none=True)
+    params = fields.Raw(allow_none=True)
+
+
+class StrictEnvelopeSchema(EnvelopeSchema):
+    jsonrpc = fields.Raw(
+        required=True,
+        validate=validate.Equal("2.0", error='must be the string "2.0".'),
+    )
+
+
+ENVELOPE = EnvelopeSchema()
+STRICT_ENVELOPE = StrictEnvelopeSchema()
 
 # The order of docs/protocol.md §3: the first failing member answers.
 _MEMBER_ORDER = ("id", "method", "jsonrpc")

@@ -130,7 +130,7 @@ class JsonRpcCall(ProtocolCall):
         self.method = self.binding.find_method(self.envelope.method)
         # A method whose storage statement checks the key itself (send, get)
         # may take a key remembered live; any other looks it up first.
-        self.checks_remembered_key = self.method.checks_key_itself
+        self.checks_remembered_key = self.method.checks_remembered_key
 
     def params(self, inbound):
         return self.method.load(self.envelope.params)

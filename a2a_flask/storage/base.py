@@ -204,11 +204,11 @@ class Storage(abc.ABC):
                    context_id: Optional[str] = None,
                    task_id: Optional[str] = None,
                    metadata: Optional[dict] = None,
-                   live_key: Optional[str] = None) -> TurnStart:
+                   remembered_key: Optional[str] = None) -> TurnStart:
         """Record an incoming user message and mark its task ``working``, in
         one transaction.
 
-        - ``live_key`` (the hash of the caller's API key, taken on trust as in
+        - ``remembered_key`` (the hash of the caller's API key, taken on trust as in
           ``get_task``): nothing is written unless that key is live, checked
           in the same statement or transaction; ``RememberedKeyRevokedError`` otherwise.
 
@@ -246,14 +246,14 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def get_task(self, task_id: str, owner: str, agent: str,
                  history_length: Optional[int] = None,
-                 live_key: Optional[str] = None) -> TaskRecord:
+                 remembered_key: Optional[str] = None) -> TaskRecord:
         """The task of this (owner, agent) with its artifacts and its last
         ``history_length`` messages (all when None, none when 0), read as of
         one moment; ``NoSuchTaskError`` otherwise. A ``working`` task whose turn
         began longer than the stale-turn limit ago is failed first
         (``fail_stale_turn``) and returned failed.
 
-        ``live_key``: the hash of the caller's API key, which this process
+        ``remembered_key``: the hash of the caller's API key, which this process
         found live earlier: the task is read only if that key is still live,
         checked in the same statement (``NoSuchTaskError`` otherwise, and the
         caller then checks the key on its own: auth.confirm). A revoked key

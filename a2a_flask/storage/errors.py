@@ -58,7 +58,7 @@ class TaskEndedError(StorageError):
 
 
 class RememberedKeyRevokedError(StorageError):
-    """The caller's API key (taken on trust: ``live_key``) is revoked or gone;
+    """The caller's API key (taken on trust: ``remembered_key``) is revoked or gone;
     nothing was written."""
 
 

@@ -201,30 +201,30 @@ def test_keys(storage):
 def test_get_task_checks_a_live_key_in_its_read(storage):
     storage.insert_key(KeyRow("key_1", "a2a_abc", None, "*", None), "hash1")
     start = finished(storage, owner="key:key_1")
-    task = storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash1")
+    task = storage.get_task(start.task_id, "key:key_1", "echo", remembered_key="hash1")
     assert task.id == start.task_id and task.state == "completed"
     with pytest.raises(NoSuchTaskError):  # no such key: nothing is read
-        storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash2")
+        storage.get_task(start.task_id, "key:key_1", "echo", remembered_key="hash2")
     storage.revoke_key("key_1")
     with pytest.raises(NoSuchTaskError):
-        storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash1")
-    # Without live_key the read is the owner's, as before.
+        storage.get_task(start.task_id, "key:key_1", "echo", remembered_key="hash1")
+    # Without remembered_key the read is the owner's, as before.
     assert storage.get_task(start.task_id, "key:key_1", "echo").id == start.task_id
 
 
 def test_start_turn_writes_only_for_a_live_key(storage):
     storage.insert_key(KeyRow("key_1", "a2a_abc", None, "*", None), "hash1")
     owner = "key:key_1"
-    start = storage.start_turn(owner, "echo", msg("one"), live_key="hash1")
+    start = storage.start_turn(owner, "echo", msg("one"), remembered_key="hash1")
     assert start.created
     storage.finish_turn(start.task_id, owner, "echo", "input-required",
                         agent_reply(start, "more?"))
     storage.revoke_key("key_1")
     with pytest.raises(RememberedKeyRevokedError):
-        storage.start_turn(owner, "echo", msg("two"), live_key="hash1")
+        storage.start_turn(owner, "echo", msg("two"), remembered_key="hash1")
     with pytest.raises(RememberedKeyRevokedError):
         storage.start_turn(owner, "echo", msg("three"), task_id=start.task_id,
-                           live_key="hash1")
+                           remembered_key="hash1")
     assert storage.count_tasks(owner=owner) == 1
     task = storage.get_task(start.task_id, owner, "echo")
     assert task.state == "input-required" and len(task.history) == 2

@@ -1,5 +1,5 @@
 """A2A 0.3 over JSON-RPC: the method table, params (marshmallow schemas of
-``schemas.py``), Task rendering and the 0.3 wording of errors.
+``v03/schemas.py``) and Task rendering.
 
 ``find_method`` looks a method up in ``METHODS`` (an unknown one is -32601);
 ``Method.load`` checks its params with its schema (-32602), once the caller
@@ -11,9 +11,8 @@ from typing import Dict
 from ... import errors, service
 from .. import errors as answers
 from ..cards import agent_card
-from ...schemas import (
-    MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS, load_params,
-)
+from ...validation import load_params
+from .schemas import MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS
 from ...service import CallContext
 from ...storage import base as storage
 
@@ -23,16 +22,16 @@ METHODS: Dict[str, "Method"] = {}
 class Method:
     """A method: the schema of its params, and the function that runs it."""
 
-    __slots__ = ("name", "schema", "run", "checks_key_itself")
+    __slots__ = ("name", "schema", "run", "checks_remembered_key")
 
-    def __init__(self, name, schema, run, checks_key_itself=False):
+    def __init__(self, name, schema, run, checks_remembered_key=False):
         self.name = name
         self.schema = schema
         self.run = run
         #: Its storage statement checks the caller's API key itself
-        #: (``service.get``/``send``: ``live_key``): a key remembered live
+        #: (``service.get``/``send``: ``remembered_key``): a key remembered live
         #: needs no lookup first.
-        self.checks_key_itself = checks_key_itself
+        self.checks_remembered_key = checks_remembered_key
 
     def load(self, params):
         """The validated params, or ``InvalidParams`` naming the bad field."""
@@ -41,9 +40,9 @@ class Method:
         return load_params(self.schema, params)
 
 
-def method(name, schema=None, checks_key_itself=False):
+def method(name, schema=None, checks_remembered_key=False):
     def register(func):
-        METHODS[name] = Method(name, schema, func, checks_key_itself)
+        METHODS[name] = Method(name, schema, func, checks_remembered_key)
         return func
     return register
 
@@ -78,7 +77,7 @@ def render_task(task):
     return view
 
 
-@method("message/send", MESSAGE_SEND_PARAMS, checks_key_itself=True)
+@method("message/send", MESSAGE_SEND_PARAMS, checks_remembered_key=True)
 def message_send(context: CallContext, params):
     message = params["message"]
     configuration = params.get("configuration") or {}
@@ -93,7 +92,7 @@ def message_send(context: CallContext, params):
         return_immediately=configuration.get("blocking") is False))
 
 
-@method("tasks/get", TASK_QUERY_PARAMS, checks_key_itself=True)
+@method("tasks/get", TASK_QUERY_PARAMS, checks_remembered_key=True)
 def tasks_get(context, params):
     return render_task(service.get(context, params["id"], params.get("historyLength")))
 
@@ -106,7 +105,7 @@ def tasks_cancel(context, params):
 @method("agent/getAuthenticatedExtendedCard")
 def get_extended_card(context, params):
     service.check_extended_card(context)
-    return agent_card(context.runtime, context.agent, context.at_root,
+    return agent_card(context.app_state, context.agent, context.at_root,
                       extended=True)
 
 

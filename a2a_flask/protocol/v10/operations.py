@@ -11,7 +11,7 @@ from datetime import timezone
 
 from ... import errors, service
 from ..cards import agent_card
-from ...schemas import load_params
+from ...validation import load_params
 from ...storage import base as storage
 from ...storage.common import now_iso
 from .. import errors as answers
@@ -135,7 +135,7 @@ def list_tasks(context, params):
 
 def extended_card(context, params):
     service.check_extended_card(context)
-    return agent_card(context.runtime, context.agent, context.at_root,
+    return agent_card(context.app_state, context.agent, context.at_root,
                       extended=True)
 
 

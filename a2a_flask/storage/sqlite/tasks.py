@@ -15,6 +15,7 @@ from ..base import (
     TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TaskRecord, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
+from ...messages import agent_message, text_part
 from .file import is_storage_failure
 
 log = logging.getLogger("a2a_flask")
@@ -76,7 +77,7 @@ class TaskOperations:
     FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, queue=None, live_key=None):
+                   metadata=None, queue=None, remembered_key=None):
         """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
         writes in the same transaction once the message is stored."""
         message_id = message["messageId"]
@@ -90,9 +91,9 @@ class TaskOperations:
         digest = stored_fingerprint(
             delivery_fingerprint(message, task_id, context_id))
         with self.transaction() as conn:
-            if live_key is not None and conn.execute(
+            if remembered_key is not None and conn.execute(
                     "SELECT 1 FROM a2a_api_keys WHERE key_hash = ? AND"
-                    " revoked_at IS NULL", (live_key,)).fetchone() is None:
+                    " revoked_at IS NULL", (remembered_key,)).fetchone() is None:
                 raise RememberedKeyRevokedError()
             # Insert first: on the usual path (a new messageId) that is the
             # only statement the retry check costs.
@@ -246,10 +247,10 @@ class TaskOperations:
     # -- reading -------------------------------------------------------------
 
     def get_task(self, task_id, owner, agent, history_length=None,
-                 live_key=None):
+                 remembered_key=None):
         """See ``Storage.get_task``; a ``working`` task whose outcome was kept
         aside (the file refused it) gets it stored here."""
-        task = self._read_task(task_id, owner, agent, history_length, live_key)
+        task = self._read_task(task_id, owner, agent, history_length, remembered_key)
         if task.state != "working":
             return task
         if self._store_kept_outcome(task_id):
@@ -274,10 +275,8 @@ class TaskOperations:
             if row is None:
                 return False
             context_id, owner, agent = row
-            message = {"kind": "message", "role": "agent",
-                       "messageId": new_id("msg_"),
-                       "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
-                       "taskId": task_id, "contextId": context_id}
+            message = agent_message([text_part(STALE_TURN_TEXT)], task_id,
+                                    context_id)
             seq = self._next_seq(conn)
             if not conn.execute(
                     "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
@@ -309,11 +308,11 @@ class TaskOperations:
         " WHERE t.id = :id"
         " ORDER BY 1, 2")
 
-    def _read_task(self, task_id, owner, agent, history_length, live_key=None):
+    def _read_task(self, task_id, owner, agent, history_length, remembered_key=None):
         limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
         rows = self.connection().execute(self._READ_TASK, {
             "id": task_id, "owner": owner, "agent": agent, "limit": limit,
-            "key": live_key,
+            "key": remembered_key,
         }).fetchall()
         if not rows or rows[0][0] != 0:
             raise NoSuchTaskError(task_id)

@@ -1,18 +1,23 @@
-"""``Runtime``: what one app's requests need, kept in ``app.extensions["a2a"]``
+"""``AppState``: what one app's requests need, kept in ``app.extensions["a2a"]``
 (settings, the storage, credentials, the agents that may be reached)."""
 
 from . import errors
 from .auth.credentials import Credentials
+from .auth.throttle import LoginThrottle
 
 
-class Runtime:
-    """The per-app context of the service (not a task's ``state``)."""
+class AppState:
+    """The A2A state of one Flask app (``app.extensions["a2a"]``): its
+    settings, storage, credentials, metrics and registered agents. Not a
+    task's state."""
 
     def __init__(self, extension, settings, storage, session_cookie_name):
         self.extension = extension
         self.settings = settings
         self.storage = storage
         self.credentials = Credentials(storage)
+        #: Failed HTTP Basic logins counted in this process.
+        self.login_throttle = LoginThrottle(settings.login_failures_per_minute)
         self.session_cookie_name = session_cookie_name
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
