@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from a2a_flask.auth import oidc
-from a2a_flask.agents import Reply
+from a2a_flask import Reply
 from helpers import check_answer, message
 from oidc_issuer import AUDIENCE, Issuer, SigningKey, free_port
 from v1 import proto
@@ -50,7 +50,7 @@ class Service:
         config.setdefault("A2A_OIDC_ISSUER", issuer.url)
         config.setdefault("A2A_OIDC_AUDIENCE", AUDIENCE)
         self.app, self.a2a = make_app(register, A2A_AUTH="required", **config)
-        self.runtime = self.app.extensions["a2a"]
+        self.app_state = self.app.extensions["a2a"]
         self.client = self.app.test_client()
         self.issuer = issuer
 
@@ -68,7 +68,7 @@ class Service:
                                 "params": {"message": message(text)}}, token, headers)
 
     def stored_tasks(self):
-        return self.runtime.storage.count_tasks()
+        return self.app_state.storage.count_tasks()
 
 
 @pytest.fixture
@@ -127,7 +127,7 @@ def test_the_name_comes_from_the_configured_claim_else_the_sub(make_app, issuer)
 
 
 def test_an_api_key_as_bearer_keeps_working_beside_tokens(service):
-    key = service.runtime.credentials.create_key(label="ops")[1]
+    key = service.app_state.credentials.create_key(label="ops")[1]
     response = service.send(key)
     assert response.status_code == 200, response.data
     caller = json.loads(response.get_json()["result"]["artifacts"][0]["parts"][0]["text"])
@@ -146,7 +146,7 @@ def test_a_token_checked_once_still_expires(service, issuer):
     # Remembered as verified: its signature is not checked again, its
     # lifetime is, on every use.
     later = time.time() + 300 + 31
-    service.runtime.tokens._wall_clock = lambda: later
+    service.app_state.tokens._wall_clock = lambda: later
     assert_refused(service, service.send(token), "has expired", ran=1, stored=1)
 
 
@@ -260,7 +260,7 @@ def test_the_default_scopes_apply_to_agents_without_their_own(make_app, issuer):
     assert service.send(issuer.token(scope="payroll.read payroll.write"),
                         PAYROLL).status_code == 200
     # An API key is not concerned by scopes (its own agent list governs it).
-    key = service.runtime.credentials.create_key()[1]
+    key = service.app_state.credentials.create_key()[1]
     assert service.send(key).status_code == 200
 
 
@@ -278,7 +278,7 @@ class Clock:
 def test_keys_are_cached_and_an_unknown_kid_refreshes_at_most_once_a_minute(make_app):
     with Issuer() as issuer:
         service = Service(make_app, issuer)
-        clock = service.runtime.tokens._clock = Clock()
+        clock = service.app_state.tokens._clock = Clock()
         assert service.send(issuer.token(sub="a")).status_code == 200
         assert service.send(issuer.token(sub="b")).status_code == 200
         assert (issuer.discovery_fetches, issuer.jwks_fetches) == (1, 1)
@@ -306,15 +306,15 @@ def test_the_issuer_down_at_start_then_up(make_app):
     port = free_port()
     issuer = Issuer(port=port)  # not started
     service = Service(make_app, issuer)
-    clock = service.runtime.tokens._clock = Clock()
-    key = service.runtime.credentials.create_key()[1]
+    clock = service.app_state.tokens._clock = Clock()
+    key = service.app_state.credentials.create_key()[1]
     assert service.send(key).status_code == 200  # keys work as usual
     down = service.send(issuer.token())
     assert down.status_code == 503
     error = down.get_json()["error"]
     assert error["code"] == -32603
     assert error["message"].startswith("identity provider unavailable")
-    assert service.runtime.storage.count_tasks() == 1  # the key's only
+    assert service.app_state.storage.count_tasks() == 1  # the key's only
     # 1.0 REST words it UNAVAILABLE, at 503.
     rest = service.client.get("/api/v1/agents/whoami/rest/tasks",
                               headers=dict(V10, Authorization="Bearer " + issuer.token()))
@@ -330,7 +330,7 @@ def test_the_issuer_down_at_start_then_up(make_app):
 def test_the_issuer_down_later_keeps_known_keys(make_app):
     with Issuer() as issuer:
         service = Service(make_app, issuer)
-        clock = service.runtime.tokens._clock = Clock()
+        clock = service.app_state.tokens._clock = Clock()
         assert service.send(issuer.token()).status_code == 200
     # Down: the cached key still verifies its tokens, even once grown old
     # (asked again, the issuer does not answer: the keys it had serve on).
@@ -371,7 +371,7 @@ def test_es256_when_allowed(make_app):
         service = Service(make_app, issuer)
         assert service.send(issuer.token()).status_code == 200
         narrow = Service(make_app, issuer, A2A_OIDC_ALGORITHMS="RS256",
-                         A2A_DATABASE=str(service.runtime.settings.database) + "2")
+                         A2A_DATABASE=str(service.app_state.settings.database) + "2")
         assert_refused(narrow, narrow.send(issuer.token()), "signed with 'ES256'")
 
 

@@ -110,7 +110,7 @@ def _header(token):
     except (ValueError, binascii.Error):
         header = None
     if not isinstance(header, dict):
-        raise errors.InvalidToken("The bearer token is not a valid JWT.")
+        raise errors.InvalidTokenError("The bearer token is not a valid JWT.")
     return header
 
 
@@ -198,10 +198,10 @@ class TokenVerifier:
                                 "%s", self.issuer, exc)
             found = self._lookup(kid)
             if found is None and (self._keys is None or self._failed):
-                raise errors.IdentityProviderUnavailable(data={"retry": True})
+                raise errors.IdentityProviderUnavailableError(data={"retry": True})
         if found is not None:
             return found
-        raise errors.InvalidToken(
+        raise errors.InvalidTokenError(
             "The token is signed with a key the identity provider does not "
             "publish (kid %r)." % kid)
 
@@ -210,13 +210,13 @@ class TokenVerifier:
         found = self._verifying.get((kid, alg))
         if found is None:
             if jwk.get("alg", alg) != alg:
-                raise errors.InvalidToken(
+                raise errors.InvalidTokenError(
                     "The token's algorithm %s is not its key's (%s)."
                     % (alg, jwk["alg"]))
             try:
                 found = jwt.PyJWK(jwk, algorithm=alg).key
             except (jwt.PyJWTError, ValueError, TypeError, KeyError):
-                raise errors.InvalidToken(
+                raise errors.InvalidTokenError(
                     "The token's algorithm %s does not fit its key." % alg) from None
             self._verifying[(kid, alg)] = found
         return found
@@ -239,9 +239,9 @@ class TokenVerifier:
         if claims is not None:
             now = self._wall_clock()
             if claims["exp"] + self.leeway < now:
-                raise errors.InvalidToken(_refusal(jwt.ExpiredSignatureError()))
+                raise errors.InvalidTokenError(_refusal(jwt.ExpiredSignatureError()))
             if claims.get("nbf", 0) - self.leeway > now:
-                raise errors.InvalidToken(_refusal(jwt.ImmatureSignatureError()))
+                raise errors.InvalidTokenError(_refusal(jwt.ImmatureSignatureError()))
             return claims
         claims = self._verify(token)
         if len(self._verified) >= VERIFIED_MAX:
@@ -253,7 +253,7 @@ class TokenVerifier:
         header = _header(token)
         alg = header.get("alg")
         if alg not in self.algorithms:
-            raise errors.InvalidToken(
+            raise errors.InvalidTokenError(
                 "The token is signed with %r; this service accepts %s."
                 % (alg, ", ".join(sorted(self.algorithms))))
         kid = header.get("kid", "")
@@ -263,12 +263,12 @@ class TokenVerifier:
                                 issuer=self.issuer, leeway=self.leeway,
                                 options={"require": REQUIRED_CLAIMS})
         except jwt.PyJWTError as exc:
-            raise errors.InvalidToken(_refusal(exc)) from None
+            raise errors.InvalidTokenError(_refusal(exc)) from None
         iat = claims["iat"]
         if not isinstance(iat, (int, float)) or iat > self._wall_clock() + self.leeway:
-            raise errors.InvalidToken(_refusal(jwt.ImmatureSignatureError()))
+            raise errors.InvalidTokenError(_refusal(jwt.ImmatureSignatureError()))
         if not isinstance(claims["sub"], str) or not claims["sub"]:
-            raise errors.InvalidToken("The token's sub claim is empty.")
+            raise errors.InvalidTokenError("The token's sub claim is empty.")
         return claims
 
     def caller_fields(self, token: str):
