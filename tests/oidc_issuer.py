@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from servers import free_port
+from serving import free_port
 
 AUDIENCE = "https://agents.example/a2a"
 __all__ = ["AUDIENCE", "Issuer", "SigningKey", "free_port"]

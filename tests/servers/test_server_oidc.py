@@ -12,7 +12,7 @@ import requests
 
 from helpers import message
 from oidc_issuer import AUDIENCE, Issuer, free_port
-from servers import create_api_key, flask_cli
+from serving import create_api_key, flask_cli
 from v1 import clients
 
 def oidc_env(issuer, **more):

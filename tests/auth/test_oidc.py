@@ -3,7 +3,7 @@ OpenID provider on 127.0.0.1 (tests/oidc_issuer.py): every refusal, scopes,
 key rotation, the issuer down, the cards' schemes, the extended card.
 
 Through real gunicorn processes and the official SDK 1.x client:
-tests/test_server_oidc.py.
+tests/servers/test_server_oidc.py.
 """
 
 import base64

@@ -1,7 +1,7 @@
 """OpenTelemetry spans in process (A2A_OTEL=1) under a tracer provider the
 host set up itself (kept as is): the 1.0 bindings' span names and
 attributes, refusals, an app without A2A_OTEL making none. Across gunicorn
-and the worker: tests/test_server_tracing.py."""
+and the worker: tests/servers/test_server_tracing.py."""
 
 import pytest
 from opentelemetry import trace
