@@ -130,11 +130,16 @@ class Client:
         raise CardError("No Agent Card for %s; tried %s." % (self.url, ", ".join(tried)))
 
     def _get_card(self, card_url: str) -> Answer:
-        answer = self._request(Call("card", "GET", card_url), replayable=True)
+        # The newest version's card: a server that serves a card per version
+        # (the JS SDK's legacy switch) lists every interface in that one.
+        headers = {protocols.VERSION_HEADER: "1.0"}
+        answer = self._request(Call("card", "GET", card_url, headers=headers),
+                               replayable=True)
         if answer.status in (401, 403) and type(self._given_auth) is not Auth:
             try:  # a service whose cards need credentials (A2A_PUBLIC_CARDS off)
-                answer = self._request(Call("card", "GET", card_url, headers=dict(
-                    self._given_auth.headers(self.http))), replayable=True)
+                headers.update(self._given_auth.headers(self.http))
+                answer = self._request(Call("card", "GET", card_url, headers=headers),
+                                       replayable=True)
             except A2ACallError:
                 pass
         return answer
