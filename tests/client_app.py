@@ -5,6 +5,11 @@
 - ``counted``: appends its task id to the file ``COUNT_LEDGER`` names (one
   line per run: how many times the agent really ran), sleeps the seconds
   of a text ``sleep S``, and answers ``counted <text>``;
+- ``relay`` (background, ``retry=True``) and ``relay_now`` (in the
+  request): call the agent at the URL of the message metadata's ``remote``
+  (with its ``key``) with ``turn.call``, then append ``<task id>
+  <attempt>`` to ``RELAY_LEDGER``; a ``relay`` text starting with ``die``
+  kills its worker process on the first attempt, after the call;
 - an OAuth 2 client-credentials token endpoint at ``POST /oauth/token``
   (client ``client``, secret ``OAUTH_SECRET``), its OIDC discovery document
   at ``/oauth/.well-known/openid-configuration``, and a ``token_caller``
@@ -24,6 +29,7 @@ import time
 from flask import Flask, jsonify, request
 
 from a2a_flask import A2A, config_from_env
+from a2a_flask.client import Client
 from a2a_flask.demo import register_demo_agents
 
 SECRET = os.environ.get("OAUTH_SECRET", "client-secret")
@@ -39,6 +45,17 @@ def counted(turn):
     if len(words) == 2 and words[0] == "sleep":
         time.sleep(min(float(words[1]), 20.0))
     return "counted " + turn.text
+
+
+def relay(turn):
+    """Relays the text to the remote agent of the metadata."""
+    remote = Client(turn.metadata["remote"], key=turn.metadata["key"])
+    task = turn.call(remote, turn.text)
+    with open(os.environ["RELAY_LEDGER"], "a") as f:
+        f.write("%s %d\n" % (turn.task_id, getattr(turn, "attempt", 1)))
+    if turn.text.startswith("die") and getattr(turn, "attempt", 1) == 1:
+        os._exit(3)
+    return "relayed: " + task.text
 
 
 def _generation():
@@ -59,6 +76,8 @@ app.config.update(config_from_env())
 a2a = A2A(app)
 register_demo_agents(a2a)
 a2a.add_agent("counted", counted)
+a2a.add_agent("relay", relay, background=True, retry=True)
+a2a.add_agent("relay_now", relay)
 
 
 @a2a.token_caller

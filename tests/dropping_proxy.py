@@ -6,7 +6,7 @@ clients under test send) to the upstream server. ``drop(n)``: the next
 ``n`` requests whose path contains ``match`` (default: POSTs) are forwarded
 and answered upstream, but the proxy closes the client's connection instead
 of passing the answer on: the request ran, the caller never hears of it.
-``requests`` records (method, path, headers) of every request seen.
+``requests`` records (method, path, headers, body) of every request seen.
 """
 
 import http.client
@@ -76,7 +76,7 @@ class DroppingProxy:
                 length = int(dict((k.lower(), v) for k, v in headers).get(
                     "content-length", "0"))
                 body = reader.read(length) if length else None
-                self.requests.append((method, path, dict(headers)))
+                self.requests.append((method, path, dict(headers), body or b""))
                 upstream.putrequest(method, path, skip_host=True,
                                     skip_accept_encoding=True)
                 for name, value in headers:

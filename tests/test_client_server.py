@@ -30,14 +30,16 @@ INTERFACES = [("1.0", "JSONRPC"), ("1.0", "HTTP+JSON"), ("0.3", "JSONRPC")]
 def service(tmp_path_factory):
     folder = tmp_path_factory.mktemp("client-service")
     env = {"COUNT_LEDGER": str(folder / "ledger"),
+           "RELAY_LEDGER": str(folder / "relays"), "A2A_WORKER_LEASE_SECONDS": "2",
            "OAUTH_GENERATION": str(folder / "generation"),
            "A2A_BLOCKING_WAIT_SECONDS": "0"}
     server = GunicornServer(folder, app="client_app:app", workers=2, auth="key",
                             env=env)
     server.start()
-    worker = WorkerProcess(server, "--threads", "2").start()
+    worker = WorkerProcess(server, "--threads", "2", "--agents", "slow").start()
     server.key = server.headers["Authorization"].split(" ", 1)[1]
     server.ledger = env["COUNT_LEDGER"]
+    server.relays = env["RELAY_LEDGER"]
     server.generation = env["OAUTH_GENERATION"]
     yield server
     worker.stop(signal.SIGKILL)
@@ -282,3 +284,46 @@ def test_one_client_many_threads(service):
     for thread in threads:
         thread.join()
     assert not errors and sorted(results) == sorted("t%d" % i for i in range(8))
+
+
+def relay_runs(service, task_id):
+    if not os.path.exists(service.relays):
+        return []
+    with open(service.relays) as f:
+        return [int(line.split()[1]) for line in f if line.split()[0] == task_id]
+
+
+def test_turn_call_notes_the_remote_task(service):
+    agent = Client(agent_url(service, "relay_now"), key=service.key)
+    remote = {"remote": agent_url(service, "counted"), "key": service.key}
+    task = agent.send("hi", metadata=remote)
+    assert (task.state, task.text) == ("completed", "relayed: counted hi")
+    noted = agent.get(task.id).metadata["a2a_flask.calls"]
+    [(name, call)] = noted.items()
+    assert call["url"] == agent_url(service, "counted") + "/a2a"
+    remote_task = Client(agent_url(service, "counted"), key=service.key).get(call["taskId"])
+    assert (remote_task.state, remote_task.text) == ("completed", "counted hi")
+    assert runs(service.ledger, call["taskId"]) == 1
+
+
+def test_a_retried_turn_continues_the_remote_task(service):
+    # Two workers for relay: the first run dies after its call (os._exit);
+    # its lease expires (2 s) and the other worker runs the turn again.
+    # The remote is reached through a proxy that counts the sends.
+    workers = [WorkerProcess(service, "--agents", "relay").start() for _ in range(2)]
+    proxy = DroppingProxy(service.port)
+    try:
+        agent = Client(agent_url(service, "relay"), key=service.key)
+        remote = {"remote": "%s/api/v1/agents/counted" % proxy.url, "key": service.key}
+        task = agent.send("die once", metadata=remote, blocking=False)
+        done = agent.wait(task, timeout=60)
+        assert (done.state, done.text) == ("completed", "relayed: counted die once")
+        assert relay_runs(service, task.id) == [1, 2]
+        [call] = done.metadata["a2a_flask.calls"].values()
+        assert runs(service.ledger, call["taskId"]) == 1  # the remote ran once
+        # sent once: the retried turn read the noted task instead
+        assert sum(b'"SendMessage"' in r[3] for r in proxy.requests) == 1
+    finally:
+        proxy.close()
+        for worker in workers:
+            worker.stop(signal.SIGKILL)
