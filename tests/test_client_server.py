@@ -7,6 +7,7 @@ The service is ``client_app`` (tests/client_app.py): the demo agents plus
 token endpoint whose tokens the service takes.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -327,3 +328,26 @@ def test_a_retried_turn_continues_the_remote_task(service):
         proxy.close()
         for worker in workers:
             worker.stop(signal.SIGKILL)
+
+
+def test_flask_a2a_call(service, make_app):
+    runner = make_app()[0].test_cli_runner()
+    url = agent_url(service, "chat")
+    out = runner.invoke(args=["a2a", "call", url, "hello", "--key-stdin"],
+                        input=service.key + "\n")
+    assert out.exit_code == 0, out.output
+    first, reply = out.output.splitlines()
+    state, _, task_id, _, context_id = first.split()
+    assert (state, reply) == ("input-required", "turn 1; you said: hello")
+    out = runner.invoke(args=["a2a", "call", url, "bye", "--key", service.key,
+                              "--task-id", task_id, "--json",
+                              "--binding", "HTTP+JSON"])
+    assert out.exit_code == 0, out.output
+    task = json.loads(out.output)
+    assert (task["id"], task["status"]["state"]) == (task_id, "TASK_STATE_COMPLETED")
+    out = runner.invoke(args=["a2a", "call", agent_url(service, "slow"), "1",
+                              "--key", service.key, "--wait", "--version", "0.3"])
+    assert out.output.splitlines()[-1] == "done after 1 s", out.output
+    out = runner.invoke(args=["a2a", "call", url, "hello", "--key", "a2a_wrong"])
+    assert out.exit_code == 1
+    assert "AuthenticationError: -32600" in out.output and "(HTTP 401)" in out.output
