@@ -60,10 +60,11 @@ def major_minor(version: Any) -> str:
     return ".".join(str(version or "").strip().split(".")[:2])
 
 
-def interfaces(card: JSONObject) -> List[Interface]:
+def interfaces(card: JSONObject, signed_only: bool = False) -> List[Interface]:
     """Every interface the card lists, in its order of preference: 1.0
     ``supportedInterfaces``, then 0.3 ``url``/``preferredTransport`` and
-    ``additionalInterfaces`` (at the card's ``protocolVersion``)."""
+    ``additionalInterfaces`` (at the card's ``protocolVersion``), which a
+    card's signature does not cover (``signed_only``: not those)."""
     found: List[Interface] = []
     for item in card.get("supportedInterfaces") or ():
         if isinstance(item, dict) and item.get("url"):
@@ -71,6 +72,8 @@ def interfaces(card: JSONObject) -> List[Interface]:
                                    str(item.get("protocolBinding", "")).upper(),
                                    item["url"], item.get("tenant") or None))
     version = major_minor(card.get("protocolVersion") or "0.3")
+    if signed_only:
+        return found
     if card.get("url"):
         found.append(Interface(version, str(card.get("preferredTransport")
                                              or "JSONRPC").upper(), card["url"]))
@@ -86,10 +89,10 @@ def interfaces(card: JSONObject) -> List[Interface]:
 
 
 def choose(card: JSONObject, version: Optional[str] = None,
-           binding: Optional[str] = None) -> Interface:
+           binding: Optional[str] = None, signed_only: bool = False) -> Interface:
     """The first interface of the card this client speaks (and that matches
     ``version``/``binding`` when given)."""
-    listed = interfaces(card)
+    listed = interfaces(card, signed_only)
     for item in listed:
         if (item.version, item.binding) not in SPOKEN:
             continue

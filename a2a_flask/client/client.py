@@ -109,8 +109,8 @@ class Client:
                 if self.verify_card:
                     from .signing import verify_card
                     verify_card(card, self.card_keys, self.http, card_url)
-                protocol = protocols.for_interface(
-                    cards.choose(card, self.version, self.binding))
+                protocol = protocols.for_interface(cards.choose(
+                    card, self.version, self.binding, signed_only=self.verify_card))
                 self._auth = self._given_auth.for_card(card, self.http)
                 self._send_replayable = cards.runs_message_id_once(card)
                 self._card, self._protocol = card, protocol

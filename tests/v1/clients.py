@@ -189,6 +189,18 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def sign_with_py_sdk(card, private_pem, kid):
+    """The ``signatures`` the official Python SDK 1.x signer makes for
+    ``card`` (ES256, ``kid``) with the private key ``private_pem``."""
+    python, _ = py_sdk()
+    r = subprocess.run([python, os.path.join(HERE, "sign_card.py"), kid],
+                       input=json.dumps(card), capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, SIGNING_KEY=private_pem))
+    if r.returncode != 0:
+        raise RuntimeError(f"sign_card.py failed: {r.stderr[-2000:]}")
+    return json.loads(r.stdout)
+
+
 @contextlib.contextmanager
 def _serving(cmd, port, env=None):
     """Run ``cmd`` (a server on ``port``) until the block ends; yields the
