@@ -4,7 +4,7 @@
 
 import pytest
 
-from a2a_flask.cards import MESSAGE_ID_ONCE_EXTENSION
+from a2a_flask.protocol.cards import MESSAGE_ID_ONCE_EXTENSION
 from helpers import check_answer
 from v1 import proto
 

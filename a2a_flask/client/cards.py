@@ -15,7 +15,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from ..cards import MESSAGE_ID_ONCE  # what a2a_flask's own cards declare
+from ..protocol.cards import MESSAGE_ID_ONCE  # what a2a_flask's own cards declare
 from .errors import CardError
 
 JSONObject = Dict[str, Any]

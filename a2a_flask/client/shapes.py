@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
-from ..bindings import convert_v10
+from ..protocol.v10 import convert as convert_v10
 
 JSONObject = Dict[str, Any]
 

@@ -42,8 +42,8 @@ def call(url, text, key, key_stdin, token, wait, timeout, task_id, context_id, v
     if key_stdin:
         key = sys.stdin.readline().strip() or None
     try:
-        from .client import ClientError
-        from .client.client import Client
+        from ..client import ClientError
+        from ..client.client import Client
     except ImportError as exc:
         raise click.ClickException(str(exc)) from None
     try:
