@@ -59,6 +59,26 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def send_params(message: JSONObject, options: SendOptions, v10: bool) -> JSONObject:
+    """The params of a send (1.0: the ``SendMessageRequest`` body of either
+    binding), from a 0.3 user message."""
+    configuration: JSONObject = {}
+    if options.accepted_output_modes is not None:
+        configuration["acceptedOutputModes"] = options.accepted_output_modes
+    if options.history_length is not None:
+        configuration["historyLength"] = options.history_length
+    if not v10:
+        configuration["blocking"] = options.blocking
+    elif not options.blocking:
+        configuration["returnImmediately"] = True
+    params: JSONObject = {"message": shapes.message_v10(message) if v10 else message}
+    if configuration:
+        params["configuration"] = configuration
+    if options.metadata:
+        params["metadata"] = options.metadata
+    return params
+
+
 def rpc_request(method: str, params: Any) -> JSONObject:
     """A JSON-RPC 2.0 request object with a new id."""
     return {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method,
@@ -86,23 +106,7 @@ class JsonRpc:
                     _json(rpc_request(method, params)), headers)
 
     def send(self, message: JSONObject, options: SendOptions) -> Call:
-        configuration: JSONObject = {}
-        if options.accepted_output_modes is not None:
-            configuration["acceptedOutputModes"] = options.accepted_output_modes
-        if options.history_length is not None:
-            configuration["historyLength"] = options.history_length
-        if self.v10:
-            params: JSONObject = {"message": shapes.message_v10(message)}
-            if not options.blocking:
-                configuration["returnImmediately"] = True
-        else:
-            params = {"message": message}
-            configuration["blocking"] = options.blocking
-        if configuration:
-            params["configuration"] = configuration
-        if options.metadata:
-            params["metadata"] = options.metadata
-        return self._call("send", params)
+        return self._call("send", send_params(message, options, self.v10))
 
     def get(self, task_id: str, history_length: Optional[int]) -> Call:
         params: JSONObject = {"id": task_id}
@@ -147,19 +151,8 @@ class Rest:
                     headers)
 
     def send(self, message: JSONObject, options: SendOptions) -> Call:
-        configuration: JSONObject = {}
-        if options.accepted_output_modes is not None:
-            configuration["acceptedOutputModes"] = options.accepted_output_modes
-        if options.history_length is not None:
-            configuration["historyLength"] = options.history_length
-        if not options.blocking:
-            configuration["returnImmediately"] = True
-        body: JSONObject = {"message": shapes.message_v10(message)}
-        if configuration:
-            body["configuration"] = configuration
-        if options.metadata:
-            body["metadata"] = options.metadata
-        return self._call("send", "POST", "/message:send", body)
+        return self._call("send", "POST", "/message:send",
+                          send_params(message, options, v10=True))
 
     def get(self, task_id: str, history_length: Optional[int]) -> Call:
         return self._call("get", "GET", "/tasks/" + urllib.parse.quote(task_id, safe=""),
