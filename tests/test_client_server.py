@@ -29,6 +29,10 @@ INTERFACES = [("1.0", "JSONRPC"), ("1.0", "HTTP+JSON"), ("0.3", "JSONRPC")]
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
+    """client_app under gunicorn (2 workers, an API key) and a worker process
+    for ``slow``. A blocking send to a background agent answers at once
+    (``A2A_BLOCKING_WAIT_SECONDS=0``: the client's own wait is what is
+    tested); a killed worker's lease expires after 2 s."""
     folder = tmp_path_factory.mktemp("client-service")
     env = {"COUNT_LEDGER": str(folder / "ledger"),
            "RELAY_LEDGER": str(folder / "relays"), "A2A_WORKER_LEASE_SECONDS": "2",
