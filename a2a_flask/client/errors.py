@@ -10,14 +10,13 @@ exception; ``a2a_flask.testing`` raises the same classes.
 
 from typing import Any, Dict, Optional, Type
 
-#: google.rpc.ErrorInfo.reason (A2A 1.0 section 11.6) -> the JSON-RPC code.
-REASON_CODES = {
-    "TASK_NOT_FOUND": -32001, "TASK_NOT_CANCELABLE": -32002,
-    "PUSH_NOTIFICATION_NOT_SUPPORTED": -32003, "UNSUPPORTED_OPERATION": -32004,
-    "CONTENT_TYPE_NOT_SUPPORTED": -32005, "INVALID_AGENT_RESPONSE": -32006,
-    "EXTENDED_AGENT_CARD_NOT_CONFIGURED": -32007,
-    "EXTENSION_SUPPORT_REQUIRED": -32008, "VERSION_NOT_SUPPORTED": -32009,
-}
+from ..protocol.errors import ANSWERS
+
+#: google.rpc.ErrorInfo.reason (A2A 1.0 section 11.6) -> the JSON-RPC code:
+#: the service's own table, plus the reasons of errors it never answers.
+REASON_CODES = {answer.reason: cls.code for cls, answer in ANSWERS.items()
+                if answer.reason}
+REASON_CODES.update(INVALID_AGENT_RESPONSE=-32006, EXTENSION_SUPPORT_REQUIRED=-32008)
 #: The code of an HTTP+JSON error without an ErrorInfo, by HTTP status.
 STATUS_CODES = {400: -32602, 401: -32600, 403: -32600, 404: -32001,
                 405: -32601, 413: -32600, 429: -32600, 501: -32004}

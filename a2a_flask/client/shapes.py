@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
+from ..messages import new_message, text_part
 from ..protocol.v10 import convert as convert_v10
 
 JSONObject = Dict[str, Any]
@@ -171,18 +172,9 @@ def user_message(text: Optional[str] = None,
                  metadata: Optional[JSONObject] = None) -> JSONObject:
     """A user message in the 0.3 form (``text``, or 0.3 ``parts``); a new
     ``messageId`` unless one is given."""
-    out: JSONObject = {
-        "kind": "message", "role": "user",
-        "messageId": message_id or uuid.uuid4().hex,
-        "parts": list(parts) if parts is not None
-        else [{"kind": "text", "text": text or ""}]}
-    if task_id is not None:
-        out["taskId"] = task_id
-    if context_id is not None:
-        out["contextId"] = context_id
-    if metadata:
-        out["metadata"] = metadata
-    return out
+    return new_message("user", message_id or uuid.uuid4().hex,
+                       list(parts) if parts is not None else [text_part(text or "")],
+                       task_id, context_id, metadata)
 
 
 def message_v10(message_03: JSONObject) -> JSONObject:
