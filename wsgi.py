@@ -1,5 +1,5 @@
 """The demo service: ``gunicorn wsgi:app``. Every A2A_* environment variable
-becomes a setting (see the README); the demo's default agent is ``chat``."""
+becomes a setting (docs/reference/settings.md); the demo's default agent is ``chat``."""
 
 from flask import Flask
 

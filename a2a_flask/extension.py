@@ -32,7 +32,7 @@ class A2A:
 
     def __init__(self, app: Optional[Flask] = None) -> None:
         self.agents: Dict[str, Agent] = {}
-        #: Host hooks (see the README, "Securing it"); None when not set.
+        #: Host hooks (see docs/securing.md); None when not set.
         self.session_loader: Optional[Callable[[], Union[str, Caller, None]]] = None
         self.password_checker: Optional[
             Callable[[str, str], Union[str, Caller, None]]] = None
