@@ -25,6 +25,7 @@ DEFAULTS = {
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
     "A2A_RETENTION": None,  # e.g. "30d": what `flask a2a tasks prune` keeps
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
+    "A2A_TRY_PAGE": False,  # a page to try each agent (docs/try-page.md)
     # Background agents (docs/background.md).
     "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
@@ -95,6 +96,11 @@ DOCS = {
         "None: prune needs `--older-than`.",
     "A2A_METRICS": "`True`: serve `GET PREFIX/metrics` (needs the `metrics` "
         "extra).",
+    "A2A_TRY_PAGE": "`True`: a browser opening `PREFIX/agents/<name>/` gets a "
+        "page to try the agent: its card, a message form (the API key stays in "
+        "the page), the answer and the caller's recent tasks; see "
+        "[The try page](../try-page.md). On in the demo's `wsgi.py`. Other "
+        "clients get the same answer as with it off.",
     "A2A_BLOCKING_WAIT_SECONDS": "How long a blocking `message/send` to a "
         "background agent waits for the turn's outcome before answering the "
         "`working` task (`0`: at once); keep it below gunicorn's `--timeout`.",
@@ -225,6 +231,7 @@ class Settings:
         if self.retention is not None:
             parse_age(self.retention, "A2A_RETENTION")
         self.metrics = bool(get("A2A_METRICS"))
+        self.try_page = bool(get("A2A_TRY_PAGE"))
         self.blocking_wait_seconds = _at_least("A2A_BLOCKING_WAIT_SECONDS",
                                                get("A2A_BLOCKING_WAIT_SECONDS"), 0)
         self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",

@@ -16,9 +16,9 @@ and serves again as soon as the storage is back.
 import logging
 
 from flask import Blueprint, current_app, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
-from . import access, bindings, errors, urls
+from . import access, bindings, errors, try_page, urls
 from .auth import authenticate, authorize, confirm
 from .cards import agent_card, base_url
 from .fallbacks import add_fallbacks
@@ -184,6 +184,21 @@ def _card(name, at_root=False):
         return _unavailable(runtime, exc)
 
 
+def _try_page(name):
+    """The try page for a browser; anything else is answered as an unrouted
+    path. Where cards are public, only a reachable agent has a page; where
+    they are not, every name has one (the page says nothing by itself)."""
+    runtime = _runtime()
+    if not try_page.wants_page():
+        raise NotFound()
+    if runtime.settings.public_cards:
+        try:
+            runtime.reachable_agent(name)
+        except errors.AgentNotFound:
+            raise NotFound() from None
+    return try_page.page_response()
+
+
 def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
@@ -196,6 +211,10 @@ def make_blueprint(settings):
 
     for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
         bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, card,
+                        methods=["GET"])
+
+    if settings.try_page:
+        bp.add_url_rule(urls.agent_rule(settings) + "/", "try_page", _try_page,
                         methods=["GET"])
 
     @bp.get(urls.agents_tree(settings))

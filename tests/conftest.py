@@ -2,6 +2,8 @@
 answer against the official A2A 0.3.0 JSON schema (tests/helpers.py), real
 gunicorn servers (tests/servers.py), PostgreSQL (tests/pgfixtures.py)."""
 
+import os
+
 import pytest
 from flask import Flask
 
@@ -106,3 +108,16 @@ def make_rpc(make_app):
 def script(make_rpc):
     """An Rpc on agent ``script`` (see ``scripted``); ``script.a2a.turns``."""
     return make_rpc(register_scripted, agent="script")
+
+
+#: Files tests keep for people to look at (screenshots): named at the end.
+ARTIFACTS = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    if ARTIFACTS:
+        terminalreporter.write_sep("-", "test artifacts")
+        folders = sorted({os.path.dirname(path) for path in ARTIFACTS})
+        for folder in folders:
+            terminalreporter.write_line("%s (%d files)" % (folder, sum(
+                os.path.dirname(path) == folder for path in ARTIFACTS)))
