@@ -72,15 +72,21 @@ def _shell(server, command):
 _GENERATED = "% Below: the output of docs/curl_session.sh (tests/test_docs_examples.py).\n"
 
 
-def test_the_curl_session_is_the_service_answering(demo):
+@pytest.fixture(scope="module")
+def session(demo):
+    """What docs/curl_session.sh prints against the demo, run once: the
+    other examples (tasks list) show the tasks it leaves."""
+    done = subprocess.run(["bash", os.path.join(DOCS, "curl_session.sh"), demo.url,
+                           _key(demo)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.replace("127.0.0.1:%d" % demo.port, SHOWN_HOST)
+
+
+def test_the_curl_session_is_the_service_answering(session):
     path = os.path.join(DOCS, "curl-session.md")
     with open(path, encoding="utf-8") as f:
         intro, marker, shown = f.read().partition(_GENERATED)
     assert marker, "the marker line is missing from " + path
-    done = subprocess.run(["bash", os.path.join(DOCS, "curl_session.sh"), demo.url,
-                           _key(demo)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    session = done.stdout.replace("127.0.0.1:%d" % demo.port, SHOWN_HOST)
     assert "\"state\": \"completed\"" in session
     if WRITE:
         with open(path, "w", encoding="utf-8") as f:
@@ -105,7 +111,7 @@ def test_the_pages_have_examples():
 
 
 @pytest.mark.parametrize("page", list(_examples()))
-def test_each_example_prints_what_the_page_shows(demo, page):
+def test_each_example_prints_what_the_page_shows(demo, session, page):
     path = os.path.join(DOCS, page)
     with open(path, encoding="utf-8") as f:
         text = f.read()
