@@ -76,6 +76,14 @@ class Tab:
         self.page.fill("#text", text)
         self.page.click("#send")
 
+    def shows(self, selector, text):
+        """The element's text is ``text`` (a string or a pattern), once it is."""
+        expect(self.page.locator(selector)).to_have_text(text)
+
+    def has(self, selector, *texts):
+        for text in texts:
+            expect(self.page.locator(selector)).to_contain_text(text)
+
     def shot(self, name):
         os.makedirs(SHOTS, exist_ok=True)
         path = os.path.join(SHOTS, name + ".png")
@@ -104,11 +112,10 @@ def tab(browser, demo):
 
 def test_the_page_shows_the_card_without_a_console_error(tab):
     page = tab("chat")
-    expect(page.page.locator("#skills")).to_contain_text("Keeps a conversation open")
-    expect(page.page.locator("#interfaces")).to_contain_text("HTTP+JSON 1.0")
-    expect(page.page.locator("#card-facts")).to_contain_text("0.3, 1.0")
-    expect(page.page.locator("#auth")).to_contain_text("API key in the X-API-Key header")
-    expect(page.page.locator("#auth")).to_contain_text("Authorization: Bearer")
+    page.has("#skills", "Keeps a conversation open", "examples: hello | bye")
+    page.has("#interfaces", "JSONRPC 1.0", "HTTP+JSON 1.0", "JSONRPC 0.3")
+    page.has("#card-facts", "0.3, 1.0", "for callers with credentials")
+    page.has("#auth", "API key in the X-API-Key header", "Authorization: Bearer")
     page.shot("1-card")
     assert page.errors == []
 
@@ -116,9 +123,8 @@ def test_the_page_shows_the_card_without_a_console_error(tab):
 def test_a_message_to_echo_shows_the_completed_answer(tab):
     page = tab("echo")
     page.send("hello from the browser")
-    state = page.page.locator("#state")
-    expect(state).to_have_text("completed")
-    expect(page.page.locator("#artifacts pre")).to_have_text("hello from the browser")
+    page.shows("#state", "completed")
+    page.shows("#artifacts pre", "hello from the browser")
     history = page.page.locator("#history li")
     expect(history).to_have_count(2)
     expect(history.nth(0)).to_contain_text("user:")
@@ -133,13 +139,12 @@ def test_a_message_to_echo_shows_the_completed_answer(tab):
 def test_a_slow_turn_shows_progress_then_done(tab):
     page = tab("slow")
     page.send("4")
-    expect(page.page.locator("#state")).to_have_text("working")
-    expect(page.page.locator("#status-text")).to_have_text(
-        re.compile(r"working: \d of 4 s"))
+    page.shows("#state", "working")
+    page.shows("#status-text", re.compile(r"working: \d of 4 s"))
     page.shot("3-slow-progress")
-    expect(page.page.locator("#state")).to_have_text("completed")
-    expect(page.page.locator("#status-text")).to_have_text("done after 4 s")
-    expect(page.page.locator("#polling")).to_have_text("")
+    page.shows("#state", "completed")
+    page.shows("#status-text", "done after 4 s")
+    page.shows("#polling", "")
     page.shot("4-slow-done")
     assert page.errors == []
 
@@ -147,9 +152,9 @@ def test_a_slow_turn_shows_progress_then_done(tab):
 def test_html_in_a_reply_is_shown_as_text_and_runs_nothing(tab):
     page = tab("echo")
     page.send(XSS)
-    expect(page.page.locator("#state")).to_have_text("completed")
-    expect(page.page.locator("#artifacts pre")).to_have_text(XSS)
-    expect(page.page.locator("#history li").nth(0)).to_contain_text(XSS)
+    page.shows("#state", "completed")
+    page.shows("#artifacts pre", XSS)
+    page.has("#history li >> nth=0", XSS)
     assert page.page.evaluate("typeof window.__xss") == "undefined"
     assert page.page.locator("body img").count() == 0
     assert page.page.locator("body script").count() == 1  # the page's own
@@ -160,9 +165,8 @@ def test_html_in_a_reply_is_shown_as_text_and_runs_nothing(tab):
 def test_a_wrong_key_shows_the_401(tab):
     page = tab("echo")
     page.send("hello", key="a2a_" + "x" * 43)
-    error = page.page.locator("#error")
-    expect(error).to_be_visible()
-    expect(error).to_contain_text("HTTP 401 Unauthorized")
-    expect(error).to_contain_text("Check the API key")
+    expect(page.page.locator("#error")).to_be_visible()
+    page.has("#error", "HTTP 401 Unauthorized", "The API key is not valid",
+             "Check the API key")
     expect(page.page.locator("#answer")).to_be_hidden()
     page.shot("6-wrong-key-401")
