@@ -107,7 +107,7 @@ def _examples():
 
 
 def test_the_pages_have_examples():
-    assert {"operating.md", "securing.md"} <= set(_examples())
+    assert {"operating.md", "quickstart.md", "securing.md"} <= set(_examples())
 
 
 @pytest.mark.parametrize("page", list(_examples()))
