@@ -9,6 +9,7 @@
   var POLL_MS = 1000;
   var HISTORY = 20;
   var key = "";
+  var keyless = false;     // the card lists no security scheme (A2A_AUTH=off)
   var current = null;      // the task shown
   var pollTimer = null;
   var rpcId = 0;
@@ -179,7 +180,9 @@
       auth.appendChild(item);
     });
     if (!auth.firstChild) {
+      keyless = true;
       auth.appendChild(el("li", "No credentials needed: authentication is off on this service."));
+      loadTasks();
     } else {
       auth.appendChild(el("li", "A key: flask --app yourapp a2a keys create (run where your app's folder is).", "muted"));
     }
@@ -307,7 +310,7 @@
 
   function loadTasks() {
     var status = $("recent-status");
-    if (!key) {
+    if (!key && !keyless) {
       status.textContent = "Enter your key to list your tasks.";
       return Promise.resolve();
     }
