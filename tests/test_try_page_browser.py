@@ -117,6 +117,11 @@ def test_the_page_shows_the_card_without_a_console_error(tab):
     page.has("#card-facts", "0.3, 1.0", "for callers with credentials")
     page.has("#auth", "API key in the X-API-Key header", "Authorization: Bearer")
     page.shot("1-card")
+    # With a key in, the extended card: chat's skill for callers with credentials.
+    page.page.fill("#key", page.key)
+    page.page.press("#key", "Tab")
+    page.has("#skills", "Chat with memory")
+    page.has("#card-status", "The extended card")
     assert page.errors == []
 
 

@@ -10,6 +10,7 @@
   var HISTORY = 20;
   var key = "";
   var keyless = false;     // the card lists no security scheme (A2A_AUTH=off)
+  var extended = false;    // the card says an extended card is there for callers
   var current = null;      // the task shown
   var pollTimer = null;
   var rpcId = 0;
@@ -142,7 +143,8 @@
     fact(facts, "Output", (card.defaultOutputModes || []).join(", "));
     var caps = card.capabilities || {};
     fact(facts, "Streaming", caps.streaming ? "yes" : "no (send, then poll the task)");
-    fact(facts, "Extended card", caps.extendedAgentCard || card.supportsAuthenticatedExtendedCard ? "for callers with credentials" : "no");
+    extended = Boolean(caps.extendedAgentCard || card.supportsAuthenticatedExtendedCard);
+    fact(facts, "Extended card", extended ? "for callers with credentials (shown once your key is in)" : "no");
 
     var skills = $("skills");
     clear(skills);
@@ -204,6 +206,17 @@
       .catch(function (failure) {
         $("card-status").textContent = "The card could not be read: " + String(failure);
       });
+  }
+
+  // The extended card (its skills for callers with credentials), once a key is in.
+  function loadExtendedCard() {
+    if (!extended || !key) { return Promise.resolve(); }
+    return rpc("GetExtendedAgentCard", {}).then(function (card) {
+      showCard(card);
+      $("card-status").textContent = "The extended card, shown to callers with credentials.";
+    }).catch(function (failure) {
+      $("card-status").textContent = "The extended card could not be read: " + String(failure);
+    });
   }
 
   // -- a task -----------------------------------------------------------------
@@ -348,6 +361,7 @@
     key = $("key").value.trim();
     hideError();
     loadTasks();
+    loadExtendedCard();
   });
   $("send-form").addEventListener("submit", function (event) {
     key = $("key").value.trim();
