@@ -18,6 +18,10 @@ import re
 from functools import lru_cache
 
 from flask import Response, request
+from werkzeug.exceptions import NotFound
+
+from .. import errors
+from .pipeline import current_app_state
 
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
 
@@ -69,3 +73,19 @@ def page_response():
     response.headers["Cache-Control"] = "no-store"
     response.headers["Vary"] = "Accept"
     return response
+
+
+def view(name):
+    """``GET PREFIX/agents/<name>/``: the page for a browser; anything else
+    is answered as an unrouted path (the JSON 404). Where cards are public,
+    only a reachable agent has a page; where they are not, every name has
+    the same one (the page says nothing by itself)."""
+    if not wants_page():
+        raise NotFound()
+    app_state = current_app_state()
+    if app_state.settings.public_cards:
+        try:
+            app_state.reachable_agent(name)
+        except errors.AgentNotFoundError:
+            raise NotFound() from None
+    return page_response()

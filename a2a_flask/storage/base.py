@@ -20,10 +20,11 @@ Rules every backend keeps:
   of ``storage/errors.py``, with structured fields and no wire wording
   (bindings word them).
   Failures of the storage itself (busy, full, unreachable) are raised as
-  ``a2a_flask.errors.StorageBusy`` / ``StorageFull`` / ``StorageUnavailable``
-  (with ``data={"retry": True}``): nothing was stored, the call may be retried.
+  ``StorageUnavailableError`` (``StorageBusyError``, ``StorageFullError``):
+  nothing was stored, the call may be retried. Neither kind carries a wire
+  code: ``protocol/errors.py`` answers them.
 - **Ownership.** Every per-caller read and write is keyed by (owner, agent):
-  another caller's task is ``TaskNotFound``, never "forbidden".
+  another caller's task is ``NoSuchTaskError``, never "forbidden".
 """
 
 import abc
@@ -31,8 +32,10 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 # The states and the errors are part of the contract (re-exported here).
 from .errors import (  # noqa: F401
-    ContextMismatch, KeyNotFound, KeyNotLive, MessageIdReused, SchemaError, StorageError,
-    TaskNotCancelable, TaskNotFound, TaskNotWaiting, UserExists, UserNotFound,
+    ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
+    RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
+    StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
+    UserExistsError, UserNotFoundError,
 )
 from .states import (  # noqa: F401
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, QUEUED_TEXT, STALE_TURN_TEXT,
@@ -188,8 +191,8 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def failure(self, exc: BaseException) -> Optional[Exception]:
-        """The ``errors.StorageBusy`` / ``StorageFull`` / ``StorageUnavailable``
-        to answer for ``exc``, an exception of this backend's driver (logged,
+        """The ``StorageUnavailableError`` (itself, when ``exc`` is one) to
+        answer for ``exc``, an exception of this backend's driver (logged,
         with the database, at most once every 10 s per cause; this thread's
         connection is dropped so that the next use reconnects); None when
         ``exc`` is not a failure of the storage (a bug: let it propagate)."""
@@ -201,13 +204,13 @@ class Storage(abc.ABC):
                    context_id: Optional[str] = None,
                    task_id: Optional[str] = None,
                    metadata: Optional[dict] = None,
-                   live_key: Optional[str] = None) -> TurnStart:
+                   remembered_key: Optional[str] = None) -> TurnStart:
         """Record an incoming user message and mark its task ``working``, in
         one transaction.
 
-        - ``live_key`` (the hash of the caller's API key, taken on trust as in
+        - ``remembered_key`` (the hash of the caller's API key, taken on trust as in
           ``get_task``): nothing is written unless that key is live, checked
-          in the same statement or transaction; ``KeyNotLive`` otherwise.
+          in the same statement or transaction; ``RememberedKeyRevokedError`` otherwise.
 
         - Retry record first: (owner, agent, messageId) with a fingerprint of
           the message (``common.delivery_fingerprint``: without ``kind`` nor
@@ -215,15 +218,15 @@ class Storage(abc.ABC):
           history). Seen with the same fingerprint (or, recorded before, the
           digest as received: ``common.retry_digests``): nothing is written
           and ``TurnStart(replayed=True)`` names the task it went to. Seen
-          with a different one: ``MessageIdReused``, nothing written.
+          with a different one: ``MessageIdReusedError``, nothing written.
         - ``task_id`` None: a new task (``created=True``) in ``context_id``
           (a new context id when None), state ``working``.
         - ``task_id`` given: claim it with ONE conditional UPDATE
           (``... SET state='working' WHERE id AND owner AND agent AND state IN
           WAITING_STATES``) whose row count is checked; 0 rows: read why and
-          raise ``TaskNotFound`` / ``ContextMismatch`` / ``TaskNotWaiting``,
+          raise ``NoSuchTaskError`` / ``ContextMismatchError`` / ``TaskNotWaitingError``,
           rolling back the retry record. Of two continuations racing for one
-          waiting task, exactly one wins; the other gets ``TaskNotWaiting``
+          waiting task, exactly one wins; the other gets ``TaskNotWaitingError``
           (state ``working``).
         - The stored message gets ``kind="message"``, ``taskId``, ``contextId``.
         """
@@ -243,16 +246,16 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def get_task(self, task_id: str, owner: str, agent: str,
                  history_length: Optional[int] = None,
-                 live_key: Optional[str] = None) -> TaskRecord:
+                 remembered_key: Optional[str] = None) -> TaskRecord:
         """The task of this (owner, agent) with its artifacts and its last
         ``history_length`` messages (all when None, none when 0), read as of
-        one moment; ``TaskNotFound`` otherwise. A ``working`` task whose turn
+        one moment; ``NoSuchTaskError`` otherwise. A ``working`` task whose turn
         began longer than the stale-turn limit ago is failed first
         (``fail_stale_turn``) and returned failed.
 
-        ``live_key``: the hash of the caller's API key, which this process
+        ``remembered_key``: the hash of the caller's API key, which this process
         found live earlier: the task is read only if that key is still live,
-        checked in the same statement (``TaskNotFound`` otherwise, and the
+        checked in the same statement (``NoSuchTaskError`` otherwise, and the
         caller then checks the key on its own: auth.confirm). A revoked key
         reads nothing, without a lookup of its own on every call."""
 
@@ -266,8 +269,8 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
         """``UPDATE ... SET state='canceled' WHERE id AND owner AND agent AND
-        state NOT IN TERMINAL_STATES``; 0 rows: ``TaskNotFound`` or
-        ``TaskNotCancelable`` (with the terminal state found). Racing a
+        state NOT IN TERMINAL_STATES``; 0 rows: ``NoSuchTaskError`` or
+        ``TaskEndedError`` (with the terminal state found). Racing a
         finishing turn, exactly one of the two takes effect; the terminal state
         never changes afterwards."""
 
@@ -395,7 +398,7 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def revoke_key(self, key_id: str) -> None:
         """Set ``revoked_at`` if unset (conditional UPDATE; revoking twice is
-        no change); ``KeyNotFound`` when there is no such key."""
+        no change); ``KeyNotFoundError`` when there is no such key."""
 
     @abc.abstractmethod
     def find_key(self, key_hash: str) -> Optional[KeyRow]:
@@ -408,7 +411,7 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def insert_user(self, name: str, password_hash: str) -> None:
-        """A new built-in user; ``UserExists`` when the name is taken."""
+        """A new built-in user; ``UserExistsError`` when the name is taken."""
 
     @abc.abstractmethod
     def users(self) -> List[Tuple[str, str]]:
@@ -420,7 +423,7 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def delete_user(self, name: str) -> None:
-        """``UserNotFound`` when there is no such user."""
+        """``UserNotFoundError`` when there is no such user."""
 
     @abc.abstractmethod
     def password_hash(self, name: str) -> Optional[str]:
