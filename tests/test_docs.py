@@ -4,6 +4,7 @@ and the references generated from the code cover every setting and command."""
 
 import html
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -112,3 +113,11 @@ def test_the_cli_reference_shows_every_command_and_option(site):
         for param in command.params:
             if getattr(param, "help", None):
                 assert html.escape(" ".join(param.help.split()[:6]), quote=False) in page
+
+
+def test_the_readme_links_to_files_that_exist():
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", f.read())
+    local = [t for t in targets if not urlsplit(t).scheme]
+    assert "docs/quickstart.md" in local
+    assert [t for t in local if not os.path.exists(os.path.join(REPO, t))] == []
