@@ -34,7 +34,7 @@ DEFAULTS = {
 
 # One line of documentation per setting, in MyST Markdown: the settings
 # reference (docs/reference/settings.md) is generated from DEFAULTS and this,
-# so a new setting gets its line here; tests/test_docs.py fails without it.
+# so a new setting gets its line here; tests/docs/test_docs.py fails without it.
 DOCS = {
     "A2A_DATABASE": "Where tasks are kept. None: `a2a.sqlite3` in the Flask "
         "instance folder. A path of the SQLite file (created, with its folder, on "

@@ -1,7 +1,7 @@
 """Sphinx configuration of the a2a_flask documentation.
 
 Build: ``sphinx-build -W docs docs/_build/html`` (the ``docs`` extra);
-tests/test_docs.py runs the same, warnings as errors, and checks every
+tests/docs/test_docs.py runs the same, warnings as errors, and checks every
 internal link of the result.
 """
 

@@ -1,6 +1,6 @@
 """Shared fixtures: an app per test, a JSON-RPC client that checks every
 answer against the official A2A 0.3.0 JSON schema (tests/helpers.py), real
-gunicorn servers (tests/servers.py), PostgreSQL (tests/pgfixtures.py)."""
+gunicorn servers (tests/serving.py), PostgreSQL (tests/pgfixtures.py)."""
 
 import os
 
@@ -42,7 +42,7 @@ def rpc(app):
     return Rpc(app.test_client())
 
 
-# -- real gunicorn processes (tests/servers.py, tests/test_server_*.py) --------
+# -- real gunicorn processes (tests/serving.py, tests/servers/) ---------------
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def start_server(tmp_path):
     """``start_server(app="server_app:app", workers=1, env=None, headers=None,
     database=None, auth=None) -> GunicornServer``, started and answering;
     every server it started is stopped (its process group killed) at teardown."""
-    from servers import GunicornServer
+    from serving import GunicornServer
 
     servers = []
 
@@ -67,7 +67,7 @@ def start_server(tmp_path):
 
 
 def _module_server(tmp_path_factory, app, workers):
-    from servers import GunicornServer
+    from serving import GunicornServer
 
     server = GunicornServer(tmp_path_factory.mktemp("server"), app=app,
                             workers=workers)
@@ -110,14 +110,25 @@ def script(make_rpc):
     return make_rpc(register_scripted, agent="script")
 
 
-#: Files tests keep for people to look at (screenshots): named at the end.
-ARTIFACTS = []
+#: Files tests keep for people to look at (screenshots), by the ``kept_files``
+#: fixture; the run's summary names their folders.
+_KEPT = pytest.StashKey[list]()
 
 
-def pytest_terminal_summary(terminalreporter):
-    if ARTIFACTS:
+def pytest_configure(config):
+    config.stash[_KEPT] = []
+
+
+@pytest.fixture(scope="session")
+def kept_files(pytestconfig):
+    """A list: append the path of each file a test keeps as an artifact."""
+    return pytestconfig.stash[_KEPT]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    kept = config.stash.get(_KEPT, [])
+    if kept:
         terminalreporter.write_sep("-", "test artifacts")
-        folders = sorted({os.path.dirname(path) for path in ARTIFACTS})
-        for folder in folders:
+        for folder in sorted({os.path.dirname(path) for path in kept}):
             terminalreporter.write_line("%s (%d files)" % (folder, sum(
-                os.path.dirname(path) == folder for path in ARTIFACTS)))
+                os.path.dirname(path) == folder for path in kept)))

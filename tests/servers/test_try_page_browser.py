@@ -13,7 +13,7 @@ import re
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from servers import REPO_DIR, GunicornServer, WorkerProcess
+from serving import REPO_DIR, GunicornServer, WorkerProcess
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
@@ -59,7 +59,8 @@ def browser():
 class Tab:
     """One page in a fresh browser context, its console errors collected."""
 
-    def __init__(self, browser, demo, agent):
+    def __init__(self, browser, demo, agent, kept_files):
+        self.kept_files = kept_files
         self.context = browser.new_context(viewport={"width": 1100, "height": 1000})
         self.page = self.context.new_page()
         self.page.set_default_timeout(WAIT_MS)
@@ -88,21 +89,16 @@ class Tab:
         os.makedirs(SHOTS, exist_ok=True)
         path = os.path.join(SHOTS, name + ".png")
         self.page.screenshot(path=path, full_page=True)
-        record_artifact(path)
+        self.kept_files.append(path)
         return path
 
 
-def record_artifact(path):
-    from conftest import ARTIFACTS
-    ARTIFACTS.append(path)
-
-
 @pytest.fixture
-def tab(browser, demo):
+def tab(browser, demo, kept_files):
     tabs = []
 
     def open_tab(agent):
-        tabs.append(Tab(browser, demo, agent))
+        tabs.append(Tab(browser, demo, agent, kept_files))
         return tabs[-1]
 
     yield open_tab

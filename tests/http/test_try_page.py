@@ -1,6 +1,6 @@
 """The try page (A2A_TRY_PAGE) as HTTP: who gets it, what it is made of, and
-that everyone else gets what they got without it. tests/test_try_page_browser.py
-runs it in a real browser."""
+that everyone else gets what they got without it.
+tests/servers/test_try_page_browser.py runs it in a real browser."""
 
 import base64
 import hashlib

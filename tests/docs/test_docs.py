@@ -15,8 +15,7 @@ import pytest
 
 from a2a_flask.cli import a2a_cli
 from a2a_flask.config import DEFAULTS, DOCS
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from serving import REPO_DIR as REPO
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from servers import REPO_DIR, VENV_BIN, GunicornServer
+from serving import REPO_DIR, VENV_BIN, GunicornServer
 
 DOCS = os.path.join(REPO_DIR, "docs")
 WRITE = os.environ.get("A2A_DOCS_WRITE") == "1"
@@ -69,7 +69,7 @@ def _shell(server, command):
     return shown.replace("127.0.0.1:%d" % server.port, SHOWN_HOST)
 
 
-_GENERATED = "% Below: the output of docs/curl_session.sh (tests/test_docs_examples.py).\n"
+_GENERATED = "% Below: the output of docs/curl_session.sh (tests/docs/test_docs_examples.py).\n"
 
 
 @pytest.fixture(scope="module")
