@@ -187,7 +187,7 @@ def _card(name, at_root=False):
 def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
-    @bp.post(urls.rpc_rule(settings))
+    @bp.route(urls.rpc_rule(settings), methods=["POST"])
     def rpc(name):
         return _logged_rpc(name)
 
@@ -198,7 +198,7 @@ def make_blueprint(settings):
         bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, card,
                         methods=["GET"])
 
-    @bp.get(urls.agents_tree(settings))
+    @bp.route(urls.agents_tree(settings), methods=["GET"])
     def agent_list():
         runtime = _runtime()
         try:
@@ -215,18 +215,18 @@ def make_blueprint(settings):
             for agent in runtime.reachable_agents()
             if caller.may_reach(agent.name)]})
 
-    @bp.get(urls.health_path(settings))
+    @bp.route(urls.health_path(settings), methods=["GET"])
     def health():
         return json_response(*_health(_runtime()))
 
     if settings.metrics:
-        @bp.get(urls.metrics_path(settings))
+        @bp.route(urls.metrics_path(settings), methods=["GET"])
         def metrics():
             return _runtime().metrics.response()
 
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
-        @bp.post(urls.ROOT_RPC)
+        @bp.route(urls.ROOT_RPC, methods=["POST"])
         def default_rpc():
             return _logged_rpc(_runtime().settings.default_agent, at_root=True)
 

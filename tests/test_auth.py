@@ -349,11 +349,11 @@ def test_built_in_users_authenticate_with_basic(svc):
 
 def test_a_checked_password_is_not_hashed_again_but_a_change_is_seen_at_once(
         svc, monkeypatch):
-    import a2a_flask.credentials as credentials
+    import a2a_flask.passwords as passwords
 
     checks = []
-    real = credentials.check_password_hash
-    monkeypatch.setattr(credentials, "check_password_hash",
+    real = passwords.check_password
+    monkeypatch.setattr(passwords, "check_password",
                         lambda stored, password: checks.append(1) or real(stored, password))
     svc.credentials.create_user("dora", "first pw")
     for _ in range(3):

@@ -230,7 +230,7 @@ def test_wrong_http_method_is_json_405(app, method, path, allowed):
 def test_host_app_pages_are_left_alone(make_app):
     app, _ = make_app()
 
-    @app.get("/home")
+    @app.route("/home")
     def home():
         return "<p>home</p>"
 
