@@ -8,7 +8,7 @@ speaks HTTP to it, so every answer is checked against the A2A JSON schema.
 
 Authentication: ``DEFAULT_AUTH`` says how the servers are started. ``"off"``
 runs them with ``A2A_AUTH=off``; ``"key"`` creates an API key with
-``flask --app wsgi a2a keys create --quiet`` on the server's database before
+``FLASK_APP=wsgi flask a2a keys create --quiet`` on the server's database before
 it starts, and sends ``Authorization: Bearer <key>`` with every request (to
 switch: ``DEFAULT_AUTH = "key"``). Extra env and default request headers can
 be given per server too.
@@ -72,11 +72,13 @@ def free_port():
 
 
 def flask_cli(database, *args, env=None):
-    """``flask --app wsgi ARGS`` on ``database``; its standard output."""
-    run_env = dict(os.environ, **(env or {}), A2A_DATABASE=database)
+    """``FLASK_APP=wsgi flask ARGS`` on ``database``; its standard output.
+    FLASK_APP, not ``--app``: Flask before 2.2 has no ``--app``."""
+    run_env = dict(os.environ, **(env or {}), A2A_DATABASE=database,
+                   FLASK_APP="wsgi")
     run_env.pop("A2A_AUTH", None)
     out = subprocess.run(
-        [os.path.join(VENV_BIN, "flask"), "--app", "wsgi"] + list(args),
+        [os.path.join(VENV_BIN, "flask")] + list(args),
         cwd=REPO_DIR, env=run_env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, (args, out.stdout, out.stderr)
     return out.stdout
@@ -285,7 +287,7 @@ def assert_clean_log(text):
 
 
 class WorkerProcess:
-    """``flask --app APP a2a worker ARGS`` beside a ``GunicornServer``, on its
+    """``FLASK_APP=APP flask a2a worker ARGS`` beside a ``GunicornServer``, on its
     database and settings, in a process group of its own; its log in
     ``worker-N.log`` of the server's folder."""
 
@@ -302,11 +304,10 @@ class WorkerProcess:
 
     def start(self):
         env = dict(self.server._environ(), **self.env)
-        module = self.server.app.split(":")[0]
+        env["FLASK_APP"] = self.server.app.split(":")[0]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [os.path.join(VENV_BIN, "flask"), "--app", module, "a2a",
-                 "worker"] + self.args, cwd=APPS[self.server.app], env=env,
+                [os.path.join(VENV_BIN, "flask"), "a2a", "worker"] + self.args, cwd=APPS[self.server.app], env=env,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         _RUNNING.add(self.process.pid)

@@ -16,12 +16,13 @@ KEY_ID = re.compile(r"\bkey_[0-9a-f]+\b")
 
 
 def flask_a2a(database, *args, input="", env=None):
-    """Run ``flask --app wsgi a2a ARGS``; a session of its own, so a password
-    prompt reads standard input, not the terminal."""
+    """Run ``FLASK_APP=wsgi flask a2a ARGS`` (Flask 1.1 has no ``--app``); a
+    session of its own, so a password prompt reads standard input, not the terminal."""
     run_env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_")}
     run_env.update(env or {})
     run_env["A2A_DATABASE"] = str(database)
-    return subprocess.run([FLASK, "--app", "wsgi", "a2a", *args], cwd=REPO_DIR,
+    run_env["FLASK_APP"] = "wsgi"
+    return subprocess.run([FLASK, "a2a", *args], cwd=REPO_DIR,
                           env=run_env, input=input, capture_output=True, text=True,
                           timeout=30, start_new_session=True)
 
