@@ -229,7 +229,7 @@ def test_disk_full_says_so_and_that_a_retry_may_succeed(make_app):
 
 @pytest.fixture
 def hash_calls(monkeypatch):
-    import a2a_flask.passwords as passwords
+    import a2a_flask.auth.passwords as passwords
 
     calls = []
     real = passwords.check_password

@@ -1,13 +1,13 @@
 """Password hashes verify the same on every supported Werkzeug: written in the
 format all of them read, and the formats each of them wrote by default still
-log their users in (a2a_flask/passwords.py)."""
+log their users in (a2a_flask/auth/passwords.py)."""
 
 import base64
 
 import pytest
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from a2a_flask.passwords import check_password, hash_password
+from a2a_flask.auth.passwords import check_password, hash_password
 from helpers import assert_401
 
 pytestmark = pytest.mark.compat

@@ -13,8 +13,8 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from . import passwords
-from .storage.base import KeyNotFound, KeyRow, UserExists, UserNotFound
-from .storage.common import now_iso
+from ..storage.base import KeyNotFound, KeyRow, UserExists, UserNotFound
+from ..storage.common import now_iso
 
 KEY_PREFIX = "a2a_"
 #: Last use is recorded to the minute: a write per request would cost more.

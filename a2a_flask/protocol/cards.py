@@ -5,9 +5,9 @@ import logging
 from flask import current_app, request
 from werkzeug.exceptions import SecurityError
 
-from . import urls
-from .auth import security_requirements
-from .compat import host_is_trusted
+from ..auth.callers import security_requirements
+from ..compat import host_is_trusted
+from ..http import urls
 
 log = logging.getLogger("a2a_flask")
 

@@ -15,9 +15,9 @@ from werkzeug.exceptions import (HTTPException, MethodNotAllowed, NotFound,
                                  default_exceptions)
 from werkzeug.routing import Rule
 
-from . import errors
-from .compat import registered_name
-from .jsonrpc import error_response, json_response
+from .. import errors
+from ..compat import registered_name
+from ..protocol.jsonrpc import error_response, json_response
 
 log = logging.getLogger("a2a_flask")
 
