@@ -8,6 +8,10 @@ CARD = "/.well-known/agent-card.json"
 LEGACY = "/.well-known/agent.json"
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def get_json(client, path, status=200, **kwargs):
     response = client.get(path, **kwargs)
     assert response.status_code == status, response.data

@@ -7,12 +7,18 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from helpers import check_answer, message
 from servers import REPO_DIR, VENV_BIN
 
 FLASK = os.path.join(VENV_BIN, "flask")
 KEY = re.compile(r"a2a_[A-Za-z0-9_-]{43}")
 KEY_ID = re.compile(r"\bkey_[0-9a-f]+\b")
+
+
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
 
 
 def flask_a2a(database, *args, input="", env=None):

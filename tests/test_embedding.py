@@ -17,6 +17,10 @@ from helpers import check_answer, message
 CARD = "/.well-known/agent-card.json"
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def host_app(tmp_path, **config):
     """A bare host app (not yet mounted), with a page at ``/``."""
     app = Flask("host", instance_path=str(tmp_path / "instance"))
