@@ -5,6 +5,7 @@ import logging
 import sqlite3
 
 import pytest
+from flask.cli import FlaskGroup
 
 pytest.importorskip("flask_migrate")
 pytest.importorskip("flask_login")
@@ -31,7 +32,10 @@ def flask_db(app, *args):
                 logger for logger in logging.Logger.manager.loggerDict.values()
                 if isinstance(logger, logging.Logger)]]
     try:
-        result = app.test_cli_runner().invoke(args=["db"] + list(args))
+        # Through FlaskGroup, as the flask command runs it: Flask-Migrate
+        # before 3.0 adds "db" as a plugin command, not to app.cli.
+        flask_command = FlaskGroup(create_app=lambda *_: app, load_dotenv=False)
+        result = app.test_cli_runner().invoke(flask_command, ["db"] + list(args))
     finally:
         for logger, disabled, level, handlers in kept:
             logger.disabled, logger.handlers[:] = disabled, handlers
