@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from a2a_flask.client import (
-    A2ACallError, AmbiguousOutcome, AuthenticationError, Basic, CardError, Client,
+    A2ACallError, AmbiguousOutcome, AuthenticationError, CardError, Client,
     ClientCredentials, TaskNotCancelableError, TaskNotFoundError, TransportError,
     UnsupportedOperationError, WaitTimeout,
 )
