@@ -4,10 +4,10 @@ import logging
 
 from flask import current_app, request
 from werkzeug.exceptions import SecurityError
-from werkzeug.sansio.utils import host_is_trusted
 
 from .. import urls
 from ..auth.callers import security_requirements
+from ..compat import host_is_trusted
 
 log = logging.getLogger("a2a_flask")
 

@@ -7,6 +7,8 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime
 
+import pytest
+
 from helpers import Rpc, message, register_scripted
 from serving import assert_fails, flask_a2a
 
@@ -48,6 +50,7 @@ def _ok(result):
     return result.stdout
 
 
+@pytest.mark.compat
 def test_tasks_list_filters_newest_first_and_json(tmp_path, make_app):
     db = tmp_path / "ops.sqlite3"
     _, rpc = _app_rpc(make_app, db)
@@ -152,6 +155,7 @@ def test_prune_takes_a2a_retention_and_refuses_bad_ages(tmp_path, make_app):
     assert gone.startswith("Removed 1 finished tasks")
 
 
+@pytest.mark.compat
 def test_db_check_backup_upgrade(tmp_path, make_app):
     db = tmp_path / "ops.sqlite3"
     _, rpc = _app_rpc(make_app, db)

@@ -14,6 +14,10 @@ from helpers import Rpc, metric_growth, metric_sample
 ACCESS = "a2a_flask.access"
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def access_records(caplog):
     return [r for r in caplog.records if r.name == ACCESS]
 
