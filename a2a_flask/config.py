@@ -26,7 +26,11 @@ DEFAULTS = {
     "A2A_RETENTION": None,  # e.g. "30d": what `flask a2a tasks prune` keeps
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
     # Background agents (README, "Long-running agents").
-    "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
+    # None: a blocking send to a background agent waits until the turn ends
+    # or is interrupted (A2A 1.0 section 3.2.2). A number of seconds is an
+    # operator's cap, a deviation from the spec: the send then answers the
+    # task still `working` (0: at once) and the caller polls.
+    "A2A_BLOCKING_WAIT_SECONDS": None,
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
     "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
 }
@@ -105,6 +109,13 @@ def _at_least(key, value, minimum):
     return number
 
 
+def _cap(key, value):
+    """None (no cap) for no value or "none", else a whole number >= 0."""
+    if value is None or str(value).strip().lower() in ("", "none"):
+        return None
+    return _at_least(key, value, 0)
+
+
 class Settings:
     """The extension's settings, read once from ``app.config`` in ``init_app``."""
 
@@ -151,8 +162,8 @@ class Settings:
         if self.retention is not None:
             parse_age(self.retention, "A2A_RETENTION")
         self.metrics = bool(get("A2A_METRICS"))
-        self.blocking_wait_seconds = _at_least("A2A_BLOCKING_WAIT_SECONDS",
-                                               get("A2A_BLOCKING_WAIT_SECONDS"), 0)
+        self.blocking_wait_seconds = _cap("A2A_BLOCKING_WAIT_SECONDS",
+                                          get("A2A_BLOCKING_WAIT_SECONDS"))
         self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",
                                               get("A2A_WORKER_LEASE_SECONDS"), 1)
         self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",

@@ -3,6 +3,7 @@
 
 from . import errors
 from .credentials import Credentials
+from .waits import TaskWaits
 
 
 class Runtime:
@@ -13,6 +14,8 @@ class Runtime:
         self.settings = settings
         self.storage = storage
         self.credentials = Credentials(storage)
+        #: Blocking sends waiting on background turns (one watcher a process).
+        self.task_waits = TaskWaits(storage)
         self.session_cookie_name = session_cookie_name
         #: True once the database is known to be at this package's schema.
         self.schema_current = False

@@ -10,7 +10,6 @@ Ownership: every call is keyed by (caller, agent); another caller's task is
 ``TaskNotFound``. The stale-turn policy is the storage's (``get_task``).
 """
 
-import time
 from typing import Optional
 
 from . import errors
@@ -60,7 +59,8 @@ def send(req: Request, message: dict, accepted_output_modes=None,
     An agent registered ``background=True``: the turn is queued for ``flask
     a2a worker``; with ``return_immediately`` (0.3 ``blocking: false``, 1.0
     ``returnImmediately``) the task comes back at once, ``working``; else
-    after the turn ended or A2A_BLOCKING_WAIT_SECONDS, whichever comes first.
+    once the turn ended or was interrupted (``input-required``...), or after
+    A2A_BLOCKING_WAIT_SECONDS when an operator set that cap.
     Any other agent runs inside the call, ``return_immediately`` or not."""
     req.agent.check_accepts(message, accepted_output_modes)
     owner, agent_name = req.caller.id, req.agent.name
@@ -98,11 +98,6 @@ def send(req: Request, message: dict, accepted_output_modes=None,
                       metadata)
 
 
-#: A blocking send polls the task's state, without a transaction, every
-#: POLL_FIRST seconds, growing by half up to POLL_MOST.
-POLL_FIRST, POLL_MOST = 0.02, 0.2
-
-
 def _send_to_queue(req, message, metadata, history_length, return_immediately):
     owner, agent_name, storage = req.caller.id, req.agent.name, req.storage
     queued = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
@@ -111,23 +106,12 @@ def _send_to_queue(req, message, metadata, history_length, return_immediately):
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
         retry=req.agent.retry, status_message=queued)
-    if not start.replayed and not return_immediately:
-        wait_while_working(storage, start.task_id,
-                           req.runtime.settings.blocking_wait_seconds)
+    if not return_immediately:
+        # No transaction is open while waiting: the enqueue has committed. A
+        # replay waits too: blocking means the outcome, whoever sent it first.
+        req.runtime.task_waits.wait(start.task_id,
+                                    req.runtime.settings.blocking_wait_seconds)
     return storage.get_task(start.task_id, owner, agent_name, history_length)
-
-
-def wait_while_working(storage, task_id, seconds):
-    """Poll the task's state (a plain read each time) until it leaves
-    ``working`` or ``seconds`` pass; the state found."""
-    deadline = time.monotonic() + seconds
-    pause = POLL_FIRST
-    state = storage.task_state(task_id)
-    while state == "working" and time.monotonic() + pause < deadline:
-        time.sleep(pause)
-        pause = min(pause * 1.5, POLL_MOST)
-        state = storage.task_state(task_id)
-    return state
 
 
 def get(req: Request, task_id: str,

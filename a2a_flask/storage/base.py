@@ -27,7 +27,9 @@ Rules every backend keeps:
 """
 
 import abc
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import (
+    Any, Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple,
+)
 
 # The states and the errors are part of the contract (re-exported here).
 from .errors import (  # noqa: F401
@@ -289,6 +291,18 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def task_state(self, task_id: str) -> Optional[str]:
         """The task's state, None when there is no such task."""
+
+    def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
+        """The state of each task (None: no such task), read in one query
+        where the backend can: what every blocking send of a process waits on
+        (waits.TaskWaits)."""
+        return {task_id: self.task_state(task_id) for task_id in task_ids}
+
+    def change_marker(self) -> Optional[Hashable]:
+        """A value that changes once another connection committed, cheap
+        enough to read every few milliseconds (no query of the tables); None
+        when the backend cannot tell, and waiters read states on a timer."""
+        return None
 
     # -- listing -----------------------------------------------------------------
 

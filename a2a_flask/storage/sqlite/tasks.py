@@ -365,6 +365,22 @@ class TaskOperations:
             "SELECT state FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
         return row[0] if row else None
 
+    def task_states(self, task_ids):
+        found = dict.fromkeys(task_ids)
+        ids = list(found)
+        conn = self.connection()
+        for start in range(0, len(ids), 500):  # SQLite's bound on parameters
+            chunk = ids[start:start + 500]
+            found.update(conn.execute(
+                "SELECT id, state FROM a2a_tasks WHERE id IN (%s)"
+                % ", ".join("?" * len(chunk)), chunk).fetchall())
+        return found
+
+    def change_marker(self):
+        # Changes when another connection (of any process) commits: a read of
+        # the WAL index in shared memory, no table is touched.
+        return self.connection().execute("PRAGMA data_version").fetchone()[0]
+
     # -- cancel --------------------------------------------------------------
 
     def cancel_task(self, task_id, owner, agent):
