@@ -15,6 +15,8 @@ DEFAULTS = {
     "A2A_API_KEY_HEADER": "X-API-Key",
     "A2A_PUBLIC_CARDS": True,
     "A2A_DISABLED_AGENTS": "",
+    # A write waits this long in all for other writers, then answers "The
+    # storage is busy" (SQLite: the writers' lock and its busy wait together).
     "A2A_BUSY_TIMEOUT_MS": 5000,
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,

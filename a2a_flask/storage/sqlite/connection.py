@@ -4,8 +4,10 @@ transactions behind the process's writers' lock, the schema migration.
 WAL journal, a busy timeout, short ``BEGIN IMMEDIATE`` write transactions (so
 a writer takes the lock up front instead of failing to upgrade a read lock).
 Writers queue on an advisory file lock (``<database>-lock``) before ``BEGIN
-IMMEDIATE``: the kernel wakes the next writer the moment the lock is free,
-where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
+IMMEDIATE``: the threads of a process on a lock that wakes the next at once,
+one thread per process on the file lock, tried every 0.1 ms doubling to
+2 ms, where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
+The two waits together stay within the busy timeout.
 """
 
 import errno
@@ -153,8 +155,19 @@ class SqliteConnections:
         deleted or replaced meanwhile is detected before the commit.
         """
         conn = self.connection()
-        with self._writer:
-            conn.execute("BEGIN IMMEDIATE")
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+        with self._writer.hold(deadline):
+            # SQLite's busy wait (a host app's writer, a checkpoint) gets
+            # what is left of the bound after the wait for our lock.
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            shortened = left_ms < self.busy_timeout_ms - 1
+            if shortened:
+                conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            finally:
+                if shortened:
+                    conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
             try:
                 yield conn
                 self.check_same_file()
@@ -216,11 +229,14 @@ class SqliteConnections:
                 errno.ENOENT, "the database file is missing but its lock file "
                 "shows it was in use: restore it from a backup, or delete %s-lock "
                 "to start with an empty database" % self.path, self.path)
-        conn, _ = self._open(create=True)
+        conn, _ = self._open(create=True)  # the file first, then its lock file
         try:
-            # WAL is a property of the file: set once, kept by every later opener.
-            conn.execute("PRAGMA journal_mode = WAL")
-            with self._writer:
+            # One process at a time, from the switch to WAL on: processes
+            # starting together on a new file otherwise meet "database is
+            # locked" (changing the journal mode takes no busy wait).
+            with self._writer.hold():
+                # WAL is a property of the file: set once, kept by every opener.
+                conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     migrate(sqlite_utils.Database(conn))
