@@ -6,14 +6,14 @@ from typing import Any, Callable, Dict, Optional, TypeVar, Union
 from flask import Flask
 
 from .agents import Agent
-from .auth import Caller
+from .auth.callers import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
-from .hosting import (FirstRequest, check_not_mounted, exempt_from_csrf,
+from .host_app import (FirstRequest, check_not_mounted, exempt_from_csrf,
                       warn_about_settings)
-from .runtime import Runtime
+from .state import Runtime
 from .storage import open_storage
-from .views import make_blueprint
+from .http.blueprint import make_blueprint
 
 log = logging.getLogger("a2a_flask")
 

@@ -17,7 +17,7 @@ import threading
 import time
 
 from .agents import Turn, run_turn
-from .auth import Caller
+from .auth.callers import Caller
 from .waits import change_marker, wait_for_change
 
 log = logging.getLogger("a2a_flask")
