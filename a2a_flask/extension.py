@@ -11,6 +11,7 @@ from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .host_app import (FirstRequest, check_not_mounted, exempt_from_csrf,
                       warn_about_settings)
+from .logs import log_to_stderr
 from .state import Runtime
 from .storage import open_storage
 from .http.blueprint import make_blueprint
@@ -46,6 +47,7 @@ class A2A:
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
+        log_to_stderr(settings.log_format, unless_root=True)
         storage = open_storage(settings)
         if settings.auto_migrate:
             try:
@@ -67,6 +69,8 @@ class A2A:
         app.register_blueprint(blueprint)
         exempt_from_csrf(app, blueprint)
         app.before_request(FirstRequest(app, runtime, blueprint))
+        # Every request, the host app's too: a no-op unless it used ours.
+        app.teardown_request(lambda _exc: storage.release_connection())
         app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "

@@ -84,6 +84,23 @@ class _SameStreamHandler(logging.Handler):
             self.handleError(record)
 
 
+def log_to_stderr(log_format="plain", unless_root=False):
+    """``a2a_flask`` records (INFO: access records, agents' tracebacks) on
+    stderr in ``log_format``, unless a handler already takes them: one on
+    ``a2a_flask`` (gunicorn.conf.py's, the host's), or with ``unless_root``
+    one on the root logger (the host configured logging). Called at
+    ``init_app``, so that under uWSGI, Waitress or a gunicorn without the
+    shipped conf the records are not lost for want of a handler."""
+    logger = logging.getLogger("a2a_flask")
+    if logger.handlers or (unless_root and logging.getLogger().handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter(log_format))
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(LEVEL)
+
+
 def route_to_gunicorn(error_log, log_format="plain"):
     """Send ``a2a_flask`` records to the handlers of gunicorn's error logger.
 

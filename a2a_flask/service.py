@@ -109,6 +109,7 @@ def _send_to_queue(req, message, metadata, history_length, return_immediately):
     if not return_immediately:
         # No transaction is open while waiting: the enqueue has committed. A
         # replay waits too: blocking means the outcome, whoever sent it first.
+        storage.release_connection()  # 1,000 waiting calls need no 1,000
         req.runtime.task_waits.wait(start.task_id,
                                     req.runtime.settings.blocking_wait_seconds)
     return storage.get_task(start.task_id, owner, agent_name, history_length)

@@ -45,12 +45,7 @@ def _log_to_stderr(log_format):
     A2A_LOG_FORMAT, unless the host app already routes ``a2a_flask``."""
     import logging
 
-    from ..logs import LEVEL, formatter
+    from ..logs import LEVEL, log_to_stderr
 
-    logger = logging.getLogger("a2a_flask")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(formatter(log_format))
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(LEVEL)
+    log_to_stderr(log_format)
+    logging.getLogger("a2a_flask").setLevel(LEVEL)

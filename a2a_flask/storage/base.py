@@ -292,6 +292,12 @@ class Storage(abc.ABC):
     def task_state(self, task_id: str) -> Optional[str]:
         """The task's state, None when there is no such task."""
 
+    def release_connection(self) -> None:
+        """This thread is done with the storage for now (the end of a web
+        request, a blocking send about to wait): a backend holding a
+        connection per thread may hand it to the next user. The next call
+        on this thread takes one again."""
+
     def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
         """The state of each task (None: no such task), read in one query
         where the backend can: what every blocking send of a process waits on
