@@ -7,7 +7,6 @@ import threading
 import psycopg
 import pytest
 
-from a2a_flask import errors
 from a2a_flask.storage import base
 from a2a_flask.storage.postgres import PostgresStorage
 from a2a_flask.storage.postgres.migrations import MIGRATIONS
@@ -82,7 +81,7 @@ def test_a_turn_end_to_end_with_the_databases_clock(storage, postgres_url):
     assert task.artifacts == artifacts
     assert storage.get_task(start.task_id, "alice", "echo", history_length=1).history == [reply]
     assert storage.get_task(start.task_id, "alice", "echo", history_length=0).history == []
-    with pytest.raises(base.TaskNotFound):
+    with pytest.raises(base.NoSuchTaskError):
         storage.get_task(start.task_id, "bob", "echo")
     # a finished task takes no second outcome
     assert storage.finish_turn(start.task_id, "alice", "echo", "failed") is None
@@ -93,7 +92,7 @@ def test_a_retry_writes_nothing_and_a_reused_id_is_refused(storage):
     first = storage.start_turn("alice", "echo", msg)
     again = storage.start_turn("alice", "echo", dict(msg))
     assert again.replayed and (again.task_id, again.context_id) == (first.task_id, first.context_id)
-    with pytest.raises(base.MessageIdReused):
+    with pytest.raises(base.MessageIdReusedError):
         storage.start_turn("alice", "echo", dict(msg, parts=[{"kind": "text", "text": "x"}]))
     assert len(storage.task_history(first.task_id)) == 1
 
@@ -114,7 +113,7 @@ def test_two_continuations_at_once_exactly_one_runs(storage):
         try:
             results.append(storage.start_turn("alice", "echo", message("go"),
                                               task_id=start.task_id))
-        except base.TaskNotWaiting as exc:
+        except base.TaskNotWaitingError as exc:
             results.append(exc)
 
     threads = [threading.Thread(target=go) for _ in range(8)]
@@ -123,7 +122,7 @@ def test_two_continuations_at_once_exactly_one_runs(storage):
     for t in threads:
         t.join()
     won = [r for r in results if isinstance(r, base.TurnStart)]
-    lost = [r for r in results if isinstance(r, base.TaskNotWaiting)]
+    lost = [r for r in results if isinstance(r, base.TaskNotWaitingError)]
     assert len(won) == 1 and len(lost) == 7
     assert {e.state for e in lost} == {"working"}
     assert len(storage.task_history(start.task_id)) == 3  # the losers' messages rolled back
@@ -131,16 +130,16 @@ def test_two_continuations_at_once_exactly_one_runs(storage):
 
 def test_continuation_errors(storage):
     start = _waiting_task(storage)
-    with pytest.raises(base.ContextMismatch):
+    with pytest.raises(base.ContextMismatchError):
         storage.start_turn("alice", "echo", message("x"), task_id=start.task_id,
                            context_id="ctx_other")
-    with pytest.raises(base.TaskNotFound):
+    with pytest.raises(base.NoSuchTaskError):
         storage.start_turn("bob", "echo", message("x"), task_id=start.task_id)
     storage.cancel_task(start.task_id, "alice", "echo")
-    with pytest.raises(base.TaskNotWaiting) as info:
+    with pytest.raises(base.TaskNotWaitingError) as info:
         storage.start_turn("alice", "echo", message("x"), task_id=start.task_id)
     assert info.value.terminal and info.value.state == "canceled"
-    with pytest.raises(base.TaskNotCancelable) as info:
+    with pytest.raises(base.TaskEndedError) as info:
         storage.cancel_task(start.task_id, "alice", "echo")
     assert info.value.state == "canceled"
 
@@ -159,7 +158,7 @@ def test_cancel_racing_a_finishing_turn_never_changes_the_terminal_state(storage
             try:
                 storage.cancel_task(start.task_id, "alice", "echo")
                 outcome["cancel"] = True
-            except base.TaskNotCancelable as exc:
+            except base.TaskEndedError as exc:
                 outcome["cancel"] = exc.state
 
         threads = [threading.Thread(target=finish), threading.Thread(target=cancel)]
@@ -272,16 +271,16 @@ def test_keys_and_users(storage):
     storage.revoke_key("key_1")  # twice: no change, no error
     assert storage.find_key("hash1") is None
     assert storage.keys()[0].revoked_at is not None
-    with pytest.raises(base.KeyNotFound):
+    with pytest.raises(base.KeyNotFoundError):
         storage.revoke_key("key_nope")
     assert not storage.has_users()
     storage.insert_user("ann", "h")
-    with pytest.raises(base.UserExists):
+    with pytest.raises(base.UserExistsError):
         storage.insert_user("ann", "h2")
     assert storage.password_hash("ann") == "h" and storage.has_users()
     assert [u[0] for u in storage.users()] == ["ann"]
     storage.delete_user("ann")
-    with pytest.raises(base.UserNotFound):
+    with pytest.raises(base.UserNotFoundError):
         storage.delete_user("ann")
 
 
@@ -297,9 +296,9 @@ def test_a_server_that_is_down_is_storage_unavailable_then_comes_back(postgres_s
         url = cluster.create_db("a2a_down")
         storage = PostgresStorage(url, busy_timeout_ms=1000)
         cluster.pause()
-        with pytest.raises(errors.StorageUnavailable) as info:
+        with pytest.raises(base.StorageUnavailableError) as info:
             storage.start_turn("alice", "echo", message("while down"))
-        assert info.value.data == {"retry": True}
+        assert info.value.kept_task_id is None
         cluster.resume()
         import time
 
@@ -308,7 +307,7 @@ def test_a_server_that_is_down_is_storage_unavailable_then_comes_back(postgres_s
             try:
                 start = storage.start_turn("alice", "echo", message("after"))
                 break
-            except errors.StorageUnavailable:
+            except base.StorageUnavailableError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
@@ -321,7 +320,7 @@ def test_a_server_that_is_down_is_storage_unavailable_then_comes_back(postgres_s
             try:
                 assert storage.get_task(start.task_id, "alice", "echo").state == "working"
                 break
-            except errors.StorageUnavailable:
+            except base.StorageUnavailableError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)

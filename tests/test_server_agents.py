@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from a2a_flask.agents import FAILED_TEXT
+from a2a_flask.agent import FAILED_TEXT
 from a2a_flask.storage.base import STALE_TURN_TEXT
 from helpers import message
 from server_app import LATE, SECRET

@@ -38,7 +38,7 @@ class LoginThrottle:
                     times.popleft()
                 if len(times) >= self.limit:
                     wait = max(1, int(self.window - (now - times[0])) + 1)
-                    raise errors.TooManyRequests(
+                    raise errors.TooManyRequestsError(
                         "Too many failed logins for this user or from this "
                         "address: try again in %d s." % wait, retry_after=wait)
 

@@ -14,7 +14,7 @@ from marshmallow import (
     validates_schema,
 )
 
-from ...schemas import NON_EMPTY, StrictBoolean, StrictInteger
+from ...validation import NON_EMPTY, StrictBoolean, StrictInteger
 from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).

@@ -1,6 +1,7 @@
-"""The URL layout of the service, in one place: the routes (views.py), the
-paths whose errors are ours (fallbacks.py), the URLs the cards and the agent
-list advertise (cards.py, views.py) all come from here."""
+"""The URL layout of the service, in one place: the routes
+(``http/blueprint.py``), the paths whose errors are ours
+(``http/json_fallbacks.py``), the URLs the cards and the agent list advertise
+(``protocol/cards.py``, ``http/discovery.py``) all come from here."""
 
 #: The Agent Card, and its pre-0.3 name, under an agent (and at the root).
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
@@ -82,3 +83,12 @@ def owned_paths(settings):
     if settings.metrics:
         paths.append(metrics_path(settings))
     return paths
+
+
+def is_rest_path(settings, path):
+    """Whether ``path`` is under an HTTP+JSON tree (its errors are REST's)."""
+    prefix = agents_tree(settings) + "/"
+    if path.startswith(prefix):
+        rest = path[len(prefix):].split("/")
+        return len(rest) >= 2 and rest[1] == "rest"
+    return root_rest(settings) and path.startswith(REST_TREES)

@@ -1,19 +1,24 @@
-"""``Runtime``: what one app's requests need, kept in ``app.extensions["a2a"]``
+"""``AppState``: what one app's requests need, kept in ``app.extensions["a2a"]``
 (settings, the storage, credentials, the agents that may be reached)."""
 
 from . import errors
 from .auth.credentials import Credentials
+from .auth.throttle import LoginThrottle
 from .waits import TaskWaits
 
 
-class Runtime:
-    """The per-app context of the service (not a task's ``state``)."""
+class AppState:
+    """The A2A state of one Flask app (``app.extensions["a2a"]``): its
+    settings, storage, credentials, metrics and registered agents. Not a
+    task's state."""
 
     def __init__(self, extension, settings, storage, session_cookie_name):
         self.extension = extension
         self.settings = settings
         self.storage = storage
         self.credentials = Credentials(storage)
+        #: Failed HTTP Basic logins counted in this process.
+        self.login_throttle = LoginThrottle(settings.login_failures_per_minute)
         #: Blocking sends waiting on background turns (one watcher a process).
         self.task_waits = TaskWaits(storage)
         self.session_cookie_name = session_cookie_name
@@ -27,7 +32,7 @@ class Runtime:
 
     def schema_problem(self, version=None):
         """None when the database is at the schema this package needs, else
-        the ``SchemaOutdated`` error to answer (A2A_AUTO_MIGRATE=0). Given
+        the ``SchemaOutdatedError`` to answer (A2A_AUTO_MIGRATE=0). Given
         ``version`` (read by the health check), it is judged afresh."""
         if version is None:
             if self.schema_current:
@@ -44,7 +49,7 @@ class Runtime:
             return None
         remedy = ("Run `flask a2a db upgrade`." if version < expected
                   else "Upgrade a2a_flask.")
-        return errors.SchemaOutdated(
+        return errors.SchemaOutdatedError(
             "The database schema is version %d; this a2a_flask needs version "
             "%d. %s" % (version, expected, remedy))
 
@@ -56,7 +61,7 @@ class Runtime:
         """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
-            raise errors.AgentNotFound(
+            raise errors.AgentNotFoundError(
                 "No agent named %r can be talked to here." % name,
                 data={"agent": name})
         return agent
