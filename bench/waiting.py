@@ -6,6 +6,7 @@ configuration, beside the official SDK servers running the same agent.
     python bench/waiting.py rows [--sizes 20x2,400x5,1000x30] [--servers ...]
     python bench/waiting.py starve     # echo p99 while 200 blocking callers wait
     python bench/waiting.py echo       # echo: old and new shipped config, interleaved
+    python bench/waiting.py servers --sizes 400x5   # gevent, uWSGI, Waitress beside it
     python bench/waiting.py all
 
 US: ``gunicorn -c gunicorn.conf.py`` (the shipped file, nothing tuned) on
@@ -62,18 +63,37 @@ class Us:
     """gunicorn (the shipped config) plus the worker on a fresh copy of a
     database holding ``keys`` API keys."""
 
-    def __init__(self, tmp, template, keys, conf=GUNICORN_CONF):
+    def __init__(self, tmp, template, keys, conf=GUNICORN_CONF, kind="shipped"):
         self.tmp, self.template, self.keys, self.conf = tmp, template, keys, conf
+        self.kind = kind
         self.servers = []
+
+    def web_command(self, port):
+        """The web server: gunicorn with ``conf`` (the shipped one), or
+        another WSGI server as docs/serving.md runs it (``servers``)."""
+        bind = "%s:%d" % (HOST, port)
+        gunicorn = [PY, "-m", "gunicorn", "-b", bind, "--chdir", SERVERS_DIR]
+        uwsgi = [os.path.join(os.path.dirname(PY), "uwsgi"), "--http-socket", bind,
+                 "--master", "--processes", "2", "--threads", "256", "--module",
+                 "background_app:app", "--die-on-term", "--disable-logging",
+                 "--listen", "1024"]
+        return {
+            "shipped": gunicorn + ["-c", self.conf, "background_app:app"],
+            "gevent": gunicorn + ["-c", self.conf, "-k", "gevent", "--worker-connections",
+                                  "1000", "background_app:app"],
+            "uwsgi": uwsgi,
+            "waitress": [os.path.join(os.path.dirname(PY), "waitress-serve"),
+                         "--listen=" + bind, "--threads=1024", "--connection-limit=2000",
+                         "background_app:app"],
+        }[self.kind]
 
     def start(self):
         db = os.path.join(self.tmp, "us-%d.sqlite3" % time.monotonic_ns())
         shutil.copy(self.template, db)
         port = free_port()
         env = {"A2A_DATABASE": db, "PYTHONUNBUFFERED": "1"}
-        web = Server("us", [PY, "-m", "gunicorn", "-c", self.conf, "-b", "%s:%d" % (HOST, port),
-                            "--chdir", SERVERS_DIR, "background_app:app"],
-                     env, SERVERS_DIR, port, US_PATH, {}, self.tmp, db=db)
+        web = Server("us-" + self.kind, self.web_command(port), env, SERVERS_DIR, port,
+                     US_PATH, {}, self.tmp, db=db)
         self.servers = [web.start()]
         worker = Server("us-worker", [PY, "-m", "flask", "--app", "background_app", "a2a",
                                       "worker"] + worker_args(), env, SERVERS_DIR, port,
@@ -274,10 +294,33 @@ def echo(args, tmp, template, keys):
            "PASS" if new_p99 <= 1.10 * old_p99 else "FAIL"))
 
 
+def servers(args, tmp, template, keys):
+    """Other WSGI servers on the same app and worker (docs/serving.md's
+    table): echo throughput, and N blocking callers of a background agent."""
+    n, seconds = (int(x) for x in args.sizes.split(",")[0].split("x"))
+    for kind in args.kinds.split(","):
+        us = Us(tmp, template, keys, kind=kind).start()
+        try:
+            run_load(HOST, us.port, US_PATH % "echo", headers=us.headers(1)[0], duration=2,
+                     connections=args.connections)
+            echo_load = run_load(HOST, us.port, US_PATH % "echo", headers=us.headers(1)[0],
+                                 duration=args.duration, connections=args.connections)
+        finally:
+            us.stop()
+        row = one_row(Us(tmp, template, keys, kind=kind), US_PATH % "wait_bg", n, seconds,
+                      True, "0.3")
+        log("%-9s echo %5.0f req/s p99 %6.1f ms errors %d | %d blocking callers of a %d s "
+            "background agent: %5.1f turns/s median %5.2f s RSS %4.0f MB errors %d"
+            % (kind, echo_load["rps"], echo_load["p99_ms"], echo_load["errors"], n, seconds,
+               row["turns_s"], row["median_s"], row["rss_mb"], row["errors"]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["rows", "starve", "echo", "all"])
+    parser.add_argument("what", choices=["rows", "starve", "echo", "servers", "all"])
+    parser.add_argument("--kinds", default="shipped,gevent,uwsgi,waitress",
+                        help="servers: the WSGI servers to compare")
     parser.add_argument("--sizes", default="20x2,400x5,1000x30",
                         help="NxS,...: N callers of an agent that waits S seconds")
     parser.add_argument("--servers", default="us,sdk03,sdk13")
@@ -297,7 +340,8 @@ def main():
         most = max(int(size.split("x")[0]) for size in args.sizes.split(","))
         template, keys = make_template(tmp, max(most, 201))
         for what in (["rows", "starve", "echo"] if args.what == "all" else [args.what]):
-            {"rows": rows, "starve": starve, "echo": echo}[what](args, tmp, template, keys)
+            {"rows": rows, "starve": starve, "echo": echo,
+             "servers": servers}[what](args, tmp, template, keys)
     finally:
         stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
