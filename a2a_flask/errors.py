@@ -34,41 +34,58 @@ class A2AError(Exception):
 
 
 class ParseError(A2AError):
+    """The body is not JSON (-32700)."""
+
     code = -32700
     default_message = "The request body is not valid JSON."
 
 
 class InvalidRequestError(A2AError):
+    """Not a valid JSON-RPC 2.0 request (-32600); the base of the refusals
+    before a method runs."""
+
     code = -32600
     default_message = "The request is not a valid JSON-RPC 2.0 request."
 
 
 class MethodNotFoundError(A2AError):
+    """No such method in the version asked for (-32601)."""
+
     code = -32601
     default_message = "Method not found."
 
 
 class InvalidParamsError(A2AError):
+    """The params are wrong (-32602); ``data.field`` names the first bad one."""
+
     code = -32602
     default_message = "Invalid params."
 
 
 class InternalError(A2AError):
+    """The service failed (-32603); the sentence names no internals."""
+
     code = -32603
     default_message = "Internal error."
 
 
 class TaskNotFoundError(A2AError):
+    """No task of that id for this caller and agent (-32001)."""
+
     code = -32001
     default_message = "Task not found."
 
 
 class TaskNotCancelableError(A2AError):
+    """The task is in a terminal state (-32002)."""
+
     code = -32002
     default_message = "Task cannot be canceled."
 
 
 class PushNotificationNotSupportedError(A2AError):
+    """Push notifications are not offered (-32003)."""
+
     code = -32003
     default_message = (
         "Push notifications are not supported by this agent; poll tasks/get instead."
@@ -76,16 +93,22 @@ class PushNotificationNotSupportedError(A2AError):
 
 
 class UnsupportedOperationError(A2AError):
+    """An A2A operation this service does not offer (-32004): streaming."""
+
     code = -32004
     default_message = "This operation is not supported."
 
 
 class ContentTypeNotSupportedError(A2AError):
+    """The agent cannot take or give this content (-32005)."""
+
     code = -32005
     default_message = "The agent cannot take this kind of content."
 
 
 class ExtendedAgentCardNotConfiguredError(A2AError):
+    """No extended card for this agent or caller (-32007)."""
+
     code = -32007
     default_message = "This agent has no authenticated extended card."
 
@@ -103,16 +126,22 @@ class UnauthenticatedError(InvalidRequestError):
 
 
 class ForbiddenError(InvalidRequestError):
+    """Valid credentials that may not reach this agent: HTTP 403."""
+
     http_status = 403
     default_message = "These credentials may not talk to this agent."
 
 
 class AgentNotFoundError(InvalidRequestError):
+    """No reachable agent of that name: HTTP 404."""
+
     http_status = 404
     default_message = "No agent of that name can be talked to here."
 
 
 class PayloadTooLargeError(InvalidRequestError):
+    """The body is over the size limit: HTTP 413, unread."""
+
     http_status = 413
     default_message = "The request body is larger than this service accepts."
 

@@ -37,11 +37,15 @@ class _PartSchema(_StoredSchema):
 
 
 class TextPartSchema(_PartSchema):
+    """A text part."""
+
     kind = fields.String(required=True)
     text = fields.String(required=True)
 
 
 class FileContentSchema(_StoredSchema):
+    """A file: exactly one of ``bytes`` (base64) and ``uri``."""
+
     class Meta:
         unknown = INCLUDE
 
@@ -62,11 +66,15 @@ class FileContentSchema(_StoredSchema):
 
 
 class FilePartSchema(_PartSchema):
+    """A file part."""
+
     kind = fields.String(required=True)
     file = fields.Nested(FileContentSchema, required=True)
 
 
 class DataPartSchema(_PartSchema):
+    """A data part (a JSON object)."""
+
     kind = fields.String(required=True)
     data = fields.Dict(required=True)
 
@@ -92,6 +100,8 @@ class PartField(fields.Field):
 
 
 class MessageSchema(_StoredSchema):
+    """A caller's message, stored and shown as sent."""
+
     class Meta:
         unknown = INCLUDE  # other members: stored as sent
 

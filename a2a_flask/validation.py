@@ -22,6 +22,8 @@ class StrictInteger(fields.Integer):
 
 
 class StrictBoolean(fields.Boolean):
+    """A JSON boolean only: no 1, "true" or "yes"."""
+
     truthy = {True}
     falsy = {False}
 

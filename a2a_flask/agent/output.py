@@ -17,6 +17,8 @@ class AgentPartsSchema(Schema):
 
 
 class AgentArtifactSchema(AgentPartsSchema):
+    """An artifact an agent gives (``Reply(artifacts=...)``)."""
+
     class Meta:
         unknown = EXCLUDE
 

@@ -1,4 +1,4 @@
-"""API keys and built-in users, stored in the service's SQLite file.
+"""API keys and built-in users, kept by the storage (SQLite or PostgreSQL).
 
 Secrets never reach the database in clear: a key is stored as its SHA-256
 (a 256-bit random key needs no slow hash) and found by it, so a wrong key

@@ -19,6 +19,8 @@ MAX_KEYS = 10000
 
 
 class LoginThrottle:
+    """Failed HTTP Basic logins per address and per name in the last minute."""
+
     def __init__(self, limit=LIMIT, window=WINDOW, clock=time.monotonic):
         self.limit = limit
         self.window = window

@@ -3,7 +3,7 @@
 import click
 from flask.cli import AppGroup
 
-from .common import as_click_error, app_state
+from .common import app_state, as_click_error, table
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 
@@ -52,9 +52,7 @@ def keys_list():
     rows = [("ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED")]
     rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text, k.created_at,
               k.last_used_at or "never", k.revoked_at or "-") for k in keys]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    table(rows)
 
 
 @keys_cli.command("revoke")

@@ -1,4 +1,5 @@
-"""One record per JSON-RPC call, on the logger ``a2a_flask.access``.
+"""One record per call to an agent (JSON-RPC or HTTP+JSON), on the logger
+``a2a_flask.access``.
 
 The record names the agent, the method, the task and context, the caller's id
 (an API key's id or a user name: never a key or a password), the outcome (the

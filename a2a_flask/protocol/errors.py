@@ -17,6 +17,8 @@ from ..storage import errors as storage
 
 
 class Answer(NamedTuple):
+    """How one A2A error is answered besides its JSON-RPC code."""
+
     #: ``ErrorInfo.reason`` (1.0 section 11.6: the type, no "Error"), or None.
     reason: Optional[str]
     #: The HTTP status over HTTP+JSON; None: the class's own ``http_status``.

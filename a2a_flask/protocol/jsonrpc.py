@@ -2,8 +2,9 @@
 
 ``Envelope.parse`` never raises: it keeps the first problem (docs/protocol.md
 §3, checked in order) beside the id it could read, so that the error answer
-echoes that id. ``error_response`` is the one place where an ``A2AError``
-becomes an HTTP answer.
+echoes that id. ``error_response`` renders an ``A2AError`` as A2A 0.3 answers
+it (the 1.0 bindings render theirs; ``protocol/errors.py`` says how each error
+is answered).
 """
 
 import json
@@ -28,6 +29,8 @@ class JsonRpcId(fields.Field):
 
 
 class EnvelopeSchema(Schema):
+    """The JSON-RPC 2.0 envelope, as leniently as clients send it (``jsonrpc`` present)."""
+
     class Meta:
         unknown = EXCLUDE
 
@@ -38,6 +41,8 @@ class EnvelopeSchema(Schema):
 
 
 class StrictEnvelopeSchema(EnvelopeSchema):
+    """The envelope with ``"jsonrpc": "2.0"`` required (A2A_STRICT_JSONRPC)."""
+
     jsonrpc = fields.Raw(
         required=True,
         validate=validate.Equal("2.0", error='must be the string "2.0".'),

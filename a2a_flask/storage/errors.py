@@ -63,18 +63,24 @@ class RememberedKeyRevokedError(StorageError):
 
 
 class KeyNotFoundError(StorageError):
+    """No API key of that id."""
+
     def __init__(self, key_id):
         super().__init__(key_id)
         self.key_id = key_id
 
 
 class UserExistsError(StorageError):
+    """A built-in user of that name exists already."""
+
     def __init__(self, name):
         super().__init__(name)
         self.name = name
 
 
 class UserNotFoundError(StorageError):
+    """No built-in user of that name."""
+
     def __init__(self, name):
         super().__init__(name)
         self.name = name
@@ -105,10 +111,14 @@ class StorageUnavailableError(Exception):
 
 
 class StorageFullError(StorageUnavailableError):
+    """No space left for the storage."""
+
     default_message = ("The storage is full (no space left on the disk): nothing "
                        "was stored. The call may be retried once space is freed.")
 
 
 class StorageBusyError(StorageUnavailableError):
+    """Another writer held the storage past the busy timeout."""
+
     default_message = ("The storage is busy (another writer holds it): nothing was "
                        "stored. The call may be retried.")

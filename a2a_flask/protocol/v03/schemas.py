@@ -8,6 +8,8 @@ from ...validation import NON_EMPTY, StrictBoolean, StrictInteger
 
 
 class SendConfigurationSchema(Schema):
+    """``MessageSendConfiguration`` (0.3)."""
+
     class Meta:
         unknown = EXCLUDE
 
@@ -20,6 +22,8 @@ class SendConfigurationSchema(Schema):
 
 
 class MessageSendParamsSchema(Schema):
+    """``message/send`` params (0.3)."""
+
     class Meta:
         unknown = EXCLUDE
 
@@ -29,6 +33,8 @@ class MessageSendParamsSchema(Schema):
 
 
 class TaskIdParamsSchema(Schema):
+    """``tasks/cancel`` params (0.3)."""
+
     class Meta:
         unknown = EXCLUDE
 
@@ -37,6 +43,8 @@ class TaskIdParamsSchema(Schema):
 
 
 class TaskQueryParamsSchema(TaskIdParamsSchema):
+    """``tasks/get`` params (0.3)."""
+
     historyLength = StrictInteger(
         allow_none=True, validate=validate.Range(min=0, error="must be 0 or more.")
     )

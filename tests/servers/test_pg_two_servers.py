@@ -17,7 +17,7 @@ import requests
 
 from a2a_flask.storage.base import STALE_TURN_TEXT
 from helpers import message
-from servers import VENV_BIN, REPO_DIR
+from serving import VENV_BIN, REPO_DIR
 
 STALE = 3  # A2A_STALE_TURN_SECONDS of both servers
 

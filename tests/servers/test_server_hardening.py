@@ -12,7 +12,7 @@ import time
 import pytest
 
 from helpers import message
-from servers import free_port  # noqa: F401  (servers.py must import first)
+from serving import free_port  # noqa: F401  (serving.py must import first)
 
 ECHO = "/api/v1/agents/echo/a2a"
 

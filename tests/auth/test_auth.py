@@ -15,21 +15,12 @@ from werkzeug.security import check_password_hash
 
 from a2a_flask import config_from_env
 from a2a_flask.auth.credentials import CredentialError
-from helpers import assert_401, check_answer, message
+from helpers import assert_401, basic, bearer, check_answer, message
 
 ECHO = "/api/v1/agents/echo/a2a"
 CHAT = "/api/v1/agents/chat/a2a"
 LIST = "/api/v1/agents"
 NO_SUCH_TASK = "task_00000000000000000000000000000000"
-
-
-def bearer(key):
-    return {"Authorization": "Bearer " + key}
-
-
-def basic(name, password):
-    pair = ("%s:%s" % (name, password)).encode()
-    return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
 
 
 def call(method, params=None, id=1):

@@ -14,7 +14,7 @@ from a2a_flask.agent import FAILED_TEXT
 from a2a_flask.storage.base import STALE_TURN_TEXT
 from helpers import message
 from server_app import LATE, SECRET
-from servers import assert_clean_log
+from serving import assert_clean_log
 
 
 def _failed_text_only(task):

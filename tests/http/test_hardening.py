@@ -17,8 +17,7 @@ import requests
 from werkzeug.serving import make_server
 
 from a2a_flask import InputRequired
-from helpers import Rpc, message, texts
-from test_auth import assert_401, basic, bearer
+from helpers import Rpc, assert_401, basic, message, texts
 
 
 def _open_fds():

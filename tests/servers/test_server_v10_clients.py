@@ -6,7 +6,7 @@ checked against the 1.0 proto. The SDKs are installed once into ~/.cache
 
 import pytest
 
-from servers import GunicornServer
+from serving import GunicornServer
 from v1 import clients
 
 ECHO_STEPS = "card,send,get,list,get_unknown,cancel_terminal"

@@ -16,21 +16,11 @@ except ImportError:  # Python 3.9: no a2a-sdk, and its tests skip
     httpx = None
 import requests
 
-from helpers import check_answer, message
-from servers import assert_clean_log
-from test_cli import created_key, flask_a2a
+from helpers import basic, bearer, check_answer, message
+from serving import assert_clean_log, created_key, flask_a2a
 
 WORKERS = 4
 ACCESS_FORMAT = "%(p)s %(s)s %(r)s"  # "<pid> 401 POST /path?query HTTP/1.1"
-
-
-def bearer(key):
-    return {"Authorization": "Bearer " + key}
-
-
-def basic(name, password):
-    pair = ("%s:%s" % (name, password)).encode()
-    return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
 
 
 def worker_pids(server, count, timeout=15.0):

@@ -14,7 +14,7 @@ import pytest
 
 from a2a_flask.storage.base import LEASE_EXPIRED_TEXT, QUEUED_TEXT
 from helpers import message
-from servers import WorkerProcess, assert_clean_log
+from serving import WorkerProcess, assert_clean_log
 
 LEASE = "2"  # seconds: a killed worker's turn is noticed within ~3 s
 NON_BLOCKING = {"blocking": False}

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from helpers import Rpc, message, register_scripted
-from test_cli import assert_fails, flask_a2a
+from serving import assert_fails, flask_a2a
 
 OLD = "2020-01-01T00:00:00.000Z"
 

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from a2a_flask.config import DEFAULTS
-from servers import REPO_DIR, free_port
+from serving import REPO_DIR, free_port
 
 DEPLOY = os.path.join(REPO_DIR, "deploy")
 

@@ -16,6 +16,7 @@ be given per server too.
 
 import atexit
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -88,6 +89,44 @@ def create_api_key(database, *options, env=None):
                     env=env).strip()
     assert key and "\n" not in key, key
     return key
+
+
+KEY = re.compile(r"a2a_[A-Za-z0-9_-]{43}")
+KEY_ID = re.compile(r"\bkey_[0-9a-f]+\b")
+
+
+def flask_a2a(database, *args, input="", env=None):
+    """Run ``flask --app wsgi a2a ARGS``; a session of its own, so a password
+    prompt reads standard input, not the terminal."""
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_")}
+    run_env.update(env or {})
+    run_env["A2A_DATABASE"] = str(database)
+    return subprocess.run([os.path.join(VENV_BIN, "flask"), "--app", "wsgi", "a2a", *args], cwd=REPO_DIR,
+                          env=run_env, input=input, capture_output=True, text=True,
+                          timeout=30, start_new_session=True)
+
+
+def created_key(result):
+    """(key id, key) from the output of ``keys create`` (not --quiet)."""
+    assert result.returncode == 0, result.stderr
+    keys = [line for line in result.stdout.splitlines() if KEY.fullmatch(line)]
+    assert len(keys) == 1, result.stdout  # the key, on a line of its own
+    assert len(KEY.findall(result.stdout + result.stderr)) == 1
+    assert "shown once" in (result.stdout + result.stderr).lower()
+    ids = KEY_ID.findall(result.stdout)
+    assert len(set(ids)) == 1, result.stdout
+    return ids[0], keys[0]
+
+
+def assert_fails(result, *words):
+    """A non-zero exit with one clear line, naming ``words``."""
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
 
 
 class _Response:

@@ -5,48 +5,9 @@ against an app on the same file."""
 import base64
 import os
 import re
-import subprocess
 
-from helpers import check_answer, message
-from servers import REPO_DIR, VENV_BIN
-
-FLASK = os.path.join(VENV_BIN, "flask")
-KEY = re.compile(r"a2a_[A-Za-z0-9_-]{43}")
-KEY_ID = re.compile(r"\bkey_[0-9a-f]+\b")
-
-
-def flask_a2a(database, *args, input="", env=None):
-    """Run ``flask --app wsgi a2a ARGS``; a session of its own, so a password
-    prompt reads standard input, not the terminal."""
-    run_env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_")}
-    run_env.update(env or {})
-    run_env["A2A_DATABASE"] = str(database)
-    return subprocess.run([FLASK, "--app", "wsgi", "a2a", *args], cwd=REPO_DIR,
-                          env=run_env, input=input, capture_output=True, text=True,
-                          timeout=30, start_new_session=True)
-
-
-def created_key(result):
-    """(key id, key) from the output of ``keys create`` (not --quiet)."""
-    assert result.returncode == 0, result.stderr
-    keys = [line for line in result.stdout.splitlines() if KEY.fullmatch(line)]
-    assert len(keys) == 1, result.stdout  # the key, on a line of its own
-    assert len(KEY.findall(result.stdout + result.stderr)) == 1
-    assert "shown once" in (result.stdout + result.stderr).lower()
-    ids = KEY_ID.findall(result.stdout)
-    assert len(set(ids)) == 1, result.stdout
-    return ids[0], keys[0]
-
-
-def assert_fails(result, *words):
-    """A non-zero exit with one clear line, naming ``words``."""
-    assert result.returncode != 0, result.stdout
-    assert "Traceback" not in result.stdout + result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-
+from helpers import bearer, check_answer, message
+from serving import KEY, assert_fails, created_key, flask_a2a
 
 def rpc_status(client, agent, headers):
     response = client.post("/api/v1/agents/%s/a2a" % agent, headers=headers, json={
@@ -54,10 +15,6 @@ def rpc_status(client, agent, headers):
         "params": {"message": message("hi")}})
     check_answer(response.status_code, response.get_json())
     return response.status_code
-
-
-def bearer(key):
-    return {"Authorization": "Bearer " + key}
 
 
 def key_rows(database):

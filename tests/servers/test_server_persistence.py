@@ -5,7 +5,7 @@ import signal
 import pytest
 
 from helpers import message
-from servers import assert_clean_log
+from serving import assert_clean_log
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGKILL],

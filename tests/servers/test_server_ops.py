@@ -14,8 +14,7 @@ import pytest
 import requests
 
 from helpers import message
-from servers import REPO_DIR, VENV_BIN, _RUNNING, free_port
-from test_cli import flask_a2a
+from serving import REPO_DIR, VENV_BIN, _RUNNING, flask_a2a, free_port
 
 CRASH_APP = '''
 from wsgi import app, a2a  # the demo, as shipped

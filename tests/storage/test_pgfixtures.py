@@ -7,7 +7,7 @@ import textwrap
 
 import psycopg
 
-from servers import REPO_DIR
+from serving import REPO_DIR
 
 
 def test_each_test_gets_an_empty_database_of_its_own(postgres_url, postgres_server):

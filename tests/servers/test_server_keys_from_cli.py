@@ -3,7 +3,7 @@ gunicorn worker: accepted, scoped, revoked from the next request on."""
 
 import re
 
-from servers import assert_clean_log, create_api_key, flask_cli
+from serving import assert_clean_log, create_api_key, flask_cli
 
 
 def _bearer(key):

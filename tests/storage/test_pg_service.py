@@ -7,7 +7,7 @@ import base64
 
 from a2a_flask.storage import open_storage
 from helpers import Rpc, message, register_scripted
-from test_cli import assert_fails, flask_a2a
+from serving import assert_fails, flask_a2a
 
 
 class _Settings:

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from helpers import message
-from servers import assert_clean_log
+from serving import assert_clean_log
 
 WORKERS = 4
 THREADS = 8
