@@ -3,7 +3,7 @@ background agent answers only a terminal or interrupted state, however long
 the turn takes, without holding a database transaction while it waits; 0.3
 and 1.0, JSON-RPC and HTTP+JSON. A2A_BLOCKING_WAIT_SECONDS is an operator's
 opt-in cap. In one process, with ``Worker`` in a thread; through gunicorn
-with the shipped configuration: test_deploy.py."""
+with the shipped configuration: tests/servers/test_server_waiting.py."""
 
 import sqlite3
 import threading

@@ -13,7 +13,7 @@ import threading
 import requests
 
 from helpers import message
-from servers import REPO_DIR, VENV_BIN, WorkerProcess, _RUNNING
+from serving import REPO_DIR, VENV_BIN, WorkerProcess, _RUNNING
 from test_server_ops import ShippedGunicorn
 
 DEPLOY = os.path.join(REPO_DIR, "deploy")

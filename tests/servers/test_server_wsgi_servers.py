@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from a2a_flask.storage.sqlite import SqliteStorage
-from servers import REPO_DIR, VENV_BIN, _RUNNING, free_port
+from serving import REPO_DIR, VENV_BIN, _RUNNING, free_port
 
 APP = '''
 from wsgi import app, a2a  # the demo, as shipped (echo, chat, slow)
