@@ -24,15 +24,18 @@ bind = "127.0.0.1:8000"  # behind nginx (deploy/nginx-a2a.conf)
 # Threaded workers (gthread): a call holds a thread, not a process, while its
 # agent runs or while a blocking send waits for a background turn (A2A 1.0
 # section 3.2.2: until the turn ends, however long). One process per core
-# runs Python; 512 threads per process wait (sleeping threads cost no CPU, and
+# runs Python; 1,024 threads per process wait (sleeping threads cost no CPU, and
 # a thread is only started when every other one is busy). 1,000 callers
-# waiting at once need 1,000 threads in all: past that, calls wait in the
-# listen backlog, then nginx answers 502/504 (docs/serving.md). Measured in
+# waiting at once need 1,000 threads: each worker could take them all, since
+# a burst of connections is not shared evenly between workers (with 512 per
+# worker, 1,000 callers of a 30 s agent saw a p99 of 61 s: calls queued
+# behind a full worker). Past that, calls wait in the listen backlog, then
+# nginx answers 502/504 (docs/serving.md). Measured in
 # bench/README.md ("Agents that wait"); the sync workers of before answered
 # one call per process, so 5 callers blocked the service.
 workers = max(multiprocessing.cpu_count(), 2)
 worker_class = "gthread"
-threads = 512
+threads = 1024
 # A worker accepts this many connections at most: a few more than its
 # threads (nginx's kept-alive ones), so that a worker whose threads are all
 # waiting leaves new calls to another worker instead of queueing them.
