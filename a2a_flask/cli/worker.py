@@ -8,8 +8,12 @@ from .common import app_state
 
 @click.command("worker")
 @with_appcontext
-@click.option("--threads", type=click.IntRange(1, 1000), default=1,
-              show_default=True, help="Turns run at once by this process.")
+@click.option("--threads", type=click.IntRange(1, 4096), default=1,
+              show_default=True,
+              help="Turns run at once by this process, at most: a thread is "
+                   "started per claimed turn and ends with it (an idle worker "
+                   "holds none). Agents that wait on a model: hundreds; "
+                   "CPU-heavy agents: about the cores.")
 @click.option("--agents", default=None,
               help="Only these background agents (names separated by commas); "
                    "default: every background agent.")
