@@ -76,7 +76,7 @@ class Us:
         uwsgi = [os.path.join(os.path.dirname(PY), "uwsgi"), "--http-socket", bind,
                  "--master", "--processes", "2", "--threads", "256", "--module",
                  "background_app:app", "--die-on-term", "--disable-logging",
-                 "--listen", "1024"]
+                 "--listen", "1024", "--add-header", "Connection: close"]
         return {
             "shipped": gunicorn + ["-c", self.conf, "background_app:app"],
             "gevent": gunicorn + ["-c", self.conf, "-k", "gevent", "--worker-connections",

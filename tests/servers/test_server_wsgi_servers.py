@@ -43,7 +43,10 @@ def _commands(kind, port):
                 "--no-control-socket"]  # no gunicorn.conf.py in the folder
     uwsgi = [os.path.join(VENV_BIN, "uwsgi"), "--http-socket", bind, "--master",
              "--processes", "2", "--threads", "4", "--module", "crashapp:app",
-             "--need-app", "--die-on-term", "--disable-logging"]
+             "--need-app", "--die-on-term", "--disable-logging",
+             # --http-socket closes each connection after its answer: say so,
+             # or a client reusing it races the close (connection reset).
+             "--add-header", "Connection: close"]
     return {
         "gevent": gunicorn + ["-k", "gevent", "crashapp:app"],
         "gthread": gunicorn + ["-k", "gthread", "--threads", "8", "crashapp:app"],
@@ -110,6 +113,12 @@ def _round(url):
     lost = []
 
     def caller():
+        try:
+            calls()
+        except requests.RequestException as exc:  # refused, reset: lost too
+            lost.append(repr(exc))
+
+    def calls():
         session = requests.Session()
         for _ in range(SENDS):
             answer = _send(session, url, "echo", "hi")
