@@ -19,6 +19,7 @@ from flask import Blueprint, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import access, urls
+from .headers import add_headers
 from ..protocol import versions as bindings
 from .. import errors
 from ..auth.callers import authenticate, authorize, confirm
@@ -247,5 +248,6 @@ def make_blueprint(settings):
     add_fallbacks(bp, urls.owned_paths(settings),
                   rest=lambda path: rest_v10.is_rest_path(settings, path),
                   rest_error=rest_v10.rest_error)
+    add_headers(bp)
     return bp
 
