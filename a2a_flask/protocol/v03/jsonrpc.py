@@ -50,8 +50,9 @@ def find_method(name):
     found = METHODS.get(name)
     if found is None:
         raise errors.MethodNotFound(
-            "Method not found: %r. This agent answers %s." % (name, _ANSWERED),
-            data={"method": name})
+            "Method not found: %r. This agent answers %s."
+            % (errors.echo(name), _ANSWERED),
+            data={"method": errors.echo(name)})
     return found
 
 
@@ -79,7 +80,7 @@ def render_task(task):
 def storage_error(exc):
     """The 0.3 error for a neutral storage outcome."""
     if isinstance(exc, storage.TaskNotFound):
-        return errors.TaskNotFound(data={"taskId": exc.task_id})
+        return errors.TaskNotFound(data={"taskId": errors.echo(exc.task_id)})
     if isinstance(exc, storage.MessageIdReused):
         return errors.InvalidParams(
             "message.messageId: this messageId was already used for a "

@@ -17,7 +17,7 @@ from flask import Response, request
 from ...http import access, urls
 from ... import errors
 from ...auth.callers import authenticate, authorize
-from ..jsonrpc import Envelope, _decode
+from ..jsonrpc import Envelope, decode_body
 from ...service import Request
 from ..versions import HEADER, asked_version, version_error
 from . import schemas, operations as v10
@@ -81,10 +81,7 @@ def _body(runtime):
     raw = _read_body(runtime.settings.max_content_length)
     if not raw.strip():
         return {}
-    try:
-        return _decode(raw)
-    except ValueError:
-        raise errors.ParseError("The request body is not valid UTF-8 JSON.") from None
+    return decode_body(raw)
 
 
 class Route:
