@@ -20,6 +20,10 @@ DEFAULTS = {
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
+    # Access records of calls refused with no caller authenticated, per
+    # client address: 20 at once, then this many a minute; the rest are
+    # dropped and counted (the next record's ``dropped``).
+    "A2A_LOG_REFUSALS_PER_MINUTE": 60,
     # Operations (README, "On a plain VM").
     "A2A_AUTO_MIGRATE": True,  # False: only `flask a2a db upgrade` migrates
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
@@ -137,6 +141,8 @@ class Settings:
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
                              "above 0" % self.login_failures_per_minute)
+        self.log_refusals_per_minute = _at_least(
+            "A2A_LOG_REFUSALS_PER_MINUTE", get("A2A_LOG_REFUSALS_PER_MINUTE"), 1)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "

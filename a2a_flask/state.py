@@ -3,6 +3,7 @@
 
 from . import errors
 from .auth.credentials import Credentials
+from .logs import RefusalBudget
 
 
 class Runtime:
@@ -14,6 +15,8 @@ class Runtime:
         self.storage = storage
         self.credentials = Credentials(storage)
         self.session_cookie_name = session_cookie_name
+        #: How many records of anonymous refusals the access log takes.
+        self.refusals = RefusalBudget(settings.log_refusals_per_minute)
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
         #: The Prometheus metrics (A2A_METRICS), else None.
@@ -54,8 +57,8 @@ class Runtime:
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
             raise errors.AgentNotFound(
-                "No agent named %r can be talked to here." % name,
-                data={"agent": name})
+                "No agent named %r can be talked to here." % errors.echo(name),
+                data={"agent": errors.echo(name)})
         return agent
 
     def reachable_agents(self):

@@ -143,7 +143,8 @@ def _logged_rpc(name, at_root=False):
         return _rpc(name, at_root)
 
     return access.logged_call(
-        name, answer, runtime.metrics.observe_call if runtime.metrics else None)
+        name, answer, runtime.metrics.observe_call if runtime.metrics else None,
+        runtime.refusals)
 
 
 def _health(runtime):

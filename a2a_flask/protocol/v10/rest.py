@@ -190,7 +190,8 @@ def view(route, runtime_of, agent_of, at_root=False):
             return _answer(runtime, route, name, at_root, kwargs, record)
 
         return access.logged_call(
-            name, answer, runtime.metrics.observe_call if runtime.metrics else None)
+            name, answer, runtime.metrics.observe_call if runtime.metrics else None,
+            runtime.refusals)
 
     return answer_route
 
