@@ -19,7 +19,13 @@ DEFAULTS = {
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
+    # Failed HTTP Basic logins a minute for one name from one address...
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
+    # ...and for one name from all addresses, before further tries get 429.
+    "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": 100,
+    # Proxies whose X-Forwarded-For names the client (comma-separated
+    # addresses; deploy/ sets nginx's 127.0.0.1). None: the peer is the client.
+    "A2A_TRUSTED_PROXIES": "",
     # Access records of calls refused with no caller authenticated, per
     # client address: 20 at once, then this many a minute; the rest are
     # dropped and counted (the next record's ``dropped``).
@@ -141,6 +147,10 @@ class Settings:
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
                              "above 0" % self.login_failures_per_minute)
+        self.login_failures_per_name = _at_least(
+            "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE",
+            get("A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE"), 1)
+        self.trusted_proxies = frozenset(_names(get("A2A_TRUSTED_PROXIES")))
         self.log_refusals_per_minute = _at_least(
             "A2A_LOG_REFUSALS_PER_MINUTE", get("A2A_LOG_REFUSALS_PER_MINUTE"), 1)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()

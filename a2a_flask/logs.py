@@ -112,7 +112,10 @@ class RefusalBudget:
 
     MAX_ADDRESSES = 10000
 
-    def __init__(self, per_minute=60, burst=20, clock=time.monotonic):
+    def __init__(self, per_minute=60, burst=20, clock=time.monotonic,
+                 trusted_proxies=frozenset()):
+        #: A2A_TRUSTED_PROXIES: whose X-Forwarded-For names the address.
+        self.trusted_proxies = trusted_proxies
         self.rate = per_minute / 60.0
         self.burst = burst
         self.clock = clock

@@ -16,7 +16,8 @@ class Runtime:
         self.credentials = Credentials(storage)
         self.session_cookie_name = session_cookie_name
         #: How many records of anonymous refusals the access log takes.
-        self.refusals = RefusalBudget(settings.log_refusals_per_minute)
+        self.refusals = RefusalBudget(settings.log_refusals_per_minute,
+                                      trusted_proxies=settings.trusted_proxies)
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
         #: The Prometheus metrics (A2A_METRICS), else None.

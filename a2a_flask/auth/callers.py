@@ -13,6 +13,7 @@ from typing import AbstractSet, Optional
 
 from .. import errors
 from .credentials import KEY_PREFIX
+from .proxies import client_address
 from .throttle import LoginThrottle
 
 #: The refusal of a key that is unknown or revoked (auth, service).
@@ -79,6 +80,11 @@ def _key_caller(key, unconfirmed=None):
 def authenticate(runtime, request, deferred_key_check=False):
     """The caller of ``request``, or ``Unauthenticated`` (HTTP 401).
 
+    Every credential the request presents must be valid: an API key header
+    beside an ``Authorization`` header is refused unless both are valid and
+    name the same caller (an invalid one is never passed over for a valid
+    one).
+
     ``deferred_key_check``: an API key this process found live lately is
     taken without a lookup; the caller's ``unconfirmed_key`` is then set and
     must be checked before anything is answered (``confirm``, or the
@@ -88,38 +94,19 @@ def authenticate(runtime, request, deferred_key_check=False):
     if runtime.settings.auth_off:
         return ANONYMOUS
     authorization = request.headers.get("Authorization", "")
-    scheme, _, credentials = authorization.partition(" ")
-    scheme, credentials = scheme.lower(), credentials.strip()
-    key = request.headers.get(runtime.settings.api_key_header)
-    if scheme == "bearer":
-        key = credentials
-    if key:
-        if deferred_key_check:
-            remembered = runtime.credentials.remembered_key(key)
-            if remembered is not None:
-                return _key_caller(*remembered)
-        found = runtime.credentials.find_key(key)
-        if found is not None:
-            return _key_caller(found)
-        if scheme == "bearer" and _takes_host_token(runtime, key):
-            caller = _host_caller(runtime.extension.token_loader(key), "token")
-            if caller is None:
-                raise errors.Unauthenticated(
-                    "The bearer token is not valid: neither an API key nor "
-                    "a token of this application.")
-            return caller
-        raise errors.Unauthenticated(KEY_REFUSED)
-    if scheme == "basic":
-        pair = _basic(credentials)
-        if pair is None:
-            raise errors.Unauthenticated("The HTTP Basic credentials are malformed.")
-        caller = _check_password(runtime, request, *pair)
-        if caller is None:
-            raise errors.Unauthenticated("Wrong username or password.")
-        return caller
+    header_key = request.headers.get(runtime.settings.api_key_header)
     if authorization:
-        raise errors.Unauthenticated(
-            "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
+        caller = _from_authorization(runtime, request, authorization,
+                                     deferred_key_check and not header_key)
+        if header_key and header_key != authorization.partition(" ")[2].strip():
+            other = _from_key(runtime, header_key, False, bearer=False)
+            if other.id != caller.id:
+                raise errors.Unauthenticated(
+                    "The %s header and the Authorization header name different "
+                    "callers: send one credential." % runtime.settings.api_key_header)
+        return caller
+    if header_key:
+        return _from_key(runtime, header_key, deferred_key_check, bearer=False)
     loader = runtime.extension.session_loader
     # A session rides on a cookie the browser sends by itself: only a JSON body
     # (which a cross-site form cannot send without a CORS preflight) may use it.
@@ -133,12 +120,50 @@ def authenticate(runtime, request, deferred_key_check=False):
         "the %s header) or HTTP Basic credentials." % runtime.settings.api_key_header)
 
 
+def _from_authorization(runtime, request, authorization, deferred_key_check):
+    scheme, _, credentials = authorization.partition(" ")
+    scheme, credentials = scheme.lower(), credentials.strip()
+    if scheme == "bearer" and credentials:
+        return _from_key(runtime, credentials, deferred_key_check, bearer=True)
+    if scheme == "basic":
+        pair = _basic(credentials)
+        if pair is None:
+            raise errors.Unauthenticated("The HTTP Basic credentials are malformed.")
+        caller = _check_password(runtime, request, *pair)
+        if caller is None:
+            raise errors.Unauthenticated("Wrong username or password.")
+        return caller
+    raise errors.Unauthenticated(
+        "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
+
+
+def _from_key(runtime, key, deferred_key_check, bearer):
+    """The caller of an API key (or, as a bearer token, of the host's token
+    hook), or ``Unauthenticated``."""
+    if deferred_key_check:
+        remembered = runtime.credentials.remembered_key(key)
+        if remembered is not None:
+            return _key_caller(*remembered)
+    found = runtime.credentials.find_key(key)
+    if found is not None:
+        return _key_caller(found)
+    if bearer and _takes_host_token(runtime, key):
+        caller = _host_caller(runtime.extension.token_loader(key), "token")
+        if caller is None:
+            raise errors.Unauthenticated(
+                "The bearer token is not valid: neither an API key nor "
+                "a token of this application.")
+        return caller
+    raise errors.Unauthenticated(KEY_REFUSED)
+
+
 def _login_throttle(runtime):
     """This app's count of failed Basic logins in this process (throttle.py)."""
     throttle = getattr(runtime, "login_throttle", None)
     if throttle is None:
         throttle = runtime.login_throttle = LoginThrottle(
-            runtime.settings.login_failures_per_minute)
+            runtime.settings.login_failures_per_minute,
+            name_limit=runtime.settings.login_failures_per_name)
     return throttle
 
 
@@ -151,15 +176,16 @@ def basic_in_use(runtime):
 def _check_password(runtime, request, name, password):
     """The caller for these Basic credentials, or None.
 
-    No password is hashed unless Basic is in use, nor once this user or this
-    address failed too often lately (429); a built-in user's password already
-    verified in this process is accepted without either.
+    No password is hashed unless Basic is in use, nor once this name failed
+    too often lately from this address, or from all (429); a built-in user's
+    password already verified in this process is accepted without either.
     """
     if not basic_in_use(runtime):
         raise errors.Unauthenticated(
             "HTTP Basic is not accepted here (no users are set up): send an "
             "API key.")
-    keys = ("user:" + name, "address:%s" % request.remote_addr)
+    keys = (client_address(runtime.settings.trusted_proxies, request.environ),
+            name)
 
     throttle = _login_throttle(runtime)
 

@@ -14,6 +14,7 @@ import time
 
 from flask import g, request
 
+from ..auth.proxies import client_address
 from ..logs import clean
 
 log = logging.getLogger("a2a_flask.access")
@@ -135,7 +136,8 @@ def logged_call(agent, answer, observe=None, refusals=None):
     fields["ms"] = round(elapsed_ms, 1)
     logged = log.isEnabledFor(logging.INFO)
     if logged and refusals is not None and _anonymous_refusal(fields, caller):
-        logged, fields["dropped"] = refusals.admit(request.remote_addr)
+        logged, fields["dropped"] = refusals.admit(
+            client_address(refusals.trusted_proxies, request.environ))
     if logged:
         # log.info() less its search of the stack for the caller's source
         # line, which no format here shows: a record on every call.
