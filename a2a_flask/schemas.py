@@ -15,7 +15,34 @@ from marshmallow import (
 from . import errors
 
 
-class StrictInteger(fields.Integer):
+#: The largest integer a param may hold (a signed 32-bit integer, as the
+#: A2A proto's int32 fields): any more is refused, never overflows a column.
+INT_MAX = 2 ** 31 - 1
+
+
+class Text(fields.String):
+    """A string that every backend can store: no NUL character (a
+    PostgreSQL text value cannot hold one)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if "\x00" in text:
+            raise ValidationError("must not contain a NUL character.")
+        return text
+
+
+class BoundedInteger(fields.Integer):
+    """An integer up to INT_MAX; read from a query string (``strict`` off)
+    it may be a numeral."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        number = super()._deserialize(value, attr, data, **kwargs)
+        if number > INT_MAX:
+            raise ValidationError("must be at most %d." % INT_MAX)
+        return number
+
+
+class StrictInteger(BoundedInteger):
     """An integer that is really one: no bools, no floats, no strings."""
 
     def __init__(self, **kwargs):
@@ -51,7 +78,7 @@ class EnvelopeSchema(Schema):
         unknown = EXCLUDE
 
     id = JsonRpcId(allow_none=True)
-    method = fields.String(required=True)
+    method = Text(required=True)
     jsonrpc = fields.Raw(required=True, allow_none=True)
     params = fields.Raw(allow_none=True)
 
@@ -84,18 +111,18 @@ class _PartSchema(_StoredSchema):
 
 
 class TextPartSchema(_PartSchema):
-    kind = fields.String(required=True)
-    text = fields.String(required=True)
+    kind = Text(required=True)
+    text = Text(required=True)
 
 
 class FileContentSchema(_StoredSchema):
     class Meta:
         unknown = INCLUDE
 
-    bytes = fields.String()
-    uri = fields.String(validate=NON_EMPTY)
-    name = fields.String(allow_none=True)
-    mimeType = fields.String(allow_none=True)
+    bytes = Text()
+    uri = Text(validate=NON_EMPTY)
+    name = Text(allow_none=True)
+    mimeType = Text(allow_none=True)
 
     @validates_schema
     def _bytes_xor_uri(self, data, **kwargs):
@@ -109,12 +136,12 @@ class FileContentSchema(_StoredSchema):
 
 
 class FilePartSchema(_PartSchema):
-    kind = fields.String(required=True)
+    kind = Text(required=True)
     file = fields.Nested(FileContentSchema, required=True)
 
 
 class DataPartSchema(_PartSchema):
-    kind = fields.String(required=True)
+    kind = Text(required=True)
     data = fields.Dict(required=True)
 
 
@@ -142,25 +169,25 @@ class MessageSchema(_StoredSchema):
     class Meta:
         unknown = INCLUDE  # other members: stored as sent
 
-    kind = fields.String(validate=validate.Equal("message", error='must be "message".'))
-    role = fields.String(
+    kind = Text(validate=validate.Equal("message", error='must be "message".'))
+    role = Text(
         required=True, validate=validate.Equal("user", error='must be "user".')
     )
     parts = fields.List(PartField(), required=True, validate=NON_EMPTY)
-    messageId = fields.String(required=True, validate=NON_EMPTY)
-    contextId = fields.String(allow_none=True, validate=NON_EMPTY)
-    taskId = fields.String(allow_none=True, validate=NON_EMPTY)
+    messageId = Text(required=True, validate=NON_EMPTY)
+    contextId = Text(allow_none=True, validate=NON_EMPTY)
+    taskId = Text(allow_none=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
     # Stored and shown as sent: they must be what the A2A schema says they are.
-    extensions = fields.List(fields.String())
-    referenceTaskIds = fields.List(fields.String())
+    extensions = fields.List(Text())
+    referenceTaskIds = fields.List(Text())
 
 
 class SendConfigurationSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    acceptedOutputModes = fields.List(fields.String(), allow_none=True)
+    acceptedOutputModes = fields.List(Text(), allow_none=True)
     historyLength = StrictInteger(
         allow_none=True, validate=validate.Range(min=0, error="must be 0 or more.")
     )
@@ -181,7 +208,7 @@ class TaskIdParamsSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    id = fields.String(required=True, validate=NON_EMPTY)
+    id = Text(required=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
 
 
@@ -205,11 +232,11 @@ class AgentArtifactSchema(AgentPartsSchema):
     class Meta:
         unknown = EXCLUDE
 
-    artifactId = fields.String(validate=NON_EMPTY)
-    name = fields.String()
-    description = fields.String()
+    artifactId = Text(validate=NON_EMPTY)
+    name = Text()
+    description = Text()
     metadata = fields.Dict()
-    extensions = fields.List(fields.String())
+    extensions = fields.List(Text())
 
 
 # -- agent registration -----------------------------------------------------------
@@ -221,13 +248,13 @@ class SkillSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    id = fields.String(required=True, validate=NON_EMPTY)
-    name = fields.String(required=True, validate=NON_EMPTY)
-    description = fields.String(required=True)
-    tags = fields.List(fields.String(), load_default=list)
-    examples = fields.List(fields.String())
-    inputModes = fields.List(fields.String())
-    outputModes = fields.List(fields.String())
+    id = Text(required=True, validate=NON_EMPTY)
+    name = Text(required=True, validate=NON_EMPTY)
+    description = Text(required=True)
+    tags = fields.List(Text(), load_default=list)
+    examples = fields.List(Text())
+    inputModes = fields.List(Text())
+    outputModes = fields.List(Text())
 
 
 ENVELOPE = EnvelopeSchema()

@@ -78,7 +78,9 @@ def decode_cursor(cursor):
         updated_at, task_id = base64.urlsafe_b64decode(
             cursor.encode("ascii")).decode("utf-8").split("|")
     except (UnicodeError, ValueError, TypeError) as exc:
-        raise ValueError("not a cursor of this list: %r" % cursor) from exc
+        raise ValueError("not a cursor of this list") from exc
+    if "\x00" in updated_at or "\x00" in task_id:  # no backend stores one
+        raise ValueError("not a cursor of this list")
     return updated_at, task_id
 
 
