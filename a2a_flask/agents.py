@@ -16,6 +16,7 @@ from .schemas import (
     AGENT_ARTIFACT, AGENT_PARTS, SKILLS, flatten_errors, load_agent_output,
 )
 from .storage.common import new_id
+from .storage.sizes import may_exceed, rough_size, size
 
 log = logging.getLogger("a2a_flask")
 
@@ -24,6 +25,10 @@ log = logging.getLogger("a2a_flask")
 JSONObject = Dict[str, Any]
 
 FAILED_TEXT = "The agent could not complete this task because of an internal error."
+#: The failed status of a turn whose output is over A2A_MAX_TURN_OUTPUT_BYTES.
+TOO_LARGE_TEXT = ("The agent's answer was too large to keep: %d bytes, more than "
+                  "the %d bytes one turn may write (A2A_MAX_TURN_OUTPUT_BYTES). "
+                  "Nothing of it was stored.")
 
 
 def _text_parts(text, parts):
@@ -101,6 +106,8 @@ class Turn:
         self._seq = message_seq
         self._history = None
         self._context_history = None
+        #: A2A_MAX_TURN_OUTPUT_BYTES, set by ``run_turn``.
+        self.max_output_bytes = None
 
     @property
     def parts(self) -> List[JSONObject]:
@@ -154,8 +161,12 @@ class Turn:
         """Show ``text`` as the task's status message while it is ``working``
         (``tasks/get`` sees it; it does not join the history). False once the
         task is no longer working (canceled): stop early."""
+        text = str(text)
+        limit = self.max_output_bytes
+        if limit is not None and len(text) * 4 > limit:  # UTF-8: 4 bytes at most
+            text = text[:limit // 8] + "..."  # a progress note, not an answer
         return self._store.progress(self.task_id, _agent_message(
-            self, [{"kind": "text", "text": str(text)}]))
+            self, [{"kind": "text", "text": text}]))
 
     def _finish(self, state, message, artifacts=()):
         """Store the outcome (conditional on ``working``); None: discarded."""
@@ -203,14 +214,36 @@ def _failure(turn):
     return "failed", _agent_message(turn, [{"kind": "text", "text": FAILED_TEXT}]), []
 
 
-def run_turn(turn):
+def _too_large(turn, message, artifacts, limit):
+    """The failed outcome when the status message and artifacts are over
+    ``limit`` bytes (None: they fit). Capped when written, so that any task,
+    its history trimmed, fits an answer (A2A_MAX_ANSWER_BYTES)."""
+    rough = rough_size(message) + sum(rough_size(a) for a in artifacts)
+    if limit is None or not may_exceed(rough, limit):
+        return None
+    written = size(message) + sum(size(a) for a in artifacts)
+    if written <= limit:
+        return None
+    log.warning("agent %r answered task %s with %d bytes, more than "
+                "A2A_MAX_TURN_OUTPUT_BYTES (%d): the turn failed",
+                turn.agent.name, turn.task_id, written, limit)
+    return "failed", _agent_message(
+        turn, [{"kind": "text", "text": TOO_LARGE_TEXT % (written, limit)}]), []
+
+
+def run_turn(turn, max_output_bytes=None):
     """Run the agent on ``turn`` and store the outcome.
 
     Returns (state, status message, artifacts, timestamp) as stored, or None
-    when the task was canceled meanwhile and the outcome discarded.
+    when the task was canceled meanwhile and the outcome discarded. An
+    outcome over ``max_output_bytes`` fails the turn instead.
     """
+    turn.max_output_bytes = max_output_bytes
     try:
         state, message, artifacts = _outcome(turn, turn.agent.func(turn))
+        too_large = _too_large(turn, message, artifacts, max_output_bytes)
+        if too_large is not None:
+            state, message, artifacts = too_large
     except Exception:
         # The caller gets a failed task naming no internals; the log gets why.
         log.exception("agent %r failed on task %s", turn.agent.name, turn.task_id)

@@ -19,6 +19,13 @@ DEFAULTS = {
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
+    # The most bytes of JSON one answer holds (a task, a ListTasks page): a
+    # page stops early (nextPageToken); a task's oldest messages are left
+    # out (metadata "a2aFlask.historyOmitted" says how many).
+    "A2A_MAX_ANSWER_BYTES": 8 * 1024 * 1024,
+    # The most bytes one turn may write (status message and artifacts); an
+    # agent answering more fails the turn, saying so in its status.
+    "A2A_MAX_TURN_OUTPUT_BYTES": 3 * 1024 * 1024,
     # Failed HTTP Basic logins a minute for one name from one address...
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
     # ...and for one name from all addresses, before further tries get 429.
@@ -143,6 +150,15 @@ class Settings:
             raise ValueError("A2A_STALE_TURN_SECONDS=%r: expected a number of "
                              "seconds above 0" % self.stale_turn_seconds)
         self.history_length_default = _history_length(get("A2A_HISTORY_LENGTH_DEFAULT"))
+        self.max_answer_bytes = _at_least(
+            "A2A_MAX_ANSWER_BYTES", get("A2A_MAX_ANSWER_BYTES"), 64 * 1024)
+        self.max_turn_output_bytes = _at_least(
+            "A2A_MAX_TURN_OUTPUT_BYTES", get("A2A_MAX_TURN_OUTPUT_BYTES"), 1024)
+        if self.max_turn_output_bytes * 2 > self.max_answer_bytes:
+            raise ValueError(
+                "A2A_MAX_TURN_OUTPUT_BYTES=%d: expected at most half of "
+                "A2A_MAX_ANSWER_BYTES (%d), so that any task fits an answer"
+                % (self.max_turn_output_bytes, self.max_answer_bytes))
         self.login_failures_per_minute = int(get("A2A_LOGIN_FAILURES_PER_MINUTE"))
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "

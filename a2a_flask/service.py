@@ -17,6 +17,7 @@ from . import errors
 from .agents import Turn, run_turn
 from .auth.callers import KEY_REFUSED, confirm
 from .protocol.cards import agent_card
+from .storage import sizes
 from .storage.base import QUEUED_TEXT, KeyNotLive, TaskPage, TaskRecord
 from .storage.common import new_id
 
@@ -40,6 +41,41 @@ class Request:
     def history_length(self, asked):
         """``asked``, else A2A_HISTORY_LENGTH_DEFAULT (None: all)."""
         return self.runtime.settings.history_length_default if asked is None else asked
+
+
+#: Task metadata key of an answer that left out the oldest messages of the
+#: task's history to fit A2A_MAX_ANSWER_BYTES: how many it left out.
+HISTORY_OMITTED = "a2aFlask.historyOmitted"
+#: Room kept in an answer for what surrounds the task (JSON-RPC envelope,
+#: the page's own members).
+ENVELOPE_BYTES = 1024
+
+
+def fit(record: TaskRecord, budget: int) -> TaskRecord:
+    """``record`` as an answer of at most ``budget`` bytes may show it: its
+    newest messages that fit, the rest of the history left out and counted
+    in its metadata (``HISTORY_OMITTED``); status and artifacts whole. A
+    task well under the budget is left as it is, measured cheaply."""
+    history = record.history
+    if not history or not sizes.may_exceed(sizes.rough_task_size(record), budget):
+        return record
+    room = budget - sizes.OVERHEAD - sizes.size(record.status_message) - sum(
+        sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata) - 64
+    kept = 0
+    for message in reversed(history):
+        room -= sizes.size(message)
+        if room < 0:
+            break
+        kept += 1
+    if kept < len(history):
+        record.history = history[len(history) - kept:]
+        record.metadata = dict(record.metadata or {},
+                               **{HISTORY_OMITTED: len(history) - kept})
+    return record
+
+
+def _answer(req, record):
+    return fit(record, req.runtime.settings.max_answer_bytes - ENVELOPE_BYTES)
 
 
 def clamp_history(history, limit):
@@ -80,22 +116,23 @@ def send(req: Request, message: dict, accepted_output_modes=None,
         raise errors.Unauthenticated(KEY_REFUSED) from None
     history_length = req.history_length(history_length)
     if start.replayed:
-        return storage.get_task(start.task_id, owner, agent_name, history_length,
-                                live_key=live_key)
+        return _answer(req, storage.get_task(start.task_id, owner, agent_name,
+                                             history_length, live_key=live_key))
     req.caller.unconfirmed_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, req.agent, req.caller, start.task_id,
                             start.context_id, message, start.message_seq,
-                            metadata))
+                            metadata),
+                       req.runtime.settings.max_turn_output_bytes)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
-        return storage.get_task(start.task_id, owner, agent_name, history_length)
+        return _answer(req, storage.get_task(start.task_id, owner, agent_name,
+                                             history_length))
     # A new task holds exactly what this turn wrote: no need to read it back.
     state, status_message, artifacts, timestamp = outcome
-    return TaskRecord(start.task_id, start.context_id, agent_name, owner, state,
-                      timestamp, status_message, artifacts,
-                      clamp_history([start.message, status_message],
-                                    history_length),
-                      metadata)
+    return _answer(req, TaskRecord(
+        start.task_id, start.context_id, agent_name, owner, state, timestamp,
+        status_message, artifacts,
+        clamp_history([start.message, status_message], history_length), metadata))
 
 
 #: A blocking send polls the task's state, without a transaction, every
@@ -114,7 +151,8 @@ def _send_to_queue(req, message, metadata, history_length, return_immediately):
     if not start.replayed and not return_immediately:
         wait_while_working(storage, start.task_id,
                            req.runtime.settings.blocking_wait_seconds)
-    return storage.get_task(start.task_id, owner, agent_name, history_length)
+    return _answer(req, storage.get_task(start.task_id, owner, agent_name,
+                                         history_length))
 
 
 def wait_while_working(storage, task_id, seconds):
@@ -133,24 +171,31 @@ def wait_while_working(storage, task_id, seconds):
 def get(req: Request, task_id: str,
         history_length: Optional[int] = None) -> TaskRecord:
     # A key taken on trust (auth.authenticate) is checked by the read itself.
-    return req.storage.get_task(task_id, req.caller.id, req.agent.name,
-                                req.history_length(history_length),
-                                live_key=req.caller.unconfirmed_key)
+    return _answer(req, req.storage.get_task(
+        task_id, req.caller.id, req.agent.name, req.history_length(history_length),
+        live_key=req.caller.unconfirmed_key))
 
 
 def cancel(req: Request, task_id: str) -> TaskRecord:
     req.storage.cancel_task(task_id, req.caller.id, req.agent.name)
-    return req.storage.get_task(task_id, req.caller.id, req.agent.name)
+    return _answer(req, req.storage.get_task(task_id, req.caller.id, req.agent.name))
 
 
 def list_tasks(req: Request, context_id=None, state=None, updated_after=None,
                limit=50, cursor=None, history_length=0,
                include_artifacts=False) -> TaskPage:
-    """The caller's tasks of this agent only, newest first, one page."""
-    return req.storage.list_tasks(
+    """The caller's tasks of this agent only, newest first, one page: it
+    ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
+    size, its history trimmed to fit: ``fit``)."""
+    budget = req.runtime.settings.max_answer_bytes - ENVELOPE_BYTES
+    page = req.storage.list_tasks(
         owner=req.caller.id, agent=req.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,
-        history_length=history_length, include_artifacts=include_artifacts)
+        history_length=history_length, include_artifacts=include_artifacts,
+        max_bytes=budget)
+    if page.tasks:
+        fit(page.tasks[0], budget)
+    return page
 
 
 def count_tasks(req: Request, context_id=None, state=None,

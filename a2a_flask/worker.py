@@ -152,7 +152,8 @@ class Worker:
         started = time.monotonic()
         try:
             agent = self.runtime.extension.agents[claimed.agent]
-            outcome = run_turn(BackgroundTurn(self.storage, agent, claimed, self.id))
+            outcome = run_turn(BackgroundTurn(self.storage, agent, claimed, self.id),
+                               self.runtime.settings.max_turn_output_bytes)
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,
                      claimed.task_id, outcome[0] if outcome else
                      "discarded (canceled, or the lease was lost)",
