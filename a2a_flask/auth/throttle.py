@@ -25,6 +25,8 @@ MAX_KEYS = 10000
 
 
 class LoginThrottle:
+    """Failed HTTP Basic logins per (address, name) and per name, lately."""
+
     def __init__(self, limit=LIMIT, window=WINDOW, clock=time.monotonic,
                  name_limit=NAME_LIMIT):
         self.limit = limit
@@ -51,7 +53,7 @@ class LoginThrottle:
                     times.popleft()
                 if len(times) >= limit:
                     wait = max(1, int(self.window - (now - times[0])) + 1)
-                    raise errors.TooManyRequests(
+                    raise errors.TooManyRequestsError(
                         "Too many failed logins for this user name lately: "
                         "try again in %d s." % wait, retry_after=wait)
 

@@ -2,8 +2,9 @@
 
 ``Envelope.parse`` never raises: it keeps the first problem (docs/protocol.md
 §3, checked in order) beside the id it could read, so that the error answer
-echoes that id. ``error_response`` is the one place where an ``A2AError``
-becomes an HTTP answer.
+echoes that id. ``error_response`` renders an ``A2AError`` as A2A 0.3 answers
+it (the 1.0 bindings render theirs; ``protocol/errors.py`` says how each error
+is answered).
 """
 
 import json
@@ -12,10 +13,45 @@ import re
 from itertools import accumulate
 
 from flask import Response
-from marshmallow import ValidationError
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from .. import errors
-from ..schemas import ENVELOPE, STRICT_ENVELOPE
+from ..validation import Text
+
+class JsonRpcId(fields.Field):
+    """A JSON-RPC id: a string, an integer or null (a bool is not an integer)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValidationError("id must be a string, an integer or null.")
+
+
+class EnvelopeSchema(Schema):
+    """The JSON-RPC 2.0 envelope, as leniently as clients send it (``jsonrpc`` present)."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    id = JsonRpcId(allow_none=True)
+    method = Text(required=True)
+    jsonrpc = fields.Raw(required=True, allow_none=True)
+    params = fields.Raw(allow_none=True)
+
+
+class StrictEnvelopeSchema(EnvelopeSchema):
+    """The envelope with ``"jsonrpc": "2.0"`` required (A2A_STRICT_JSONRPC)."""
+
+    jsonrpc = fields.Raw(
+        required=True,
+        validate=validate.Equal("2.0", error='must be the string "2.0".'),
+    )
+
+
+ENVELOPE = EnvelopeSchema()
+STRICT_ENVELOPE = StrictEnvelopeSchema()
 
 # The order of docs/protocol.md §3: the first failing member answers.
 _MEMBER_ORDER = ("id", "method", "jsonrpc")
@@ -88,10 +124,11 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant,
                             object_pairs_hook=_unique_members)
 
 
-def decode_body(body):
+def decode_json(body):
     """The JSON value of a request body, or the A2A error it deserves:
-    ``ParseError`` (not UTF-8 JSON, or nested too deep), ``InvalidRequest``
-    (a member named twice in one object, named in ``data.field``)."""
+    ``ParseError`` (not UTF-8 JSON, or nested too deep),
+    ``InvalidRequestError`` (a member named twice in one object, named in
+    ``data.field``)."""
     try:
         return _decode(body)
     except _TooDeep:
@@ -99,7 +136,7 @@ def decode_body(body):
             "The request body is JSON nested more than %d levels deep, more "
             "than this service reads." % MAX_DEPTH) from None
     except _DuplicateMember as exc:
-        raise errors.InvalidRequest(
+        raise errors.InvalidRequestError(
             "The request body names the member %s twice in one object: each "
             "member may appear once." % json.dumps(errors.echo(exc.name)),
             data={"field": errors.echo(exc.name)}) from None
@@ -139,15 +176,15 @@ class Envelope:
     @classmethod
     def parse(cls, body, strict=False):
         try:
-            data = decode_body(body)
+            data = decode_json(body)
         except errors.A2AError as exc:
             return cls(error=exc)
         if isinstance(data, list):
-            return cls(error=errors.InvalidRequest(
+            return cls(error=errors.InvalidRequestError(
                 "Batch requests are not supported: send one JSON-RPC call per "
                 "request."))
         if not isinstance(data, dict):
-            return cls(error=errors.InvalidRequest(
+            return cls(error=errors.InvalidRequestError(
                 "The request must be a JSON object (a JSON-RPC 2.0 call)."))
         schema = STRICT_ENVELOPE if strict else ENVELOPE
         try:
@@ -157,7 +194,7 @@ class Envelope:
             # An invalid id cannot be echoed; a valid one is, whatever else failed.
             request_id = None if "id" in problems else data.get("id")
             member = next(m for m in _MEMBER_ORDER if m in problems)
-            return cls(id=request_id, error=errors.InvalidRequest(
+            return cls(id=request_id, error=errors.InvalidRequestError(
                 "Invalid JSON-RPC request: %s: %s" % (member, problems[member][0]),
                 data={"field": member}))
         return cls(call.get("id"), call["method"], call.get("params"))

@@ -15,8 +15,8 @@ from marshmallow import (
     validates_schema,
 )
 
-from ...schemas import (NON_EMPTY, BoundedInteger, StrictBoolean, StrictInteger,
-                        Text)
+from ...validation import (NON_EMPTY, BoundedInteger, StrictBoolean, StrictInteger,
+                           Text)
 from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
@@ -83,6 +83,8 @@ def _camel(name):
 
 
 class PartSchema(_Request):
+    """A 1.0 ``Part``: exactly one of text, raw, url, data."""
+
     text = Text()
     raw = Text()
     url = Text()
@@ -105,6 +107,8 @@ class PartSchema(_Request):
 
 
 class MessageSchema(_Request):
+    """A 1.0 ``Message`` from a caller."""
+
     messageId = Text(required=True, validate=NON_EMPTY)
     role = Text(required=True, validate=validate.Equal(
         "ROLE_USER", error='must be "ROLE_USER".'))
@@ -118,6 +122,8 @@ class MessageSchema(_Request):
 
 
 class SendConfigurationSchema(_Request):
+    """1.0 ``SendMessageConfiguration``."""
+
     acceptedOutputModes = fields.List(Text())
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
     # A background agent answers at once; a synchronous one ends its turn
@@ -127,22 +133,30 @@ class SendConfigurationSchema(_Request):
 
 
 class SendMessageRequest(_Request):
+    """1.0 ``SendMessageRequest``."""
+
     message = fields.Nested(MessageSchema, required=True)
     configuration = fields.Nested(SendConfigurationSchema)
     metadata = fields.Dict()
 
 
 class GetTaskRequest(_Request):
+    """1.0 ``GetTaskRequest``."""
+
     id = Text(required=True, validate=NON_EMPTY)
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
 
 
 class CancelTaskRequest(_Request):
+    """1.0 ``CancelTaskRequest``."""
+
     id = Text(required=True, validate=NON_EMPTY)
     metadata = fields.Dict()
 
 
 class ListTasksRequest(_Request):
+    """1.0 ``ListTasksRequest``."""
+
     contextId = Text()
     status = Text(validate=validate.OneOf(
         list(STORED_STATES), error="must be one of TASK_STATE_SUBMITTED, "
@@ -162,10 +176,14 @@ class _QueryBoolean(fields.Boolean):
 
 
 class GetTaskQuery(GetTaskRequest):
+    """``GetTaskRequest`` from a query string (HTTP+JSON)."""
+
     historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
 
 
 class ListTasksQuery(ListTasksRequest):
+    """``ListTasksRequest`` from a query string (HTTP+JSON)."""
+
     pageSize = BoundedInteger(strict=False, validate=_PAGE_SIZE)
     historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
     includeArtifacts = _QueryBoolean()

@@ -1,0 +1,116 @@
+"""The turn engine: runs an agent function on a ``Turn`` and stores what it
+returned (a reply, a question, a refusal, or a failure naming no internals)."""
+
+import logging
+from typing import Callable, Optional
+
+from ..ids import new_id
+from ..messages import agent_message, text_part
+from ..storage.sizes import may_exceed, rough_size, size
+from .api import Reply, _StatusReply
+
+log = logging.getLogger("a2a_flask")
+
+FAILED_TEXT = "The agent could not complete this task because of an internal error."
+#: The failed status of a turn whose output is over A2A_MAX_TURN_OUTPUT_BYTES.
+TOO_LARGE_TEXT = ("The agent's answer was too large to keep: %d bytes, more than "
+                  "the %d bytes one turn may write (A2A_MAX_TURN_OUTPUT_BYTES). "
+                  "Nothing of it was stored.")
+
+
+def _artifact(spec, default_name=None):
+    artifact = {"artifactId": spec.get("artifactId") or new_id("art_"),
+                "parts": list(spec["parts"])}
+    for key in ("name", "description", "metadata", "extensions"):
+        if spec.get(key) is not None:
+            artifact[key] = spec[key]
+    if default_name and "name" not in artifact:
+        artifact["name"] = default_name
+    return artifact
+
+
+def _outcome(turn, result):
+    """(state, status message, artifacts) for what the function returned."""
+    if isinstance(result, str):
+        result = Reply(result)
+    if isinstance(result, Reply):
+        message = agent_message(result.parts, turn.task_id, turn.context_id, result.metadata)
+        artifacts = [_artifact({"parts": result.parts}, "response")]
+        artifacts += [_artifact(spec) for spec in result.artifacts]
+        return "completed", message, artifacts
+    if isinstance(result, _StatusReply):
+        return result.state, agent_message(result.parts, turn.task_id, turn.context_id, result.metadata), []
+    raise TypeError(
+        "agent %r returned %r; return a str, Reply, InputRequired, AuthRequired "
+        "or Reject" % (turn.agent.name, type(result).__name__))
+
+
+def _failure(turn):
+    """The outcome of a turn that failed: no internals, no artifacts."""
+    return "failed", agent_message([text_part(FAILED_TEXT)], turn.task_id, turn.context_id), []
+
+
+def _too_large(turn, message, artifacts, limit):
+    """The failed outcome when the status message and artifacts are over
+    ``limit`` bytes (None: they fit). Capped when written, so that any task,
+    its history trimmed, fits an answer (A2A_MAX_ANSWER_BYTES)."""
+    rough = rough_size(message) + sum(rough_size(a) for a in artifacts)
+    if limit is None or not may_exceed(rough, limit):
+        return None
+    written = size(message) + sum(size(a) for a in artifacts)
+    if written <= limit:
+        return None
+    log.warning("agent %r answered task %s with %d bytes, more than "
+                "A2A_MAX_TURN_OUTPUT_BYTES (%d): the turn failed",
+                turn.agent.name, turn.task_id, written, limit)
+    return "failed", agent_message([text_part(TOO_LARGE_TEXT % (written, limit))],
+                                   turn.task_id, turn.context_id), []
+
+
+def store_outcome(turn, state, message, artifacts=()):
+    """Store the outcome of a turn run in a request (conditional on the task
+    being ``working``): its timestamp, or None when it was discarded."""
+    return turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
+                                  state, message, artifacts)
+
+
+def run_turn(turn, store: Callable = store_outcome,
+             max_output_bytes: Optional[int] = None):
+    """Run the agent on ``turn`` and store the outcome with
+    ``store(turn, state, message, artifacts)`` (the worker passes its own,
+    which stores only while it holds the turn).
+
+    Returns (state, status message, artifacts, timestamp) as stored, or None
+    when the task was canceled meanwhile and the outcome discarded. An
+    outcome over ``max_output_bytes`` (A2A_MAX_TURN_OUTPUT_BYTES) fails the
+    turn instead.
+    """
+    turn.max_output_bytes = max_output_bytes
+    try:
+        state, message, artifacts = _outcome(turn, turn.agent.func(turn))
+        too_large = _too_large(turn, message, artifacts, max_output_bytes)
+        if too_large is not None:
+            state, message, artifacts = too_large
+    except Exception:
+        # The caller gets a failed task naming no internals; the log gets why.
+        log.exception("agent %r failed on task %s", turn.agent.name, turn.task_id)
+        state, message, artifacts = _failure(turn)
+    except BaseException:
+        # The worker is being stopped mid-turn (gunicorn's --timeout raises
+        # SystemExit in it): fail the task, or it would stay working for ever.
+        log.exception("agent %r interrupted on task %s", turn.agent.name,
+                      turn.task_id)
+        store(turn, *_failure(turn))
+        raise
+    try:
+        timestamp = store(turn, state, message, artifacts)
+    except (TypeError, ValueError):  # e.g. a datetime in a data part: not JSON
+        log.exception("agent %r answered task %s with something that is not "
+                      "JSON", turn.agent.name, turn.task_id)
+        state, message, artifacts = _failure(turn)
+        timestamp = store(turn, state, message)
+    if timestamp is None:
+        log.info("task %s was canceled while agent %r ran; its result is discarded",
+                 turn.task_id, turn.agent.name)
+        return None
+    return state, message, artifacts, timestamp
