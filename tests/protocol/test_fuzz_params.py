@@ -12,7 +12,6 @@ import json
 import logging
 from urllib.parse import quote
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from helpers import message
