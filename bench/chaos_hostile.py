@@ -135,8 +135,8 @@ BAD_INPUTS = [
 ]
 
 
-def _bad_input_row(env, label):
-    server = Server(workers=1, env=env)
+def _bad_input_row(database, label):
+    server = Server(workers=1, database=database)
     try:
         internal = 0
         for version, method, params in BAD_INPUTS:
@@ -155,10 +155,10 @@ def _bad_input_row(env, label):
 
 
 def h13_bad_input():
-    rows = [_bad_input_row({}, "SQLite")]
+    rows = [_bad_input_row(None, "SQLite")]
     url = os.environ.get("A2A_CHAOS_POSTGRES_URL")
     if url:
-        rows.append(_bad_input_row({"A2A_DATABASE": url}, "PostgreSQL"))
+        rows.append(_bad_input_row(url, "PostgreSQL"))
     else:
         rows.append("PostgreSQL skipped (set A2A_CHAOS_POSTGRES_URL)")
     return "; ".join(rows)
