@@ -21,7 +21,7 @@ DEFAULTS = {
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
     # The most bytes of JSON one answer holds (a task, a ListTasks page): a
     # page stops early (nextPageToken); a task's oldest messages are left
-    # out (metadata "a2aFlask.historyOmitted" says how many).
+    # out (metadata "a2a_flask.historyOmitted" says how many).
     "A2A_MAX_ANSWER_BYTES": 8 * 1024 * 1024,
     # The most bytes one turn may write (status message and artifacts); an
     # agent answering more fails the turn, saying so in its status.

@@ -45,7 +45,7 @@ class CallContext:
 
 #: Task metadata key of an answer that left out the oldest messages of the
 #: task's history to fit A2A_MAX_ANSWER_BYTES: how many it left out.
-HISTORY_OMITTED = "a2aFlask.historyOmitted"
+HISTORY_OMITTED = "a2a_flask.historyOmitted"
 #: Room kept in an answer for what surrounds the task (JSON-RPC envelope,
 #: the page's own members).
 ENVELOPE_BYTES = 1024

@@ -2,7 +2,7 @@
 A ListTasks page ends early at the budget with a nextPageToken (at least
 one task a page); a task whose history does not fit shows its newest
 messages that do and says how many it left out (metadata
-``a2aFlask.historyOmitted``), artifacts whole; what one turn may write is
+``a2a_flask.historyOmitted``), artifacts whole; what one turn may write is
 capped when written (A2A_MAX_TURN_OUTPUT_BYTES: over it, the turn fails).
 On SQLite and PostgreSQL, over both 1.0 bindings and 0.3."""
 
@@ -13,7 +13,7 @@ from v1.inprocess import Caller, user_message
 
 BUDGET = 256 * 1024
 TURN = 96 * 1024
-OMITTED = "a2aFlask.historyOmitted"
+OMITTED = "a2a_flask.historyOmitted"
 
 
 def register(a2a):
