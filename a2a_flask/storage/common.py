@@ -11,7 +11,10 @@ from ..ids import new_id  # noqa: F401  (the backends' ids)
 def now_iso(moment=None):
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
     now = moment or datetime.now(timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    text = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    if now.year < 1000:  # strftime writes year 5 as "5": compared as text, wrong
+        text = "%04d%s" % (now.year, text[text.index("-"):])
+    return text
 
 
 def dumps(value):

@@ -211,3 +211,13 @@ def test_no_internal_error_for_any_param_on_sqlite(make_app):
 def test_no_internal_error_for_any_param_on_postgres(make_app, postgres_url):
     app, _ = make_app(A2A_AUTH="required", A2A_DATABASE=postgres_url)
     _fuzz(app)
+
+
+def test_an_early_timestamp_filters_as_early(make_app):
+    # Year 5 in UTC: every task is after it (compared as "0005-...", not "5-...").
+    app, _ = make_app(A2A_AUTH="required")
+    client, headers, _ = _service(app)
+    response = client.get(REST % "echo" + "/tasks", headers=dict(
+        headers, **{"A2A-Version": "1.0"}),
+        query_string={"statusTimestampAfter": "0005-01-01T00:00:00Z"})
+    assert response.status_code == 200 and response.get_json()["totalSize"] == 1
