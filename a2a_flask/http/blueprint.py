@@ -11,7 +11,7 @@ from flask import Blueprint, request
 from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
-from . import discovery
+from . import discovery, try_page
 from .headers import add_headers
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
@@ -59,6 +59,9 @@ def make_blueprint(settings):
 
     for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
         bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, discovery.card,
+                        methods=["GET"])
+    if settings.try_page:
+        bp.add_url_rule(urls.agent_rule(settings) + "/", "try_page", try_page.view,
                         methods=["GET"])
     bp.add_url_rule(urls.agents_tree(settings), "agent_list", discovery.agent_list,
                     methods=["GET"])

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from a2a_flask.client import (
-    A2ACallError, AmbiguousOutcome, AuthenticationError, Basic, CardError, Client,
+    A2ACallError, AmbiguousOutcome, AuthenticationError, CardError, Client,
     ClientCredentials, TaskNotCancelableError, TaskNotFoundError, TransportError,
     UnsupportedOperationError, WaitTimeout,
 )
@@ -199,6 +199,12 @@ def test_client_credentials_fetched_and_refreshed(service):
         f.write("2")
     assert agent.send("three").state == "completed"
     assert auth.fetched == 2
+    # a token is not used past expires_in less the margin: here, at once
+    eager = ClientCredentials("client", "client-secret", margin=3600,
+                              token_url=service.url + "/oauth/token")
+    agent = Client(agent_url(service), auth=eager)
+    agent.send("one"), agent.send("two")
+    assert eager.fetched == 2
     bad = ClientCredentials("client", "wrong", token_url=service.url + "/oauth/token")
     with pytest.raises(AuthenticationError) as raised:
         Client(agent_url(service), auth=bad).send("hello")
@@ -355,3 +361,16 @@ def test_flask_a2a_call(service, make_app):
     out = runner.invoke(args=["a2a", "call", url, "hello", "--key", "a2a_wrong"])
     assert out.exit_code == 1
     assert "AuthenticationError: -32600" in out.output and "(HTTP 401)" in out.output
+
+
+def test_cards_that_need_credentials(tmp_path):
+    server = GunicornServer(tmp_path, app="wsgi:app", auth="key",
+                            env={"A2A_PUBLIC_CARDS": "0"}).start()
+    try:
+        key = server.headers["Authorization"].split(" ", 1)[1]
+        url = server.url + "/api/v1/agents/echo"
+        assert Client(url, key=key).send("hello").text == "hello"
+        with pytest.raises(CardError, match="HTTP 401"):
+            Client(url).card
+    finally:
+        server.stop()
