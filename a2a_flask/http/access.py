@@ -120,21 +120,34 @@ def _anonymous_refusal(fields, caller):
                                or fields["code"] is not None)
 
 
-def logged_call(agent, answer, observe=None, refusals=None):
+def logged_call(agent, answer, observe=None, tracing=None, refusals=None):
     """``answer()``, the call's response, with its access record logged (and
-    passed to ``observe(fields)``, the metrics, when given); an anonymous
-    refusal only as far as ``refusals`` (a ``logs.RefusalBudget``) admits."""
+    passed to ``observe(fields)``, the metrics, when given); with
+    ``tracing``, inside the call's server span, described by the record; an
+    anonymous refusal only as far as ``refusals`` (a ``logs.RefusalBudget``)
+    admits."""
+    if tracing is not None:
+        with tracing.server_span(agent, request.headers) as span:
+            return _logged_call(agent, answer, observe, lambda fields, caller:
+                                tracing.end_call(span, fields, caller and caller.kind),
+                                refusals)
+    return _logged_call(agent, answer, observe, refusals=refusals)
+
+
+def _logged_call(agent, answer, observe=None, describe=None, refusals=None):
     g.a2a_call = (None, None)
     g.a2a_version = "0.3"
     g.a2a_result = None
     started = time.perf_counter()
     response = answer()
     elapsed_ms = (time.perf_counter() - started) * 1000.0
-    if observe is None and not log.isEnabledFor(logging.INFO):
+    if observe is None and describe is None and not log.isEnabledFor(logging.INFO):
         return response
     envelope, caller = g.a2a_call
     fields = call_fields(agent, envelope, caller, response, g.a2a_result)
     fields["ms"] = round(elapsed_ms, 1)
+    if describe is not None:
+        describe(fields, caller)
     logged = log.isEnabledFor(logging.INFO)
     if logged and refusals is not None and _anonymous_refusal(fields, caller):
         logged, fields["dropped"] = refusals.admit(

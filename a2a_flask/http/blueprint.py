@@ -53,7 +53,7 @@ def _add_rest_routes(bp, settings):
 def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
-    @bp.post(urls.rpc_rule(settings))
+    @bp.route(urls.rpc_rule(settings), methods=["POST"])
     def rpc(name):
         return _rpc(name)
 
@@ -69,13 +69,13 @@ def make_blueprint(settings):
                     methods=["GET"])
 
     if settings.metrics:
-        @bp.get(urls.metrics_path(settings))
+        @bp.route(urls.metrics_path(settings), methods=["GET"])
         def metrics():
             return current_app_state().metrics.response()
 
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
-        @bp.post(urls.ROOT_RPC)
+        @bp.route(urls.ROOT_RPC, methods=["POST"])
         def default_rpc():
             return _rpc(current_app_state().settings.default_agent, at_root=True)
 
