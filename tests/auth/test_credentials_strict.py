@@ -124,7 +124,9 @@ def test_the_shipped_config_trusts_the_shipped_nginx_only():
     with open(os.path.join(REPO_DIR, "deploy", "a2a.env")) as f:
         env = f.read()
     assert re.search(r"^A2A_TRUSTED_PROXIES=127\.0\.0\.1$", env, re.M)
-    with open(os.path.join(REPO_DIR, "deploy", "nginx-a2a.conf")) as f:
-        site = f.read()
+    site = ""
+    for name in ("nginx-a2a.conf", "nginx-a2a-proxy.conf"):  # the site, its include
+        with open(os.path.join(REPO_DIR, "deploy", name)) as f:
+            site += f.read()
     assert "server 127.0.0.1:" in site
     assert "X-Forwarded-For $proxy_add_x_forwarded_for" in site
