@@ -8,7 +8,7 @@ import os
 import sqlite3
 
 from ..base import TaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows
+from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from .tasks import (
     _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
@@ -143,6 +143,10 @@ class AdminOperations:
                     "DELETE FROM a2a_tasks WHERE id IN a2a_pruned").rowcount
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
+
+    def reassign_tasks(self, from_owner, to_owner):
+        with self.transaction() as conn:
+            return reassign_owner(conn, "?", from_owner, to_owner)
 
     def task_counts(self):
         return dict(self.connection().execute(
