@@ -31,7 +31,8 @@ def test_deploy_lets_a_blocking_call_wait_ten_minutes_for_a_thousand_callers():
     assert conf["worker_class"] == "gthread"
     assert conf["workers"] * conf["threads"] >= 1000
     assert conf["worker_connections"] > conf["threads"]
-    read_timeout = re.search(r"proxy_read_timeout (\d+)(m|s);", _read("nginx-a2a.conf"))
+    read_timeout = re.search(r"proxy_read_timeout (\d+)(m|s);",
+                             _read("nginx-a2a-proxy.conf"))
     assert int(read_timeout.group(1)) * {"m": 60, "s": 1}[read_timeout.group(2)] >= 600
     worker = _read("a2a-worker.service")
     assert int(re.search(r"a2a worker --threads (\d+)", worker).group(1)) >= 1000
