@@ -42,7 +42,7 @@ threads = 1024
 worker_connections = threads + 32
 # gthread's timeout is the heartbeat of a worker's main loop, not a limit on
 # a call: a blocking send may wait 10 minutes and more (nginx's
-# proxy_read_timeout is the limit, deploy/nginx-a2a.conf). A stuck worker is
+# proxy_read_timeout is the limit, deploy/nginx-a2a-proxy.conf). A stuck worker is
 # still restarted after it.
 timeout = 120
 graceful_timeout = 30
