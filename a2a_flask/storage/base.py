@@ -31,8 +31,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 # The states and the errors are part of the contract (re-exported here).
 from .errors import (  # noqa: F401
-    ContextMismatch, KeyNotFound, KeyNotLive, MessageIdReused, SchemaError, StorageError,
-    TaskNotCancelable, TaskNotFound, TaskNotWaiting, UserExists, UserNotFound,
+    ContextMismatch, KeyNotFound, KeyNotLive, MessageIdReused, QueueFull, SchemaError,
+    StorageError, TaskNotCancelable, TaskNotFound, TaskNotWaiting, UserExists,
+    UserNotFound,
 )
 from .states import (  # noqa: F401
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, QUEUED_TEXT, STALE_TURN_TEXT,
@@ -103,10 +104,10 @@ class ClaimedTurn:
     """A background turn leased to a worker by ``claim_turns``."""
 
     __slots__ = ("task_id", "context_id", "owner", "agent", "message",
-                 "message_seq", "metadata", "attempts", "retry")
+                 "message_seq", "metadata", "attempts", "retry", "trace_context")
 
     def __init__(self, task_id, context_id, owner, agent, message, message_seq,
-                 metadata=None, attempts=1, retry=False):
+                 metadata=None, attempts=1, retry=False, trace_context=None):
         self.task_id = task_id
         self.context_id = context_id
         self.owner = owner
@@ -118,6 +119,8 @@ class ClaimedTurn:
         #: 1 on the first claim; more when an expired lease re-queued it.
         self.attempts = attempts
         self.retry = retry
+        #: The W3C trace context given to ``enqueue_turn`` (text), or None.
+        self.trace_context = trace_context
 
     def __repr__(self):
         return "ClaimedTurn(%s, %s, attempt %d)" % (self.task_id, self.agent,
@@ -343,6 +346,21 @@ class Storage(abc.ABC):
         ``{"tasks", "messages", "artifacts", "deliveries"}`` counts per batch."""
 
     @abc.abstractmethod
+    def cancel_tasks(self, owner: Optional[str] = None,
+                     agent: Optional[str] = None,
+                     task_id: Optional[str] = None,
+                     states: Optional[Sequence[str]] = None,
+                     dry_run: bool = False) -> List[TaskRecord]:
+        """Cancel every task matching the filters given (None: any) whose
+        state is one of ``states`` (None: any state but the terminal ones),
+        as ``cancel_task`` cancels one: conditional UPDATEs (the state still
+        one of ``states``) in batches, one transaction each, deleting the
+        turns no worker has claimed; a running turn sees ``turn.canceled``
+        and its outcome is discarded. Returns the tasks canceled as they
+        were (no history, no artifacts), by id; ``dry_run``: those that
+        would be, with nothing changed."""
+
+    @abc.abstractmethod
     def task_counts(self) -> Dict[str, int]:
         """{state: number of tasks}."""
 
@@ -432,9 +450,16 @@ class Storage(abc.ABC):
     # that run inside the request. A queued turn is a row of its own: queued
     # (no worker), then leased to one worker until ``lease_expires`` (the
     # storage's clock), renewed while the agent runs, deleted when the turn
-    # ends. A task has at most one turn at a time (it is ``working`` meanwhile);
-    # ``fail_stale_turn`` leaves a task with a turn row alone (leases govern it),
-    # and ``cancel_task`` deletes a turn that no worker has claimed yet.
+    # ends. A task is ``working`` while it has turns; they run one at a time,
+    # in the order received (a follow-up waits behind the turn before it).
+    # ``fail_stale_turn`` leaves a task with a turn row alone (leases govern
+    # it), and ``cancel_task`` deletes the turns no worker has claimed yet.
+    #
+    # Fairness: each turn has a round (``caller_round``): one after its
+    # caller's last turn, and at most one before the oldest queued turn, so
+    # a caller with nothing queued goes next; claims are in round order.
+    # One caller's backlog delays another's turn by about one turn per
+    # worker thread, whatever its length.
 
     def _no_queue(self, operation):
         return NotImplementedError(
@@ -447,21 +472,35 @@ class Storage(abc.ABC):
                      task_id: Optional[str] = None,
                      metadata: Optional[dict] = None,
                      retry: bool = False,
-                     status_message: Optional[Message] = None) -> TurnStart:
+                     status_message: Optional[Message] = None,
+                     queue_limit: Optional[int] = None,
+                     trace_context: Optional[str] = None) -> TurnStart:
         """``start_turn`` and, in the same transaction, a queued turn for the
-        task (message seq, agent, ``retry``, 0 attempts); the task's status
+        task (message seq, agent, ``retry``, 0 attempts, its caller's next
+        round, ``trace_context`` kept for the worker); the task's status
         message becomes ``status_message`` (it may say it is queued; it does
         not join the history). A replay (``TurnStart.replayed``) queues
-        nothing. Either both are stored or neither is."""
+        nothing. Either both are stored or neither is.
+
+        - ``queue_limit``: when ``owner`` already has that many turns queued
+          (not claimed), ``QueueFull`` and nothing is stored (a replay is
+          still answered as one).
+        - ``task_id`` of a task that is ``working`` on a queued or running
+          turn: a follow-up. The message joins the history and is queued as
+          the task's next turn (the status message is left as it is); a
+          task's turns run one at a time, in the order received.
+          ``TaskNotWaiting`` for any other working task, as ``start_turn``.
+        """
         raise self._no_queue("enqueue_turn")
 
     def claim_turns(self, worker: str, limit: int, lease_seconds: float,
                     agents: Optional[Sequence[str]] = None) -> List[ClaimedTurn]:
-        """Lease up to ``limit`` queued turns (oldest first; of ``agents``
-        only, when given) to ``worker`` until now + ``lease_seconds``, each by
-        a conditional UPDATE (``WHERE worker IS NULL``) whose row count is
-        checked, counting an attempt: two workers never hold the same turn
-        (SQLite: one short ``BEGIN IMMEDIATE``; PostgreSQL: ``FOR UPDATE SKIP
+        """Lease up to ``limit`` queued turns (by round, then oldest first;
+        only a task's oldest turn; of ``agents`` only, when given) to
+        ``worker`` until now + ``lease_seconds``, each by a conditional
+        UPDATE (``WHERE worker IS NULL``) whose row count is checked,
+        counting an attempt: two workers never hold the same turn (SQLite:
+        one short ``BEGIN IMMEDIATE``; PostgreSQL: ``FOR UPDATE SKIP
         LOCKED``). Turns of tasks no longer ``working`` are dropped, not
         claimed. Cheap when nothing is queued (a read, no write lock)."""
         raise self._no_queue("claim_turns")
@@ -480,7 +519,14 @@ class Storage(abc.ABC):
         """Delete ``worker``'s turn row and store the outcome exactly as
         ``finish_turn`` (conditional on ``working``), in one transaction.
         None, with nothing stored, when the worker no longer holds the turn
-        (its lease expired) or the task left ``working`` (canceled)."""
+        (its lease expired) or the task left ``working`` (canceled).
+
+        With follow-ups queued behind it, the task stays ``working`` (the
+        status message and artifacts are stored) and the follow-ups'
+        messages move after the status message in the history (each turn's
+        history is what came before its message), unless ``state`` is
+        ``failed`` or ``rejected``: then the task ends so and the
+        follow-ups never run."""
         raise self._no_queue("finish_queued_turn")
 
     def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
@@ -488,8 +534,8 @@ class Storage(abc.ABC):
         agent registered ``retry=True`` is re-queued while it had fewer than
         ``max_attempts`` attempts; any other is deleted and its task failed
         (``LEASE_EXPIRED_TEXT``, or ``ATTEMPTS_EXHAUSTED_TEXT``; conditional
-        on ``working``): at most once. Returns ``(task_id, "requeued" |
-        "failed")`` pairs."""
+        on ``working``), its follow-ups with it: at most once. Returns
+        ``(task_id, "requeued" | "failed")`` pairs."""
         raise self._no_queue("expire_leases")
 
     def release_turns(self, worker: str, task_ids: Sequence[str],
