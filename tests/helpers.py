@@ -2,6 +2,7 @@
 schema check of every answer, messages, a JSON-RPC client over Flask's test
 client, the scripted agent, and small readers."""
 
+import base64
 import itertools
 import json
 import os
@@ -203,3 +204,14 @@ def metric_sample(text, name, **labels):
 def metric_growth(before, after, name, **labels):
     """How much one sample grew between two Prometheus texts."""
     return metric_sample(after, name, **labels) - metric_sample(before, name, **labels)
+
+
+def bearer(key):
+    """The header of ``key`` sent as a bearer token."""
+    return {"Authorization": "Bearer " + key}
+
+
+def basic(name, password):
+    """The header of HTTP Basic credentials."""
+    pair = ("%s:%s" % (name, password)).encode()
+    return {"Authorization": "Basic " + base64.b64encode(pair).decode()}

@@ -6,7 +6,7 @@ from flask import current_app, request
 from werkzeug.exceptions import SecurityError
 from werkzeug.sansio.utils import host_is_trusted
 
-from ..http import urls
+from .. import urls
 from ..auth.callers import security_requirements
 
 log = logging.getLogger("a2a_flask")
@@ -30,7 +30,7 @@ def base_url(settings):
     trusted = app.config.get("TRUSTED_HOSTS")
     if trusted and not host_is_trusted(request.host, trusted):
         raise SecurityError("Host %r is not in TRUSTED_HOSTS." % request.host)
-    if not getattr(settings, "host_warned", False):
+    if not settings.host_warned:
         settings.host_warned = True
         if not app.debug:
             log.warning(
@@ -47,12 +47,12 @@ def agent_url(settings, name, at_root=False):
     return base_url(settings) + urls.agent_path(settings, name, at_root)
 
 
-def agent_card(runtime, agent, at_root=False, extended=False):
+def agent_card(app_state, agent, at_root=False, extended=False):
     """The AgentCard of ``agent``; ``at_root``: as the default agent at /a2a."""
-    url = agent_url(runtime.settings, agent.name, at_root)
-    schemes, security = security_requirements(runtime)
+    url = agent_url(app_state.settings, agent.name, at_root)
+    schemes, security = security_requirements(app_state)
     description = agent.description
-    if runtime.settings.auth_off:
+    if app_state.settings.auth_off:
         description += " (Authentication is off on this service.)"
     card = {
         "protocolVersion": PROTOCOL_VERSION,
@@ -67,14 +67,14 @@ def agent_card(runtime, agent, at_root=False, extended=False):
         "capabilities": {"streaming": False, "pushNotifications": False,
                          "stateTransitionHistory": False,
                          "extendedAgentCard": (agent.has_extended_card
-                                               and not runtime.settings.auth_off)},
+                                               and not app_state.settings.auth_off)},
         "defaultInputModes": agent.input_modes,
         "defaultOutputModes": agent.output_modes,
         "skills": agent.skills + (agent.extended_skills if extended else []),
         "supportsAuthenticatedExtendedCard": (
-            agent.has_extended_card and not runtime.settings.auth_off),
+            agent.has_extended_card and not app_state.settings.auth_off),
     }
-    card["supportedInterfaces"] = supported_interfaces(runtime.settings,
+    card["supportedInterfaces"] = supported_interfaces(app_state.settings,
                                                        agent.name, at_root, url)
     if schemes:
         card["securitySchemes"] = {name: _both_forms(scheme)

@@ -13,7 +13,7 @@ import pytest
 
 from a2a_flask.storage.base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, STALE_TURN_TEXT, Storage,
-    TaskNotWaiting,
+    TaskNotWaitingError,
 )
 from storage_helpers import agent_reply, finished, msg, set_updated_at
 
@@ -232,7 +232,7 @@ def test_a_queued_turn_is_not_stale_failed_and_its_task_runs_one_turn_at_a_time(
     follow_up = storage.enqueue_turn("alice", "bg", msg("three"),
                                      task_id=first.task_id)
     assert not follow_up.replayed and follow_up.task_id == first.task_id
-    with pytest.raises(TaskNotWaiting):  # a turn run in the request: refused
+    with pytest.raises(TaskNotWaitingError):  # a turn run in the request: refused
         storage.start_turn("alice", "bg", msg("four"), task_id=first.task_id)
     # queued for an hour: leases, not staleness, decide
     set_updated_at(storage, start.task_id,

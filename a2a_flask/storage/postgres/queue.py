@@ -12,9 +12,11 @@ import json
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
-    ContextMismatch, QueueFull, TaskNotFound, TaskNotWaiting, TurnStart,
+    ContextMismatchError, NoSuchTaskError, QueueFullError, TaskNotWaitingError,
+    TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
+from ...messages import agent_message, text_part
 from .tasks import _INSERT_MESSAGE, NOW, WAITING_SQL
 
 
@@ -66,7 +68,7 @@ class QueueOperations:
                     "SELECT count(*) FROM (SELECT FROM a2a_turns WHERE owner = %s"
                     " AND worker IS NULL LIMIT %s) q",
                     (owner, queue_limit)).fetchone()[0] >= queue_limit:
-                raise QueueFull(owner, queue_limit)
+                raise QueueFullError(owner, queue_limit)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -106,10 +108,10 @@ class QueueOperations:
             "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
             " AND agent = %s FOR UPDATE", (task_id, owner, agent)).fetchone()
         if row is None:
-            raise TaskNotFound(task_id)
+            raise NoSuchTaskError(task_id)
         state, task_context = row
         if context_id is not None and context_id != task_context:
-            raise ContextMismatch(task_id, task_context)
+            raise ContextMismatchError(task_id, task_context)
         if state in WAITING_STATES and conn.execute(
                 "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
                 " WHERE id = %s AND state IN " + WAITING_SQL,
@@ -119,7 +121,7 @@ class QueueOperations:
                 "SELECT FROM a2a_turns WHERE task_id = %s LIMIT 1",
                 (task_id,)).fetchone() is not None:
             return task_context, True
-        raise TaskNotWaiting(task_id, state, task_context)
+        raise TaskNotWaitingError(task_id, state, task_context)
 
     def claim_turns(self, worker, limit, lease_seconds, agents=None):
         if limit <= 0:
@@ -263,8 +265,7 @@ class QueueOperations:
 
     @staticmethod
     def _fail_working(conn, task_id, owner, agent, text):
-        message = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
-                   "parts": [{"kind": "text", "text": text}], "taskId": task_id}
+        message = agent_message([text_part(text)], task_id)
         row = conn.execute(
             "UPDATE a2a_tasks SET state = 'failed', status_message = (%s::jsonb ||"
             " jsonb_build_object('contextId', context_id))::text, updated_at = " +
