@@ -29,6 +29,7 @@ DEFAULTS = {
     "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
     "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
+    "A2A_QUEUE_LIMIT_PER_CALLER": 100,  # turns one caller may have queued; 0: no limit
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -160,6 +161,9 @@ class Settings:
                                               get("A2A_WORKER_LEASE_SECONDS"), 1)
         self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",
                                              get("A2A_WORKER_MAX_ATTEMPTS"), 1)
+        #: None: no limit.
+        self.queue_limit_per_caller = _at_least(
+            "A2A_QUEUE_LIMIT_PER_CALLER", get("A2A_QUEUE_LIMIT_PER_CALLER"), 0) or None
 
     @property
     def auth_off(self):

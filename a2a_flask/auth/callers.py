@@ -12,7 +12,7 @@ import binascii
 from typing import AbstractSet, Optional
 
 from .. import errors
-from .credentials import KEY_PREFIX
+from .credentials import KEY_PREFIX, key_owner
 
 #: The refusal of a key that is unknown or revoked (auth, service).
 KEY_REFUSED = "The API key is not valid: unknown or revoked."
@@ -73,7 +73,7 @@ def _basic(header):
 
 
 def _key_caller(key, remembered=None):
-    caller = Caller("key:" + key.id, "key", key.label or key.id, scope=key.scope)
+    caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope)
     caller.remembered_key = remembered
     return caller
 
