@@ -10,10 +10,10 @@ were claimed in (one worker thread)."""
 import json
 import os
 import signal
-import time
 
 import pytest
 
+from helpers import wait_until
 from serving import WorkerProcess, create_api_key, created_key, flask_a2a
 
 NON_BLOCKING = {"blocking": False}
@@ -42,16 +42,6 @@ def started_turns(ledger):
         return []
     with open(ledger) as f:
         return [line.split()[0] for line in f]
-
-
-def wait_until(predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

@@ -9,7 +9,7 @@ import pytest
 
 from a2a_flask import Reply
 from a2a_flask.worker import Worker
-from helpers import Rpc, message
+from helpers import Rpc, message, wait_until
 from v1.inprocess import Caller, detail, user_message
 
 NON_BLOCKING = {"blocking": False}
@@ -94,7 +94,7 @@ def test_a_follow_up_to_a_running_task_is_its_next_turn(service):
     runner, thread = _worker(app)
     try:
         task = rpc.send("one", configuration=NON_BLOCKING)
-        _wait(lambda: _text(rpc, task["id"]) == "halfway")  # running
+        wait_until(lambda: _text(rpc, task["id"]) == "halfway")  # running
         follow = rpc.send("two", taskId=task["id"], configuration=NON_BLOCKING)
         assert (follow["id"], follow["status"]["state"]) == (task["id"], "working")
         later = v10.result("SendMessage", {
@@ -102,7 +102,7 @@ def test_a_follow_up_to_a_running_task_is_its_next_turn(service):
             "configuration": {"returnImmediately": True}})["task"]
         assert later["status"]["state"] == "TASK_STATE_WORKING"
         app.gate.set()
-        done = _wait(lambda: (lambda t: t if t["status"]["state"] != "working"
+        done = wait_until(lambda: (lambda t: t if t["status"]["state"] != "working"
                               else None)(rpc.result("tasks/get", {"id": task["id"]})))
     finally:
         runner.stop()
@@ -126,14 +126,3 @@ def test_cancel_drops_the_queued_follow_ups(service):
 def _text(rpc, task_id):
     return rpc.result("tasks/get", {"id": task_id})["status"]["message"][
         "parts"][0]["text"]
-
-
-def _wait(predicate, timeout=20.0):
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
