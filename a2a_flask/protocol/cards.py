@@ -14,6 +14,16 @@ log = logging.getLogger("a2a_flask")
 PROTOCOL_VERSION = "0.3.0"
 #: What 1.0 clients read in ``supportedInterfaces`` (Major.Minor, section 3.6).
 PROTOCOL_VERSION_V10 = "1.0"
+#: The A2A extension (``capabilities.extensions``) by which an agent says
+#: that a message sent again with the same ``messageId`` by the same caller
+#: runs once and answers the same task: a client may retry a send whose
+#: answer it lost (a2a_flask.client does, and only then).
+MESSAGE_ID_ONCE = "urn:a2a-flask:ext:message-id-once:v1"
+MESSAGE_ID_ONCE_EXTENSION = {
+    "uri": MESSAGE_ID_ONCE, "required": False,
+    "description": "A message sent again with the same messageId by the same "
+                   "caller runs once and answers the task it started or "
+                   "continued: retrying a send is safe."}
 
 
 def base_url(settings):
@@ -67,7 +77,8 @@ def agent_card(app_state, agent, at_root=False, extended=False):
         "capabilities": {"streaming": False, "pushNotifications": False,
                          "stateTransitionHistory": False,
                          "extendedAgentCard": (agent.has_extended_card
-                                               and not app_state.settings.auth_off)},
+                                               and not app_state.settings.auth_off),
+                         "extensions": [MESSAGE_ID_ONCE_EXTENSION]},
         "defaultInputModes": agent.input_modes,
         "defaultOutputModes": agent.output_modes,
         "skills": agent.skills + (agent.extended_skills if extended else []),
