@@ -14,11 +14,27 @@ class AppState:
     def __init__(self, extension, settings, storage, session_cookie_name):
         self.extension = extension
         self.settings = settings
+        #: The OpenTelemetry spans (A2A_OTEL), else None.
+        self.tracing = None
+        if settings.otel:
+            from .tracing import Tracing  # the optional `otel` extra
+            self.tracing = Tracing()
+            storage = self.tracing.storage(storage)
         self.storage = storage
         self.credentials = Credentials(storage)
         #: Failed HTTP Basic logins counted in this process.
         self.login_throttle = LoginThrottle(settings.login_failures_per_minute)
         self.session_cookie_name = session_cookie_name
+        #: The OIDC access-token verifier (A2A_OIDC_ISSUER), else None.
+        self.tokens = None
+        if settings.oidc_issuer and not settings.auth_off:
+            try:
+                from .auth.oidc import TokenVerifier  # the optional `jose` extra
+            except ImportError:
+                raise RuntimeError("A2A_OIDC_ISSUER needs PyJWT with "
+                                   "cryptography: pip install 'a2a_flask[jose]'"
+                                   ) from None
+            self.tokens = TokenVerifier(settings)
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
         #: The Prometheus metrics (A2A_METRICS), else None.

@@ -3,6 +3,11 @@
 import os
 from datetime import timedelta
 
+#: Algorithms a bearer token may be signed with: asymmetric ones only (a
+#: public key is no HMAC secret; ``none`` is no signature).
+ASYMMETRIC = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
+                        "ES256", "ES384", "ES512", "EdDSA"})
+
 DEFAULTS = {
     "A2A_DATABASE": None,  # None: a2a.sqlite3 in the Flask instance folder
     "A2A_URL_PREFIX": "/api/v1",
@@ -20,16 +25,136 @@ DEFAULTS = {
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
-    # Operations (README, "On a plain VM").
+    # Enterprise identity (docs/securing.md).
+    "A2A_OIDC_ISSUER": None,  # OpenID provider whose access tokens are taken
+    "A2A_OIDC_AUDIENCE": None,  # the aud a token must name (needed with the issuer)
+    "A2A_OIDC_REQUIRED_SCOPES": "",  # scopes every agent requires by default
+    "A2A_OIDC_NAME_CLAIM": "name",  # claim naming the caller (else its sub)
+    "A2A_OIDC_ALGORITHMS": "RS256,ES256",  # asymmetric signing algorithms taken
+    "A2A_OIDC_LEEWAY_SECONDS": 30,  # clock skew allowed on exp, nbf, iat
+    "A2A_OIDC_TOKEN_URL": None,  # a client-credentials token URL for the cards
+    "A2A_MTLS_HEADER": None,  # header where the proxy puts a verified cert subject
+    # Operations (docs/operating.md).
     "A2A_AUTO_MIGRATE": True,  # False: only `flask a2a db upgrade` migrates
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
     "A2A_RETENTION": None,  # e.g. "30d": what `flask a2a tasks prune` keeps
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
-    # Background agents (README, "Long-running agents").
+    "A2A_OTEL": False,  # OpenTelemetry spans per call and turn (the `otel` extra)
+    "A2A_TRY_PAGE": False,  # a page to try each agent (docs/try-page.md)
+    # Background agents (docs/background.md).
     "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
     "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
     "A2A_QUEUE_LIMIT_PER_CALLER": 100,  # turns one caller may have queued; 0: no limit
+}
+
+# One line of documentation per setting, in MyST Markdown: the settings
+# reference (docs/reference/settings.md) is generated from DEFAULTS and this,
+# so a new setting gets its line here; tests/docs/test_docs.py fails without it.
+DOCS = {
+    "A2A_DATABASE": "Where tasks are kept. None: `a2a.sqlite3` in the Flask "
+        "instance folder. A path of the SQLite file (created, with its folder, on "
+        "start), also written `sqlite:///relative/path` or "
+        "`sqlite:////absolute/path`; a `postgresql://user:password@host:5432/dbname` "
+        "URL selects the PostgreSQL backend (the `postgres` extra, see "
+        "[PostgreSQL](../postgresql.md)).",
+    "A2A_URL_PREFIX": "Prefix of the per-agent routes (`PREFIX` in these docs).",
+    "A2A_DEFAULT_AGENT": "The agent also served at `POST /a2a` and "
+        "`/.well-known/agent-card.json` (the demo's `wsgi.py`: `chat`). Empty is "
+        "the same as unset (a warning says so): those paths stay your app's. "
+        "Naming no registered agent logs an error at the first request, and "
+        "`/a2a` answers a JSON 404.",
+    "A2A_ROOT_REST": "Also serve the default agent's A2A 1.0 HTTP+JSON routes "
+        "at the host root (`/message:send`, `/tasks`, `/tasks/{id}`, "
+        "`/extendedAgentCard`, ...), where the 1.0 conformance kit looks for them. "
+        "Off by default: your app's own `/tasks` comes first. Needs "
+        "`A2A_DEFAULT_AGENT` (a warning at start says so when it is missing).",
+    "A2A_STRICT_JSONRPC": "`True`: a `jsonrpc` member other than the string "
+        "`\"2.0\"` is `-32600`. `False`: it must be present, any value is accepted.",
+    "A2A_MAX_CONTENT_LENGTH": "Larger request bodies (bytes; the default is "
+        "1 MiB) are refused: HTTP 413, `-32600`.",
+    "A2A_PUBLIC_BASE_URL": "The base URL the cards advertise; None: taken from "
+        "the request. Set it behind a proxy, e.g. `https://agents.example.com`. "
+        "It must include the mount path when the app is served under a sub-path "
+        "(`https://example.com/portal`): without it every card URL loses "
+        "`/portal`, and calls to them get your front server's 404.",
+    "A2A_AUTH": "`required` or `off`. `off`: no credentials needed, every "
+        "caller is one anonymous caller (a warning is logged and shown in the "
+        "cards).",
+    "A2A_API_KEY_HEADER": "The header that carries an API key (besides "
+        "`Authorization: Bearer`), e.g. `X-Embabel-Api-Key`.",
+    "A2A_PUBLIC_CARDS": "`False`: the card routes need credentials too.",
+    "A2A_DISABLED_AGENTS": "Comma-separated agent names (or a list) to switch "
+        "off: they answer 404.",
+    "A2A_BUSY_TIMEOUT_MS": "How long a write waits for another worker's write "
+        "transaction (PostgreSQL: its `lock_timeout`, and how long a call waits "
+        "for a pooled connection).",
+    "A2A_SQLITE_SYNCHRONOUS": "SQLite `synchronous`: `NORMAL` survives a crash "
+        "of any process; `FULL` also survives a power cut, at a cost per write "
+        "(`EXTRA` and `OFF` too).",
+    "A2A_STALE_TURN_SECONDS": "A task still `working` this long after its turn "
+        "began lost its worker (killed mid-turn): `tasks/get` marks it `failed` "
+        "(on PostgreSQL, measured by the database server's clock).",
+    "A2A_HISTORY_LENGTH_DEFAULT": "The `historyLength` applied when a caller "
+        "asks none (`message/send`, `tasks/get`): a number of messages, or `all` "
+        "(None: all). A long task's answer grows with its history; e.g. `20` "
+        "bounds it.",
+    "A2A_LOGIN_FAILURES_PER_MINUTE": "Failed HTTP Basic logins a minute "
+        "allowed per username and per client address (in each worker); more are "
+        "refused with 429 and `Retry-After`, without hashing anything.",
+    "A2A_OIDC_ISSUER": "The OpenID provider whose access tokens are taken as "
+        "bearer tokens: its issuer identifier (the tokens' `iss`); discovery at "
+        "`<issuer>/.well-known/openid-configuration`. Needs the `jose` extra and "
+        "`A2A_OIDC_AUDIENCE`; see [OpenID Connect](../securing.md#openid-connect-and-oauth2-access-tokens).",
+    "A2A_OIDC_AUDIENCE": "The `aud` an access token must name (this service's "
+        "identifier at the provider); required with `A2A_OIDC_ISSUER`.",
+    "A2A_OIDC_REQUIRED_SCOPES": "OAuth scopes (space- or comma-separated) an "
+        "access token must grant to talk to an agent registered without "
+        "`required_scopes`; none by default. API keys are not concerned.",
+    "A2A_OIDC_NAME_CLAIM": "The token claim that names the caller "
+        "(`caller.name`: `preferred_username`, `client_id`...); its `sub` when "
+        "the claim is absent.",
+    "A2A_OIDC_ALGORITHMS": "Signing algorithms an access token may use, "
+        "comma-separated, among RS/PS/ES 256/384/512 and EdDSA; `none` and "
+        "`HS*` are refused at start.",
+    "A2A_OIDC_LEEWAY_SECONDS": "Clock skew allowed on a token's `exp`, `nbf` "
+        "and `iat`, in seconds.",
+    "A2A_OIDC_TOKEN_URL": "The provider's token endpoint: the cards then also "
+        "declare an `oauth2` scheme with a client-credentials flow there.",
+    "A2A_MTLS_HEADER": "The request header in which the TLS proxy passes the "
+        "subject of a client certificate it verified (the caller "
+        "`mtls:<subject>`); set it only behind that proxy, see "
+        "[Client certificates](../securing.md#client-certificates-mutual-tls-behind-nginx).",
+    "A2A_AUTO_MIGRATE": "`False`: the app never changes the schema at start; "
+        "on an old schema it answers every call `-32603` (HTTP 503) and `/health` "
+        "503, naming `flask a2a db upgrade`, until that command has run.",
+    "A2A_LOG_FORMAT": "`plain` or `json`: with `json`, the shipped "
+        "`gunicorn.conf.py` writes the error log as one JSON object per line.",
+    "A2A_RETENTION": "How long `flask a2a tasks prune` keeps finished tasks, "
+        "e.g. `30d` (`s`, `m`, `h`, `d`, `w`); its `--older-than` overrides it. "
+        "None: prune needs `--older-than`.",
+    "A2A_METRICS": "`True`: serve `GET PREFIX/metrics` (needs the `metrics` "
+        "extra).",
+    "A2A_OTEL": "`True`: OpenTelemetry spans per call, storage operation, "
+        "agent turn and worker turn, exported over OTLP/HTTP (needs the `otel` "
+        "extra); see [Tracing](../tracing.md).",
+    "A2A_TRY_PAGE": "`True`: a browser opening `PREFIX/agents/<name>/` gets a "
+        "page to try the agent: its card, a message form (the API key stays in "
+        "the page), the answer and the caller's recent tasks; see "
+        "[The try page](../try-page.md). On in the demo's `wsgi.py`. Other "
+        "clients get the same answer as with it off.",
+    "A2A_BLOCKING_WAIT_SECONDS": "How long a blocking `message/send` to a "
+        "background agent waits for the turn's outcome before answering the "
+        "`working` task (`0`: at once); keep it below gunicorn's `--timeout`.",
+    "A2A_WORKER_LEASE_SECONDS": "A worker renews the lease on each turn it runs "
+        "every third of this; a turn whose lease expired (its worker was killed) "
+        "is failed, or queued again for `retry=True` agents.",
+    "A2A_WORKER_MAX_ATTEMPTS": "How many times a `retry=True` agent's turn is "
+        "run at most before it is failed.",
+    "A2A_QUEUE_LIMIT_PER_CALLER": "Background turns one caller may have waiting "
+        "for a worker; more are refused with HTTP 429, `Retry-After` and JSON-RPC "
+        "code `-32000`, storing nothing. `0`: no limit. See "
+        "[Background agents](../background.md).",
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -79,6 +204,13 @@ def _names(value):
     if isinstance(value, str):
         return {name.strip() for name in value.split(",") if name.strip()}
     return set(value or ())
+
+
+def scope_set(value):
+    """OAuth scopes given as "a b", "a,b" or a list, as a frozenset."""
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return frozenset(value or ())
 
 
 def _history_length(value):
@@ -138,6 +270,7 @@ class Settings:
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
                              "above 0" % self.login_failures_per_minute)
+        self._identity(get)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "
@@ -155,6 +288,8 @@ class Settings:
         if self.retention is not None:
             parse_age(self.retention, "A2A_RETENTION")
         self.metrics = bool(get("A2A_METRICS"))
+        self.otel = bool(get("A2A_OTEL"))
+        self.try_page = bool(get("A2A_TRY_PAGE"))
         self.blocking_wait_seconds = _at_least("A2A_BLOCKING_WAIT_SECONDS",
                                                get("A2A_BLOCKING_WAIT_SECONDS"), 0)
         self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",
@@ -164,6 +299,27 @@ class Settings:
         #: None: no limit.
         self.queue_limit_per_caller = _at_least(
             "A2A_QUEUE_LIMIT_PER_CALLER", get("A2A_QUEUE_LIMIT_PER_CALLER"), 0) or None
+
+    def _identity(self, get):
+        """The OIDC and client-certificate settings (docs/securing.md)."""
+        self.oidc_issuer = get("A2A_OIDC_ISSUER") or None
+        self.oidc_audience = get("A2A_OIDC_AUDIENCE") or None
+        if self.oidc_issuer and not self.oidc_audience:
+            raise ValueError("A2A_OIDC_ISSUER is set but A2A_OIDC_AUDIENCE is "
+                             "not: name the audience tokens must be issued for")
+        self.oidc_required_scopes = scope_set(get("A2A_OIDC_REQUIRED_SCOPES"))
+        self.oidc_name_claim = get("A2A_OIDC_NAME_CLAIM") or "sub"
+        self.oidc_algorithms = frozenset(_names(get("A2A_OIDC_ALGORITHMS")))
+        refused = sorted(a for a in self.oidc_algorithms if a not in ASYMMETRIC)
+        if refused or not self.oidc_algorithms:
+            raise ValueError("A2A_OIDC_ALGORITHMS=%r: only asymmetric algorithms "
+                             "(%s) are taken, never none or HS*"
+                             % (get("A2A_OIDC_ALGORITHMS"),
+                                ", ".join(sorted(ASYMMETRIC))))
+        self.oidc_leeway_seconds = _at_least(
+            "A2A_OIDC_LEEWAY_SECONDS", get("A2A_OIDC_LEEWAY_SECONDS"), 0)
+        self.oidc_token_url = get("A2A_OIDC_TOKEN_URL") or None
+        self.mtls_header = get("A2A_MTLS_HEADER") or None
 
     @property
     def auth_off(self):

@@ -88,7 +88,7 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     context.caller.remembered_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
-                            metadata))
+                            metadata), tracing=context.app_state.tracing)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
         return storage.get_task(start.task_id, owner, agent_name, history_length)
@@ -109,11 +109,13 @@ POLL_FIRST, POLL_MOST = 0.02, 0.2
 def _send_to_queue(context, message, metadata, history_length, return_immediately):
     owner, agent_name, storage = context.caller.id, context.agent.name, context.storage
     queued = agent_message([text_part(QUEUED_TEXT)])
+    tracing = context.app_state.tracing
     start = storage.enqueue_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
         retry=context.agent.retry, status_message=queued,
-        queue_limit=context.app_state.settings.queue_limit_per_caller)
+        queue_limit=context.app_state.settings.queue_limit_per_caller,
+        trace_context=tracing.current_context() if tracing else None)
     if not start.replayed and not return_immediately:
         wait_while_working(storage, start.task_id,
                            context.app_state.settings.blocking_wait_seconds)

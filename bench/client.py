@@ -15,7 +15,10 @@ Callers (each sends ``message/send`` "hello" to echo and reads the task):
   the async client's best case;
 - ``sdk per call``: the same client made inside ``asyncio.run`` for each call
   (card fetch excluded, the card resolved once): what a synchronous Flask
-  view pays to use the async client.
+  view pays to use the async client;
+- ``sdk1 loop``, ``sdk1 per call``: the same with a2a-sdk 1.x (A2A 1.0
+  JSON-RPC), in its own venv (``bench/sdk13.py``), measured inside that
+  process (``client_sdk1.py``); ``--no-sdk1`` leaves them out.
 
 Per caller: wall time per call (ms) and the caller's own CPU per call (ms,
 ``time.process_time``), the median of ``--rounds`` interleaved rounds, and
@@ -87,6 +90,25 @@ def sdk(url, key, per_call):
     return lambda: loop.run_until_complete(send(client))
 
 
+def sdk1(url, key, per_call):
+    """A caller measured in the a2a-sdk 1.x venv: ``calls -> (wall, cpu)``."""
+    import json
+    import subprocess
+
+    import sdk13
+    python, _ = sdk13.ensure()
+    mode = "per-call" if per_call else "loop"
+
+    def run(calls):
+        out = subprocess.run(
+            [python, os.path.join(HERE, "client_sdk1.py"),
+             url + "/.well-known/agent-card.json", key, str(calls), mode],
+            capture_output=True, text=True, timeout=900, check=True).stdout
+        found = json.loads(out.strip().splitlines()[-1])
+        return found["wall_ms"], found["cpu_ms"]
+    return run
+
+
 def measure(call, calls):
     for _ in range(max(5, calls // 20)):  # warm: connections, caches
         call()
@@ -101,6 +123,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-sdk1", action="store_true",
+                        help="leave out the a2a-sdk 1.x client (its own venv)")
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="a2a-client-bench-")
     db = os.path.join(tmp, "a2a.sqlite3")
@@ -116,10 +140,15 @@ def main():
         callers = {"ours 1.0": ours(url, key), "ours 0.3": ours(url, key, "0.3"),
                    "sdk loop": sdk(url, key, per_call=False),
                    "sdk per call": sdk(url, key, per_call=True)}
-        results = {name: [] for name in callers}
+        measured = {name: (lambda calls, call=call: measure(call, calls))
+                    for name, call in callers.items()}
+        if not args.no_sdk1:
+            measured["sdk1 loop"] = sdk1(url, key, per_call=False)
+            measured["sdk1 per call"] = sdk1(url, key, per_call=True)
+        results = {name: [] for name in measured}
         for round_ in range(args.rounds):
-            for name, call in callers.items():
-                results[name].append(measure(call, args.calls))
+            for name, run in measured.items():
+                results[name].append(run(args.calls))
                 log("round %d %-13s %.2f ms wall, %.2f ms CPU per call"
                     % (round_ + 1, name, *results[name][-1]))
     finally:

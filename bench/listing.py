@@ -1,10 +1,10 @@
 """Filtered ListTasks for a caller holding many tasks: before and after the
-listing indexes of schema v6, and what they do to another caller.
+listing indexes of schema v7, and what they do to another caller.
 
 A database is filled (bulk import) with TASKS tasks of one caller (100,000
 by default; ``A2A_AUTH=off``, so every caller is that one) of agent echo: 98%
 completed, 1% input-required, 1% failed, ten tasks per context, 100 in the
-context ``ctx-hot``. Then, once without the v6 indexes ``a2a_tasks_context``
+context ``ctx-hot``. Then, once without the v7 indexes ``a2a_tasks_context``
 and ``a2a_tasks_state`` (dropped: the listing as schema v5 ran it) and once
 with them, against gunicorn (10 sync workers, so that no call waits for a
 free worker):
@@ -197,8 +197,8 @@ def main():
           file=sys.stderr)
     storage = fill(database, args.tasks)
     rows = {}
-    for label, present in (("before (no v6 listing indexes)", False),
-                           ("after (schema v6)", True)):
+    for label, present in (("before (no v7 listing indexes)", False),
+                           ("after (schema v7)", True)):
         set_indexes(storage, present)
         process = start_gunicorn(database, args.port)
         try:

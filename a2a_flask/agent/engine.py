@@ -52,16 +52,22 @@ def store_outcome(turn, state, message, artifacts=()):
                                   state, message, artifacts)
 
 
-def run_turn(turn, store: Callable = store_outcome):
+def run_turn(turn, store: Callable = store_outcome, tracing=None):
     """Run the agent on ``turn`` and store the outcome with
     ``store(turn, state, message, artifacts)`` (the worker passes its own,
-    which stores only while it holds the turn).
+    which stores only while it holds the turn); ``tracing``: the app's
+    spans, one around the agent's own work.
 
     Returns (state, status message, artifacts, timestamp) as stored, or None
     when the task was canceled meanwhile and the outcome discarded.
     """
     try:
-        state, message, artifacts = _outcome(turn, turn.agent.func(turn))
+        if tracing is None:
+            result = turn.agent.func(turn)
+        else:
+            with tracing.agent_span(turn):
+                result = turn.agent.func(turn)
+        state, message, artifacts = _outcome(turn, result)
     except Exception:
         # The caller gets a failed task naming no internals; the log gets why.
         log.exception("agent %r failed on task %s", turn.agent.name, turn.task_id)

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 
-from flask import g
+from flask import g, request
 
 log = logging.getLogger("a2a_flask.access")
 
@@ -88,20 +88,31 @@ def _text(fields):
                 fields["ms"], fields["version"]))
 
 
-def logged_call(agent, answer, observe=None):
+def logged_call(agent, answer, observe=None, tracing=None):
     """``answer()``, the call's response, with its access record logged (and
-    passed to ``observe(fields)``, the metrics, when given)."""
+    passed to ``observe(fields)``, the metrics, when given); with
+    ``tracing``, inside the call's server span, described by the record."""
+    if tracing is not None:
+        with tracing.server_span(agent, request.headers) as span:
+            return _logged_call(agent, answer, observe, lambda fields, caller:
+                                tracing.end_call(span, fields, caller and caller.kind))
+    return _logged_call(agent, answer, observe)
+
+
+def _logged_call(agent, answer, observe=None, describe=None):
     g.a2a_call = (None, None)
     g.a2a_version = "0.3"
     g.a2a_result = None
     started = time.perf_counter()
     response = answer()
     elapsed_ms = (time.perf_counter() - started) * 1000.0
-    if observe is None and not log.isEnabledFor(logging.INFO):
+    if observe is None and describe is None and not log.isEnabledFor(logging.INFO):
         return response
     envelope, caller = g.a2a_call
     fields = call_fields(agent, envelope, caller, response, g.a2a_result)
     fields["ms"] = round(elapsed_ms, 1)
+    if describe is not None:
+        describe(fields, caller)
     if log.isEnabledFor(logging.INFO):
         # log.info() less its search of the stack for the caller's source
         # line, which no format here shows: a record on every call.

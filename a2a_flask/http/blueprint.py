@@ -11,7 +11,7 @@ from flask import Blueprint, request
 from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
-from . import discovery
+from . import discovery, try_page
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
 
@@ -52,12 +52,15 @@ def _add_rest_routes(bp, settings):
 def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
-    @bp.post(urls.rpc_rule(settings))
+    @bp.route(urls.rpc_rule(settings), methods=["POST"])
     def rpc(name):
         return _rpc(name)
 
     for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
         bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, discovery.card,
+                        methods=["GET"])
+    if settings.try_page:
+        bp.add_url_rule(urls.agent_rule(settings) + "/", "try_page", try_page.view,
                         methods=["GET"])
     bp.add_url_rule(urls.agents_tree(settings), "agent_list", discovery.agent_list,
                     methods=["GET"])
@@ -65,13 +68,13 @@ def make_blueprint(settings):
                     methods=["GET"])
 
     if settings.metrics:
-        @bp.get(urls.metrics_path(settings))
+        @bp.route(urls.metrics_path(settings), methods=["GET"])
         def metrics():
             return current_app_state().metrics.response()
 
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
-        @bp.post(urls.ROOT_RPC)
+        @bp.route(urls.ROOT_RPC, methods=["POST"])
         def default_rpc():
             return _rpc(current_app_state().settings.default_agent, at_root=True)
 

@@ -32,7 +32,7 @@ def card(name, at_root=False):
                   else authenticate(app_state, request))
         agent = app_state.reachable_agent(name)
         if caller is not None:
-            authorize(caller, agent)
+            authorize(caller, agent, app_state.settings.oidc_required_scopes)
         return json_response(agent_card(app_state, agent, at_root))
     except errors.A2AError as exc:
         return error_response(exc, bare=True)

@@ -4,10 +4,10 @@ import logging
 
 from flask import current_app, request
 from werkzeug.exceptions import SecurityError
-from werkzeug.sansio.utils import host_is_trusted
 
 from .. import urls
 from ..auth.callers import security_requirements
+from ..compat import host_is_trusted
 
 log = logging.getLogger("a2a_flask")
 
@@ -60,7 +60,7 @@ def agent_url(settings, name, at_root=False):
 def agent_card(app_state, agent, at_root=False, extended=False):
     """The AgentCard of ``agent``; ``at_root``: as the default agent at /a2a."""
     url = agent_url(app_state.settings, agent.name, at_root)
-    schemes, security = security_requirements(app_state)
+    schemes, security = security_requirements(app_state, agent)
     description = agent.description
     if app_state.settings.auth_off:
         description += " (Authentication is off on this service.)"
@@ -127,4 +127,13 @@ def _both_forms(scheme):
         both["httpAuthSecurityScheme"] = {
             "scheme": scheme["scheme"],
             "description": scheme.get("description", "")}
+    elif scheme["type"] == "openIdConnect":
+        both["openIdConnectSecurityScheme"] = {
+            "openIdConnectUrl": scheme["openIdConnectUrl"],
+            "description": scheme["description"]}
+    elif scheme["type"] == "oauth2":
+        both["oauth2SecurityScheme"] = {"flows": scheme["flows"],
+                                        "description": scheme["description"]}
+    elif scheme["type"] == "mutualTLS":
+        both["mtlsSecurityScheme"] = {"description": scheme["description"]}
     return both

@@ -228,16 +228,16 @@ def test_disk_full_says_so_and_that_a_retry_may_succeed(make_app):
 
 @pytest.fixture
 def hash_calls(monkeypatch):
-    import a2a_flask.auth.credentials as credentials
+    import a2a_flask.auth.passwords as passwords
 
     calls = []
-    real = credentials.check_password_hash
+    real = passwords.check_password
 
     def counting(stored, password):
         calls.append(1)
         return real(stored, password)
 
-    monkeypatch.setattr(credentials, "check_password_hash", counting)
+    monkeypatch.setattr(passwords, "check_password", counting)
     return calls
 
 

@@ -1,6 +1,6 @@
 """The queue's fairness, its per-caller limit, follow-ups to a task whose
 background turn is queued or running, and ``cancel_tasks``, on every
-backend (schema v6 on SQLite, v5 on PostgreSQL)."""
+backend (schema v7 on SQLite, step 6 on PostgreSQL)."""
 
 import pytest
 
@@ -188,7 +188,7 @@ def test_cancel_tasks_by_caller_agent_task_and_state_with_a_dry_run(queue):
 
 
 def test_a_version_5_sqlite_file_keeps_its_queue_in_order(tmp_path):
-    """SQLite's migration 6: turns queued before it keep their order and
+    """SQLite's migration 7: turns queued before it keep their order and
     are claimed as before; the task gains follow-ups."""
     import sqlite3
 
@@ -216,7 +216,7 @@ def test_a_version_5_sqlite_file_keeps_its_queue_in_order(tmp_path):
 
     storage = SqliteStorage(path)
     storage.migrate()
-    assert storage.schema_version() == 6
+    assert storage.schema_version() == 7
     storage.enqueue_turn("alice", "bg", msg("follow-up"), task_id=starts[0].task_id)
     assert [t.task_id for t in storage.claim_turns("w1", 5, 30)] == [
         s.task_id for s in starts]

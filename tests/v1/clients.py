@@ -153,11 +153,16 @@ def _scenario_args(card_url, key, header, transport, steps):
             "--transport", transport, "--step", steps]
 
 
-def run_py(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120):
-    """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``."""
+def run_py(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120,
+           oidc_client=None):
+    """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``.
+    ``oidc_client`` ("ID:SECRET"): the SDK's AuthInterceptor sends an access
+    token got from the OpenID provider the card names."""
     python, _ = py_sdk()
     cmd = [python, os.path.join(HERE, "py_client.py")] + _scenario_args(
         card_url, key, header, transport, steps)
+    if oidc_client:
+        cmd += ["--oidc-client", oidc_client]
     return _parse_steps(_run(cmd, timeout), "py_client.py")
 
 

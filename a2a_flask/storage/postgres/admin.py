@@ -16,7 +16,7 @@ import subprocess
 import psycopg
 
 from ..base import TaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows
+from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from .tasks import NOW, TERMINAL_SQL, history_limit
 
 #: Tasks deleted per statement by ``prune`` (canceled by ``cancel_tasks``).
@@ -156,6 +156,10 @@ class AdminOperations:
             if not rows:
                 return canceled
             params["after"] = rows[-1][0]
+
+    def reassign_tasks(self, from_owner, to_owner):
+        with self.transaction() as conn:
+            return reassign_owner(conn, "%s", from_owner, to_owner)
 
     def task_counts(self):
         with self.connection() as conn:

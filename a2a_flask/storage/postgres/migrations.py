@@ -105,15 +105,19 @@ CREATE TABLE a2a_turns (
 CREATE INDEX a2a_turns_leases ON a2a_turns (lease_expires) WHERE worker IS NOT NULL;
 """
 
-_V5_FAIR_QUEUE = """
+_V5_TURN_TRACE = """
+-- The trace context (W3C headers, JSON) of the call that queued a turn: the
+-- worker's span for the turn continues that trace (A2A_OTEL).
+ALTER TABLE a2a_turns ADD COLUMN trace_context text;
+"""
+
+_V6_FAIR_QUEUE = """
 -- Turns: several per task (a follow-up queued behind a running turn runs
 -- next; only a task's oldest turn is claimed), claimed in caller_round order
--- so that callers take turns (queue.py); trace_context carries a W3C trace
--- context with a queued turn (NULL: none). Rows queued before keep their
--- order (round = seq). (SQLite's schema v6.)
+-- so that callers take turns (queue.py). Rows queued before keep their
+-- order (round = seq). (SQLite's schema v7.)
 ALTER TABLE a2a_turns DROP CONSTRAINT a2a_turns_task_id_key;
 ALTER TABLE a2a_turns ADD COLUMN caller_round bigint NOT NULL DEFAULT 0;
-ALTER TABLE a2a_turns ADD COLUMN trace_context text;
 UPDATE a2a_turns SET caller_round = seq;
 CREATE INDEX a2a_turns_queue ON a2a_turns (caller_round, seq) WHERE worker IS NULL;
 CREATE INDEX a2a_turns_task ON a2a_turns (task_id, seq);
@@ -125,4 +129,4 @@ CREATE INDEX a2a_tasks_state ON a2a_tasks (owner, agent, state, updated_at DESC,
 """
 
 MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING, _V4_TURN_QUEUE,
-              _V5_FAIR_QUEUE]
+              _V5_TURN_TRACE, _V6_FAIR_QUEUE]

@@ -8,7 +8,7 @@ import os
 import sqlite3
 
 from ..base import TaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows
+from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from .tasks import (
     _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
@@ -182,6 +182,10 @@ class AdminOperations:
         conn.executemany("DELETE FROM a2a_turns WHERE task_id = ? AND worker IS"
                          " NULL", [(task_id,) for task_id in done])
         return [_record(row) for row in rows if row[0] in done]
+
+    def reassign_tasks(self, from_owner, to_owner):
+        with self.transaction() as conn:
+            return reassign_owner(conn, "?", from_owner, to_owner)
 
     def task_counts(self):
         return dict(self.connection().execute(
