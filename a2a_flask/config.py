@@ -24,7 +24,24 @@ DEFAULTS = {
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
+    # The most bytes of JSON one answer holds (a task, a ListTasks page): a
+    # page stops early (nextPageToken); a task's oldest messages are left
+    # out (metadata "a2a_flask.historyOmitted" says how many).
+    "A2A_MAX_ANSWER_BYTES": 8 * 1024 * 1024,
+    # The most bytes one turn may write (status message and artifacts); an
+    # agent answering more fails the turn, saying so in its status.
+    "A2A_MAX_TURN_OUTPUT_BYTES": 3 * 1024 * 1024,
+    # Failed HTTP Basic logins a minute for one name from one address...
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
+    # ...and for one name from all addresses, before further tries get 429.
+    "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": 100,
+    # Proxies whose X-Forwarded-For names the client (comma-separated
+    # addresses; deploy/ sets nginx's 127.0.0.1). None: the peer is the client.
+    "A2A_TRUSTED_PROXIES": "",
+    # Access records of calls refused with no caller authenticated, per
+    # client address: 20 at once, then this many a minute; the rest are
+    # dropped and counted (the next record's ``dropped``).
+    "A2A_LOG_REFUSALS_PER_MINUTE": 60,
     # Enterprise identity (docs/securing.md).
     "A2A_OIDC_ISSUER": None,  # OpenID provider whose access tokens are taken
     "A2A_OIDC_AUDIENCE": None,  # the aud a token must name (needed with the issuer)
@@ -99,9 +116,27 @@ DOCS = {
         "asks none (`message/send`, `tasks/get`): a number of messages, or `all` "
         "(None: all). A long task's answer grows with its history; e.g. `20` "
         "bounds it.",
+    "A2A_MAX_ANSWER_BYTES": "The most bytes of JSON one answer holds (8 MiB): "
+        "a ListTasks page ends early with a `nextPageToken`, a task shows its "
+        "newest messages that fit (its metadata `a2a_flask.historyOmitted` says "
+        "how many were left out); see [Hardening](../hardening.md).",
+    "A2A_MAX_TURN_OUTPUT_BYTES": "The most bytes one turn may write, its status "
+        "message and artifacts together (3 MiB); an agent answering more fails "
+        "the turn, saying so. At most half of `A2A_MAX_ANSWER_BYTES`.",
     "A2A_LOGIN_FAILURES_PER_MINUTE": "Failed HTTP Basic logins a minute "
-        "allowed per username and per client address (in each worker); more are "
-        "refused with 429 and `Retry-After`, without hashing anything.",
+        "allowed per username from one client address (in each worker); more are "
+        "refused with 429 and `Retry-After`, without hashing anything. Other "
+        "users at the same address are not affected.",
+    "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": "The same, per username from all "
+        "addresses (much higher, so that guessing at a name from many addresses "
+        "is bounded too; a password the worker already verified keeps working).",
+    "A2A_TRUSTED_PROXIES": "Comma-separated addresses of the proxies in front "
+        "(`deploy/a2a.env`: `127.0.0.1`, the shipped nginx): their "
+        "`X-Forwarded-For` names the client address, for the login throttle and "
+        "the log. Empty: the peer is the client, the header is ignored.",
+    "A2A_LOG_REFUSALS_PER_MINUTE": "Access records of anonymous refusals per "
+        "client address: 20 at once, then this many a minute; the rest are "
+        "dropped and counted in the next record (`dropped=N`).",
     "A2A_OIDC_ISSUER": "The OpenID provider whose access tokens are taken as "
         "bearer tokens: its issuer identifier (the tokens' `iss`); discovery at "
         "`<issuer>/.well-known/openid-configuration`. Needs the `jose` extra and "
@@ -266,10 +301,25 @@ class Settings:
             raise ValueError("A2A_STALE_TURN_SECONDS=%r: expected a number of "
                              "seconds above 0" % self.stale_turn_seconds)
         self.history_length_default = _history_length(get("A2A_HISTORY_LENGTH_DEFAULT"))
+        self.max_answer_bytes = _at_least(
+            "A2A_MAX_ANSWER_BYTES", get("A2A_MAX_ANSWER_BYTES"), 64 * 1024)
+        self.max_turn_output_bytes = _at_least(
+            "A2A_MAX_TURN_OUTPUT_BYTES", get("A2A_MAX_TURN_OUTPUT_BYTES"), 1024)
+        if self.max_turn_output_bytes * 2 > self.max_answer_bytes:
+            raise ValueError(
+                "A2A_MAX_TURN_OUTPUT_BYTES=%d: expected at most half of "
+                "A2A_MAX_ANSWER_BYTES (%d), so that any task fits an answer"
+                % (self.max_turn_output_bytes, self.max_answer_bytes))
         self.login_failures_per_minute = int(get("A2A_LOGIN_FAILURES_PER_MINUTE"))
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
                              "above 0" % self.login_failures_per_minute)
+        self.login_failures_per_name = _at_least(
+            "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE",
+            get("A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE"), 1)
+        self.trusted_proxies = frozenset(_names(get("A2A_TRUSTED_PROXIES")))
+        self.log_refusals_per_minute = _at_least(
+            "A2A_LOG_REFUSALS_PER_MINUTE", get("A2A_LOG_REFUSALS_PER_MINUTE"), 1)
         self._identity(get)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):

@@ -9,6 +9,20 @@ into these). How each is answered (HTTP status, the 1.0 reason) is
 from typing import Dict, Optional
 
 
+#: The most of a caller's own text an answer repeats (a method name, a
+#: member, a version): enough to recognise it, never a whole body back.
+ECHO_CHARS = 64
+
+
+def echo(text) -> str:
+    """``text`` as an answer may repeat it: its first ECHO_CHARS characters,
+    then how long it was when longer."""
+    text = text if isinstance(text, str) else str(text)
+    if len(text) <= ECHO_CHARS:
+        return text
+    return "%s... (%d characters)" % (text[:ECHO_CHARS], len(text))
+
+
 class A2AError(Exception):
     """Base class: a JSON-RPC error with a code, a sentence and optional data."""
 

@@ -160,12 +160,14 @@ class Worker:
             agent = self.app_state.extension.agents[claimed.agent]
             turn = BackgroundTurn(self.storage, agent, claimed)
             tracing = self.app_state.tracing
+            limit = self.app_state.settings.max_turn_output_bytes
             if tracing is None:
-                outcome = run_turn(turn, store=self._store_outcome)
+                outcome = run_turn(turn, store=self._store_outcome,
+                                   max_output_bytes=limit)
             else:
                 with tracing.worker_span(claimed) as span:
                     outcome = run_turn(turn, store=self._store_outcome,
-                                       tracing=tracing)
+                                       tracing=tracing, max_output_bytes=limit)
                     span.set_attribute("a2a.outcome", outcome[0] if outcome
                                        else "discarded")
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,

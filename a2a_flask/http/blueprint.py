@@ -12,6 +12,7 @@ from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
 from . import discovery, try_page
+from .headers import add_headers
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
 
@@ -93,4 +94,5 @@ def make_blueprint(settings):
     add_fallbacks(bp, urls.owned_paths(settings),
                   rest=lambda path: urls.is_rest_path(settings, path),
                   rest_error=rest.rest_error)
+    add_headers(bp)
     return bp
