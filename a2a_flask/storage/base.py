@@ -33,7 +33,7 @@ from .contract import (
 )
 from .errors import (  # noqa: F401
     ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
-    RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
+    QueueFullError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
     StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
     UserExistsError, UserNotFoundError,
 )
