@@ -47,44 +47,84 @@ def agent_url(settings, name, at_root=False):
     return base_url(settings) + urls.agent_path(settings, name, at_root)
 
 
-def agent_card(runtime, agent, at_root=False, extended=False):
-    """The AgentCard of ``agent``; ``at_root``: as the default agent at /a2a."""
+#: The members of the 1.0 AgentCard (proto ``lf.a2a.v1.AgentCard``) but
+#: ``signatures``: of an agent's extra card members (``card=``), the 1.0
+#: form keeps these only.
+V10_MEMBERS = frozenset((
+    "name", "description", "supportedInterfaces", "provider", "version",
+    "documentationUrl", "capabilities", "securitySchemes",
+    "securityRequirements", "defaultInputModes", "defaultOutputModes",
+    "skills", "iconUrl"))
+
+
+def card_v10(runtime, agent, at_root=False, extended=False):
+    """The AgentCard of ``agent`` in pure A2A 1.0 form (unsigned);
+    ``at_root``: as the default agent at /a2a."""
     url = agent_url(runtime.settings, agent.name, at_root)
     schemes, security = security_requirements(runtime)
     description = agent.description
     if runtime.settings.auth_off:
         description += " (Authentication is off on this service.)"
     card = {
-        "protocolVersion": PROTOCOL_VERSION,
         "name": agent.name,
         "description": description,
+        "supportedInterfaces": supported_interfaces(
+            runtime.settings, agent.name, at_root, url),
+        "version": agent.version,
+        "capabilities": {"streaming": False, "pushNotifications": False,
+                         "extendedAgentCard": _offers_extended(runtime, agent)},
+        "defaultInputModes": agent.input_modes,
+        "defaultOutputModes": agent.output_modes,
+        "skills": agent.skills + (agent.extended_skills if extended else []),
+    }
+    if schemes:
+        card["securitySchemes"] = {name: _v10_scheme(scheme)
+                                   for name, scheme in schemes.items()}
+        card["securityRequirements"] = [
+            {"schemes": {name: {"list": scopes} for name, scopes in item.items()}}
+            for item in security]
+    card.update((key, value) for key, value in agent.card.items()
+                if key in V10_MEMBERS)
+    return card
+
+
+def compatible_card(runtime, agent, v10_card, at_root=False):
+    """``v10_card`` with the 0.3 members beside the 1.0 ones (the official
+    SDK's compatible form): a 0.3 reader finds ``url``/``preferredTransport``,
+    a 1.0 reader ignores them."""
+    url = v10_card["supportedInterfaces"][0]["url"]
+    schemes, security = security_requirements(runtime)
+    card = {"protocolVersion": PROTOCOL_VERSION}
+    card.update(v10_card)
+    card.update({
         "url": url,
         "preferredTransport": "JSONRPC",
         # The spec asks the main URL to be repeated here; some clients (and
         # conformance kits) find the JSON-RPC endpoint only through it.
         "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}],
-        "version": agent.version,
-        "capabilities": {"streaming": False, "pushNotifications": False,
-                         "stateTransitionHistory": False,
-                         "extendedAgentCard": (agent.has_extended_card
-                                               and not runtime.settings.auth_off)},
-        "defaultInputModes": agent.input_modes,
-        "defaultOutputModes": agent.output_modes,
-        "skills": agent.skills + (agent.extended_skills if extended else []),
-        "supportsAuthenticatedExtendedCard": (
-            agent.has_extended_card and not runtime.settings.auth_off),
-    }
-    card["supportedInterfaces"] = supported_interfaces(runtime.settings,
-                                                       agent.name, at_root, url)
+        "capabilities": dict(v10_card["capabilities"],
+                             stateTransitionHistory=False),
+        "supportsAuthenticatedExtendedCard": _offers_extended(runtime, agent),
+    })
     if schemes:
         card["securitySchemes"] = {name: _both_forms(scheme)
                                    for name, scheme in schemes.items()}
         card["security"] = security
-        card["securityRequirements"] = [
-            {"schemes": {name: {"list": scopes} for name, scopes in item.items()}}
-            for item in security]
     card.update(agent.card)
     return card
+
+
+def agent_card(runtime, agent, at_root=False, extended=False, form="0.3"):
+    """The card served to a caller of protocol version ``form`` ("1.0": the
+    pure 1.0 card; else the 0.3-compatible one)."""
+    card = card_v10(runtime, agent, at_root, extended)
+    if form == PROTOCOL_VERSION_V10:
+        return card
+    return compatible_card(runtime, agent, card, at_root)
+
+
+def _offers_extended(runtime, agent):
+    return agent.has_extended_card and not runtime.settings.auth_off
 
 
 def supported_interfaces(settings, name, at_root, rpc_url):
@@ -103,17 +143,35 @@ def supported_interfaces(settings, name, at_root, rpc_url):
     ]
 
 
+#: 0.3 security scheme ``type`` -> (the 1.0 SecurityScheme member naming
+#: that kind, {0.3 member: 1.0 member}).
+_V10_SCHEMES = {
+    "apiKey": ("apiKeySecurityScheme", {"in": "location", "name": "name"}),
+    "http": ("httpAuthSecurityScheme", {"scheme": "scheme",
+                                        "bearerFormat": "bearerFormat"}),
+    "oauth2": ("oauth2SecurityScheme", {"flows": "flows",
+                                        "oauth2MetadataUrl": "oauth2MetadataUrl"}),
+    "openIdConnect": ("openIdConnectSecurityScheme",
+                      {"openIdConnectUrl": "openIdConnectUrl"}),
+    "mutualTLS": ("mtlsSecurityScheme", {}),
+}
+
+
+def _v10_scheme(scheme):
+    """The 1.0 SecurityScheme of a 0.3 one (a oneof: one member naming the
+    kind); empty members are left out, as 1.0 omits default values."""
+    kind, members = _V10_SCHEMES[scheme["type"]]
+    body = {new: scheme[old] for old, new in members.items() if scheme.get(old)}
+    if scheme.get("description"):
+        body["description"] = scheme["description"]
+    return {kind: body}
+
+
 def _both_forms(scheme):
     """A 0.3 security scheme with its 1.0 form beside it in the same object
     (``apiKeySecurityScheme``/``httpAuthSecurityScheme``), as the official
     SDK's compatible cards do: each version's reader takes its own members."""
     both = dict(scheme)
-    if scheme["type"] == "apiKey":
-        both["apiKeySecurityScheme"] = {
-            "location": scheme["in"], "name": scheme["name"],
-            "description": scheme.get("description", "")}
-    elif scheme["type"] == "http":
-        both["httpAuthSecurityScheme"] = {
-            "scheme": scheme["scheme"],
-            "description": scheme.get("description", "")}
+    both.update(_v10_scheme(scheme))
     return both
+

@@ -14,6 +14,7 @@ DEFAULTS = {
     "A2A_AUTH": "required",
     "A2A_API_KEY_HEADER": "X-API-Key",
     "A2A_PUBLIC_CARDS": True,
+    "A2A_CARD_MAX_AGE": 300,  # seconds a public Agent Card may be cached
     "A2A_DISABLED_AGENTS": "",
     "A2A_BUSY_TIMEOUT_MS": 5000,
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
@@ -126,6 +127,7 @@ class Settings:
             raise ValueError("A2A_AUTH=%r: expected 'required' or 'off'" % self.auth)
         self.api_key_header = get("A2A_API_KEY_HEADER")
         self.public_cards = bool(get("A2A_PUBLIC_CARDS"))
+        self.card_max_age = _at_least("A2A_CARD_MAX_AGE", get("A2A_CARD_MAX_AGE"), 0)
         self.disabled_agents = _names(get("A2A_DISABLED_AGENTS"))
         self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
         self.stale_turn_seconds = int(get("A2A_STALE_TURN_SECONDS"))

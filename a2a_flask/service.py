@@ -161,7 +161,8 @@ def count_tasks(req: Request, context_id=None, state=None,
         state=state, updated_after=updated_after)
 
 
-def extended_card(req: Request) -> dict:
+def extended_card(req: Request, form: str = "0.3") -> dict:
+    """The agent's extended card, in the card form of protocol ``form``."""
     if not req.agent.has_extended_card:
         raise errors.AuthenticatedExtendedCardNotConfigured(
             "Agent %s has no authenticated extended card; its public card is "
@@ -170,4 +171,5 @@ def extended_card(req: Request) -> dict:
         raise errors.AuthenticatedExtendedCardNotConfigured(
             "The extended card of agent %s is shown only to authenticated "
             "callers, and authentication is off here." % req.agent.name)
-    return agent_card(req.runtime, req.agent, req.at_root, extended=True)
+    return agent_card(req.runtime, req.agent, req.at_root, extended=True,
+                      form=form)

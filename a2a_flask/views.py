@@ -20,6 +20,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import access, bindings, errors, urls
 from .auth import authenticate, authorize, confirm
+from .card_http import asked_form, card_response
 from .cards import agent_card, base_url
 from .fallbacks import add_fallbacks
 from .jsonrpc import Envelope, error_response, json_response, result_response
@@ -177,7 +178,8 @@ def _card(name, at_root=False):
         agent = runtime.reachable_agent(name)
         if caller is not None:
             authorize(caller, agent)
-        return json_response(agent_card(runtime, agent, at_root))
+        card = agent_card(runtime, agent, at_root, form=asked_form(request))
+        return card_response(runtime, card, public=caller is None)
     except errors.A2AError as exc:
         return error_response(exc, bare=True)
     except Exception as exc:  # the key lookup met a storage failure

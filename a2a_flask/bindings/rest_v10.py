@@ -16,6 +16,7 @@ from flask import Response, request
 
 from .. import access, errors, urls
 from ..auth import authenticate, authorize
+from ..card_http import card_response
 from ..jsonrpc import Envelope, _decode
 from ..service import Request
 from . import HEADER, asked_version, schemas_v10 as schemas, v10, version_error
@@ -85,16 +86,24 @@ def _body(runtime):
         raise errors.ParseError("The request body is not valid UTF-8 JSON.") from None
 
 
+def _extended_card(runtime, card):
+    """The extended card, revalidated at each use: shown to its caller only."""
+    return card_response(runtime, card, public=False, response=_ok(card))
+
+
 class Route:
     """One HTTP+JSON route: its path below the base, HTTP method, the 1.0
     method it performs (the access log's and metrics' name), how its params
     are read, and the operation."""
 
-    __slots__ = ("path", "http_method", "name", "schema", "operation", "source")
+    __slots__ = ("path", "http_method", "name", "schema", "operation", "source",
+                 "respond")
 
     def __init__(self, path, http_method, name, operation, schema=None,
-                 source="body"):
+                 source="body", respond=None):
         self.path = path
+        #: ``respond(runtime, result)``: the answer of a result (default: JSON).
+        self.respond = respond or (lambda runtime, result: _ok(result))
         self.http_method = http_method
         self.name = name
         self.operation = operation
@@ -131,7 +140,7 @@ ROUTES = [
     Route("/tasks/<id>:subscribe", "POST", "SubscribeToTask", v10.SUBSCRIBE,
           source=None),
     Route("/extendedAgentCard", "GET", "GetExtendedAgentCard", v10.extended_card,
-          source=None),
+          source=None, respond=_extended_card),
     Route(_PUSH_PATHS[0], "POST", "CreateTaskPushNotificationConfig", v10.PUSH,
           source=None),
     Route(_PUSH_PATHS[0], "GET", "ListTaskPushNotificationConfigs", v10.PUSH,
@@ -161,8 +170,8 @@ def _answer(runtime, route, name, at_root, path_args, record):
         record.params = params
         if route.schema is not None:
             params = v10.load(route.schema, params)
-        return _ok(v10.run(route.operation, Request(runtime, agent, caller, at_root),
-                           params))
+        return route.respond(runtime, v10.run(
+            route.operation, Request(runtime, agent, caller, at_root), params))
     except errors.A2AError as exc:
         return error_response(exc)
     except Exception as exc:

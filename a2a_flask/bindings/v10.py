@@ -166,7 +166,7 @@ def list_tasks(req, params):
 
 
 def extended_card(req, params):
-    return service.extended_card(req)
+    return service.extended_card(req, form=VERSION)
 
 
 def unsupported(error_class, text):
