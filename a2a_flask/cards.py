@@ -116,11 +116,34 @@ def compatible_card(runtime, agent, v10_card, at_root=False):
 
 def agent_card(runtime, agent, at_root=False, extended=False, form="0.3"):
     """The card served to a caller of protocol version ``form`` ("1.0": the
-    pure 1.0 card; else the 0.3-compatible one)."""
+    pure 1.0 card; else the 0.3-compatible one), signed when
+    A2A_CARD_SIGNING_KEY is set: both forms carry the signature of the 1.0
+    card, which a 1.0 reader of either finds."""
     card = card_v10(runtime, agent, at_root, extended)
-    if form == PROTOCOL_VERSION_V10:
-        return card
-    return compatible_card(runtime, agent, card, at_root)
+    signer = runtime.card_signer
+    signatures = signer.signatures(card) if signer is not None else None
+    if form != PROTOCOL_VERSION_V10:
+        card = compatible_card(runtime, agent, card, at_root)
+    if signatures:
+        card["signatures"] = signatures
+    return card
+
+
+def v10_reading(card):
+    """What a 1.0 reader finds in a card of either form: its 1.0 members
+    only (each security scheme its 1.0 member), as a verifier of its
+    signature reads it."""
+    found = {key: value for key, value in card.items()
+             if key in V10_MEMBERS or key == "signatures"}
+    capabilities = dict(found.get("capabilities") or {})
+    capabilities.pop("stateTransitionHistory", None)
+    found["capabilities"] = capabilities
+    if "securitySchemes" in found:
+        kinds = {kind for kind, _ in _V10_SCHEMES.values()}
+        found["securitySchemes"] = {
+            name: {kind: body for kind, body in scheme.items() if kind in kinds}
+            for name, scheme in found["securitySchemes"].items()}
+    return found
 
 
 def _offers_extended(runtime, agent):

@@ -8,6 +8,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from .cli_cards import cards_cli
 from .cli_ops import db_cli, tasks_cli
 from .credentials import CredentialError
 
@@ -19,6 +20,7 @@ a2a_cli.add_command(keys_cli)
 a2a_cli.add_command(users_cli)
 a2a_cli.add_command(tasks_cli)
 a2a_cli.add_command(db_cli)
+a2a_cli.add_command(cards_cli)
 
 
 def _runtime():

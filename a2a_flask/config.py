@@ -15,6 +15,10 @@ DEFAULTS = {
     "A2A_API_KEY_HEADER": "X-API-Key",
     "A2A_PUBLIC_CARDS": True,
     "A2A_CARD_MAX_AGE": 300,  # seconds a public Agent Card may be cached
+    # Signed Agent Cards (docs/cards.md; the `jose` extra).
+    "A2A_CARD_SIGNING_KEY": None,  # PEM private key: EC P-256, RSA or Ed25519
+    "A2A_CARD_SIGNING_KID": None,  # None: the key's RFC 7638 thumbprint
+    "A2A_CARD_VERIFY_KEYS": "",  # old public keys still in the JWKS: path,kid=path
     "A2A_DISABLED_AGENTS": "",
     "A2A_BUSY_TIMEOUT_MS": 5000,
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
@@ -128,6 +132,13 @@ class Settings:
         self.api_key_header = get("A2A_API_KEY_HEADER")
         self.public_cards = bool(get("A2A_PUBLIC_CARDS"))
         self.card_max_age = _at_least("A2A_CARD_MAX_AGE", get("A2A_CARD_MAX_AGE"), 0)
+        self.card_signing_key = get("A2A_CARD_SIGNING_KEY") or None
+        self.card_signing_kid = get("A2A_CARD_SIGNING_KID") or None
+        self.card_verify_keys = get("A2A_CARD_VERIFY_KEYS") or ""
+        if self.card_signing_key and not self.public_base_url:
+            raise ValueError(
+                "A2A_CARD_SIGNING_KEY needs A2A_PUBLIC_BASE_URL: a signed card "
+                "must not carry URLs taken from a request's Host header.")
         self.disabled_agents = _names(get("A2A_DISABLED_AGENTS"))
         self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
         self.stale_turn_seconds = int(get("A2A_STALE_TURN_SECONDS"))

@@ -5,6 +5,7 @@ from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
 
+from . import urls
 from .agents import Agent
 from .auth import Caller
 from .cli import a2a_cli
@@ -21,6 +22,18 @@ log = logging.getLogger("a2a_flask")
 #: ``InputRequired``, ``AuthRequired`` or ``Reject``.
 AgentFunc = TypeVar("AgentFunc", bound=Callable[..., Any])
 HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
+
+
+def _card_signer(settings):
+    """The signer of A2A_CARD_SIGNING_KEY (the ``jose`` extra)."""
+    try:
+        from .signing import CardSigner
+    except ImportError as exc:
+        raise RuntimeError("A2A_CARD_SIGNING_KEY needs the jose extra: pip "
+                           "install 'a2a_flask[jose]' (%s)" % exc) from None
+    jku = settings.public_base_url + urls.jwks_path(settings)
+    return CardSigner(settings.card_signing_key, jku, settings.card_signing_kid,
+                      settings.card_verify_keys)
 
 
 class A2A:
@@ -58,6 +71,8 @@ class A2A:
         runtime = Runtime(self, settings, storage,
                           app.config.get("SESSION_COOKIE_NAME", "session"))
         runtime.schema_current = settings.auto_migrate
+        if settings.card_signing_key:
+            runtime.card_signer = _card_signer(settings)
         app.extensions["a2a"] = runtime
         if not settings.auto_migrate:
             problem = runtime.schema_problem()

@@ -49,6 +49,11 @@ def health_path(settings):
     return settings.url_prefix + "/health"
 
 
+def jwks_path(settings):
+    """The public keys of signed cards (A2A_CARD_SIGNING_KEY), as a JWKS."""
+    return settings.url_prefix + "/jwks.json"
+
+
 def metrics_path(settings):
     return settings.url_prefix + "/metrics"
 
@@ -81,4 +86,6 @@ def owned_paths(settings):
     paths.append(health_path(settings))
     if settings.metrics:
         paths.append(metrics_path(settings))
+    if settings.card_signing_key:
+        paths.append(jwks_path(settings))
     return paths

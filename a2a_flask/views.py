@@ -221,6 +221,14 @@ def make_blueprint(settings):
     def health():
         return json_response(*_health(_runtime()))
 
+    if settings.card_signing_key:
+        @bp.get(urls.jwks_path(settings))
+        def jwks():
+            response = json_response(_runtime().card_signer.jwks)
+            response.cache_control.public = True
+            response.cache_control.max_age = settings.card_max_age
+            return response
+
     if settings.metrics:
         @bp.get(urls.metrics_path(settings))
         def metrics():

@@ -29,7 +29,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get("A2A_TESTS_CACHE") or os.path.join(
     os.path.expanduser("~"), ".cache", "a2a_flask-tests")
-PY_REQUIREMENTS = ["a2a-sdk[http-server]>=1.3,<2", "uvicorn>=0.30"]
+# signing: PyJWT, for the SDK's card-signature verifier (verify_card.py).
+PY_REQUIREMENTS = ["a2a-sdk[http-server,signing]>=1.3,<2", "uvicorn>=0.30"]
 JS_PACKAGE = "@a2a-js/sdk@^1.3.0"
 TRANSPORTS = ("jsonrpc", "rest")
 
@@ -52,7 +53,9 @@ def _run(cmd, timeout, **kw):
 def _py_sdk_version(python):
     if not os.access(python, os.X_OK):
         return None
-    r = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('a2a-sdk'))"],
+    # A venv made before the signing extra was asked for is made again.
+    r = subprocess.run([python, "-c", "import a2a.utils.signing, importlib.metadata as m; "
+                        "print(m.version('a2a-sdk'))"],
                        capture_output=True, text=True, timeout=60)
     return r.stdout.strip() if r.returncode == 0 else None
 
@@ -151,6 +154,33 @@ def run_js(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="a
         card_url, key, header, transport, steps)
     env = dict(os.environ, NODE_PATH=node_modules)
     return _parse_steps(_run(cmd, timeout, env=env), "js_client.mjs")
+
+
+def verify_cards(cards, jwks, tmp_path):
+    """``{"py": {label: result}, "js": {...}}``: each of ``cards`` ({label:
+    card}) checked by the official Python and JS SDK 1.x signature
+    verifiers (verify_card.py, verify_card.mjs) with the keys of ``jwks``;
+    a result has ``ok`` and what the verifier read (``kid``, ``jku``)."""
+    cards_file, jwks_file = tmp_path / "cards.json", tmp_path / "jwks.json"
+    cards_file.write_text(json.dumps(cards))
+    jwks_file.write_text(json.dumps(jwks))
+    python, _ = py_sdk()
+    node_modules, _ = js_sdk()
+    py = _run([python, os.path.join(HERE, "verify_card.py"), "--cards", str(cards_file),
+               "--jwks", str(jwks_file)], 120)
+    js = _run(["node", os.path.join(HERE, "verify_card.mjs"), str(cards_file),
+               str(jwks_file)], 120, env=dict(os.environ, NODE_PATH=node_modules))
+    return {"py": json.loads(py), "js": json.loads(js)}
+
+
+def verify_served_cards(base_url, paths, jwks_url, v10):
+    """Each card at ``base_url`` + path fetched by the Python SDK 1.x's
+    ``A2ACardResolver`` (``v10``: with ``A2A-Version: 1.0``) and verified
+    with the keys at ``jwks_url``: ``{path: result}``."""
+    python, _ = py_sdk()
+    cmd = [python, os.path.join(HERE, "verify_card.py"), "--url", base_url,
+           "--jwks-url", jwks_url] + [arg for path in paths for arg in ("--path", path)]
+    return json.loads(_run(cmd + (["--v10"] if v10 else []), 120))
 
 
 def check_wire(results):
