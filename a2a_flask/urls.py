@@ -4,6 +4,13 @@ list advertise (cards.py, views.py) all come from here."""
 
 #: The Agent Card, and its pre-0.3 name, under an agent (and at the root).
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+#: Where clients look for an agent's card (below PREFIX/agents/<name>) when
+#: given another of its URLs as their base URL: its JSON-RPC endpoint or
+#: HTTP+JSON base (a resolver appending the card path), or the card URL
+#: itself (appended to: Python SDKs; resolved against, dropping its last
+#: segment: JS SDKs).
+CARD_ALIASES = ("/a2a" + CARD_PATHS[0], "/rest" + CARD_PATHS[0],
+                CARD_PATHS[0] + CARD_PATHS[0], "/.well-known" + CARD_PATHS[0])
 #: The JSON-RPC endpoint of the default agent at the host root.
 ROOT_RPC = "/a2a"
 

@@ -199,6 +199,19 @@ def make_blueprint(settings):
     for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
         bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, card,
                         methods=["GET"])
+    for index, path in enumerate(urls.CARD_ALIASES):
+        bp.add_url_rule(urls.agent_rule(settings) + path, "card_alias_%d" % index,
+                        card, methods=["GET"])
+
+    @bp.get(urls.agents_tree(settings) + urls.CARD_PATHS[0])
+    def agentless_card():
+        # A JS client given PREFIX/agents/<name> (no trailing slash) looks
+        # here: the agent's name was dropped, and no agent is guessed.
+        return error_response(errors.AgentNotFound(
+            "No agent is named in this URL. Give clients the agent's URL with a "
+            "trailing slash, %s/<name>/ (its card is at %s)." % (
+                urls.agents_tree(settings), urls.card_path(settings, "<name>"))),
+            bare=True)
 
     @bp.get(urls.agents_tree(settings))
     def agent_list():

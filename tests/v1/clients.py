@@ -32,6 +32,8 @@ CACHE = os.environ.get("A2A_TESTS_CACHE") or os.path.join(
 # signing: PyJWT, for the SDK's card-signature verifier (verify_card.py).
 PY_REQUIREMENTS = ["a2a-sdk[http-server,signing]>=1.3,<2", "uvicorn>=0.30"]
 JS_PACKAGE = "@a2a-js/sdk@^1.3.0"
+#: The 0.3 JS client, for the base-URL tests (js_client_03.mjs).
+JS_PACKAGE_03 = "@a2a-js/sdk@~0.3.14"
 TRANSPORTS = ("jsonrpc", "rest")
 
 
@@ -92,31 +94,39 @@ def node_missing():
 _js_sdk = None
 
 
-def js_sdk():
-    """``(node_modules, version)`` of the cached npm install of @a2a-js/sdk 1.x.
+def js_sdk(major="1"):
+    """``(node_modules, version)`` of the cached npm install of @a2a-js/sdk
+    1.x (``major="0.3"``: 0.3.x, in its own folder).
 
     Skips the calling test (clear reason) where node or npm is absent.
     """
-    global _js_sdk
     reason = node_missing()
     if reason:
         pytest.skip(reason)
+    if major != "1":
+        return _js_install("js-a2a-sdk-" + major, JS_PACKAGE_03, major + ".")
+    global _js_sdk
     if _js_sdk is None:
-        folder = os.path.join(CACHE, "js-a2a-sdk-1")
-        manifest = os.path.join(folder, "node_modules", "@a2a-js", "sdk", "package.json")
-        with _locked("js-a2a-sdk-1"):
-            if not os.path.exists(manifest):
-                os.makedirs(folder, exist_ok=True)
-                with open(os.path.join(folder, "package.json"), "w") as f:
-                    json.dump({"private": True, "type": "module"}, f)
-                _run(["npm", "install", "--no-audit", "--no-fund", "--silent", JS_PACKAGE], 900,
-                     cwd=folder)
-            with open(manifest) as f:
-                version = json.load(f)["version"]
-        if not version.startswith("1."):
-            raise RuntimeError(f"{manifest}: @a2a-js/sdk {version}, expected 1.x")
-        _js_sdk = (os.path.join(folder, "node_modules"), version)
+        _js_sdk = _js_install("js-a2a-sdk-1", JS_PACKAGE, "1.")
     return _js_sdk
+
+
+def _js_install(name, package, prefix):
+    """``(node_modules, version)`` of ``package`` installed once in CACHE/name."""
+    folder = os.path.join(CACHE, name)
+    manifest = os.path.join(folder, "node_modules", "@a2a-js", "sdk", "package.json")
+    with _locked(name):
+        if not os.path.exists(manifest):
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "package.json"), "w") as f:
+                json.dump({"private": True, "type": "module"}, f)
+            _run(["npm", "install", "--no-audit", "--no-fund", "--silent", package], 900,
+                 cwd=folder)
+        with open(manifest) as f:
+            version = json.load(f)["version"]
+    if not version.startswith(prefix):
+        raise RuntimeError(f"{manifest}: @a2a-js/sdk {version}, expected {prefix}x")
+    return os.path.join(folder, "node_modules"), version
 
 
 def _parse_steps(stdout, program):
@@ -130,28 +140,33 @@ def _parse_steps(stdout, program):
     return results
 
 
-def _scenario_args(card_url, key, header, transport, steps):
+def _scenario_args(card_url, key, header, transport, steps, base_url=None):
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
     if not isinstance(steps, str):
         steps = ",".join(steps)
-    return ["--card-url", card_url, "--key", key or "", "--header", header,
-            "--transport", transport, "--step", steps]
+    where = ["--base-url", base_url] if base_url else ["--card-url", card_url]
+    return where + ["--key", key or "", "--header", header,
+                    "--transport", transport, "--step", steps]
 
 
-def run_py(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120):
-    """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``."""
+def run_py(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120,
+           base_url=None):
+    """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``;
+    ``base_url`` (card_url None): the card found from it the SDK's default way."""
     python, _ = py_sdk()
     cmd = [python, os.path.join(HERE, "py_client.py")] + _scenario_args(
-        card_url, key, header, transport, steps)
+        card_url, key, header, transport, steps, base_url)
     return _parse_steps(_run(cmd, timeout), "py_client.py")
 
 
-def run_js(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120):
-    """Run js_client.mjs (JS SDK 1.x, no legacy switch) and return ``{step: result}``."""
+def run_js(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120,
+           base_url=None):
+    """Run js_client.mjs (JS SDK 1.x, no legacy switch) and return ``{step: result}``;
+    ``base_url`` as for ``run_py``."""
     node_modules, _ = js_sdk()
     cmd = ["node", os.path.join(HERE, "js_client.mjs")] + _scenario_args(
-        card_url, key, header, transport, steps)
+        card_url, key, header, transport, steps, base_url)
     env = dict(os.environ, NODE_PATH=node_modules)
     return _parse_steps(_run(cmd, timeout, env=env), "js_client.mjs")
 
@@ -181,6 +196,16 @@ def verify_served_cards(base_url, paths, jwks_url, v10):
     cmd = [python, os.path.join(HERE, "verify_card.py"), "--url", base_url,
            "--jwks-url", jwks_url] + [arg for path in paths for arg in ("--path", path)]
     return json.loads(_run(cmd + (["--v10"] if v10 else []), 120))
+
+
+def run_js_03(base_urls, timeout=120):
+    """Run js_client_03.mjs (JS SDK 0.3.x ``ClientFactory.createFromUrl``) on
+    each base URL: ``{url: {"ok", "state" or "error", "fetched"}}``."""
+    node_modules, _ = js_sdk("0.3")
+    out = _run(["node", os.path.join(HERE, "js_client_03.mjs")] + list(base_urls), timeout,
+               env=dict(os.environ, NODE_PATH=node_modules))
+    return {item["base"]: item for item in
+            (json.loads(line) for line in out.splitlines() if line.strip())}
 
 
 def check_wire(results):
