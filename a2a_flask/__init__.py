@@ -2,7 +2,7 @@
 
 from .agents import AuthRequired, InputRequired, Reject, Reply, Turn
 from .alembic import alembic_include_object
-from .auth import Caller
+from .auth.callers import Caller
 from .config import config_from_env
 from .errors import A2AError
 from .extension import A2A

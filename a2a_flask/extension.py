@@ -5,16 +5,16 @@ from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
 
-from . import urls
+from .http import urls
 from .agents import Agent
-from .auth import Caller
+from .auth.callers import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
-from .hosting import (FirstRequest, check_not_mounted, exempt_from_csrf,
+from .host_app import (FirstRequest, check_not_mounted, exempt_from_csrf,
                       warn_about_settings)
-from .runtime import Runtime
+from .state import Runtime
 from .storage import open_storage
-from .views import make_blueprint
+from .http.blueprint import make_blueprint
 
 log = logging.getLogger("a2a_flask")
 
@@ -27,7 +27,7 @@ HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
 def _card_signer(settings):
     """The signer of A2A_CARD_SIGNING_KEY (the ``jose`` extra)."""
     try:
-        from .signing import CardSigner
+        from .protocol.signing import CardSigner
     except ImportError as exc:
         raise RuntimeError("A2A_CARD_SIGNING_KEY needs the jose extra: pip "
                            "install 'a2a_flask[jose]' (%s)" % exc) from None

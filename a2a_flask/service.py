@@ -15,8 +15,8 @@ from typing import Optional
 
 from . import errors
 from .agents import Turn, run_turn
-from .auth import KEY_REFUSED, confirm
-from .cards import agent_card
+from .auth.callers import KEY_REFUSED, confirm
+from .protocol.cards import agent_card
 from .storage.base import QUEUED_TEXT, KeyNotLive, TaskPage, TaskRecord
 from .storage.common import new_id
 

@@ -17,7 +17,7 @@ import threading
 import time
 
 from .agents import Turn, run_turn
-from .auth import Caller
+from .auth.callers import Caller
 
 log = logging.getLogger("a2a_flask")
 

@@ -14,7 +14,7 @@ from flask import session as flask_session
 from werkzeug.security import check_password_hash
 
 from a2a_flask import config_from_env
-from a2a_flask.credentials import CredentialError
+from a2a_flask.auth.credentials import CredentialError
 from helpers import assert_401, check_answer, message
 
 ECHO = "/api/v1/agents/echo/a2a"
@@ -349,7 +349,7 @@ def test_built_in_users_authenticate_with_basic(svc):
 
 def test_a_checked_password_is_not_hashed_again_but_a_change_is_seen_at_once(
         svc, monkeypatch):
-    import a2a_flask.credentials as credentials
+    import a2a_flask.auth.credentials as credentials
 
     checks = []
     real = credentials.check_password_hash

@@ -146,7 +146,7 @@ def test_a_live_remembered_key_gets_the_errors_it_earned(svc):
 def test_a_key_is_looked_up_again_once_its_last_use_is_a_minute_old(svc, monkeypatch):
     key, secret = svc.key()
     task_id = svc.send(secret)
-    import a2a_flask.credentials as credentials
+    import a2a_flask.auth.credentials as credentials
     # A minute later: its last use is worth recording again, so it is looked up.
     monkeypatch.setattr(credentials, "_last_used_cutoff", lambda: "9999")
     svc.lookups = 0

@@ -243,12 +243,12 @@ def test_host_app_pages_are_left_alone(make_app):
 
 def test_unexpected_exception_is_json_500_without_traceback(make_app, monkeypatch):
     app, _ = make_app()
-    import a2a_flask.views
+    import a2a_flask.http.blueprint
 
     def broken(*args, **kwargs):
         raise RuntimeError("secret card failure")
 
-    monkeypatch.setattr(a2a_flask.views, "agent_card", broken)
+    monkeypatch.setattr(a2a_flask.http.blueprint, "agent_card", broken)
     response = app.test_client().get("/api/v1/agents/echo" + CARD)
     assert response.status_code == 500
     assert response.mimetype == "application/json"

@@ -119,12 +119,12 @@ def test_host_500_handler_does_not_answer_our_paths(tmp_path, monkeypatch,
     app = host_app(tmp_path)
     app.register_error_handler(handled, lambda exc: ("<html>oops</html>", 500))
     mount(app)
-    import a2a_flask.views
+    import a2a_flask.http.blueprint
 
     def broken(*args, **kwargs):
         raise RuntimeError("secret card failure")
 
-    monkeypatch.setattr(a2a_flask.views, "agent_card", broken)
+    monkeypatch.setattr(a2a_flask.http.blueprint, "agent_card", broken)
     response = app.test_client().get("/api/v1/agents/echo" + CARD)
     assert_json_error(response, 500)
     assert "secret" not in response.get_data(as_text=True)

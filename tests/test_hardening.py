@@ -229,7 +229,7 @@ def test_disk_full_says_so_and_that_a_retry_may_succeed(make_app):
 
 @pytest.fixture
 def hash_calls(monkeypatch):
-    import a2a_flask.credentials as credentials
+    import a2a_flask.auth.credentials as credentials
 
     calls = []
     real = credentials.check_password_hash

@@ -43,7 +43,7 @@ import os
 from flask import Flask, jsonify, request
 
 from a2a_flask.config import Settings
-from a2a_flask.credentials import hash_key
+from a2a_flask.auth.credentials import hash_key
 from a2a_flask.schemas import ENVELOPE, MESSAGE_SEND_PARAMS, TASK_QUERY_PARAMS
 from a2a_flask.storage import open_storage
 from a2a_flask.storage.common import new_id

@@ -8,12 +8,12 @@ is authenticated; ``Method.run`` comes after.
 
 from typing import Dict
 
-from .. import errors, service
-from ..schemas import (
+from ... import errors, service
+from ...schemas import (
     MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS, load_params,
 )
-from ..service import Request
-from ..storage import base as storage
+from ...service import Request
+from ...storage import base as storage
 
 METHODS: Dict[str, "Method"] = {}
 

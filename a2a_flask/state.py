@@ -2,7 +2,7 @@
 (settings, the storage, credentials, the agents that may be reached)."""
 
 from . import errors
-from .credentials import Credentials
+from .auth.credentials import Credentials
 
 
 class Runtime:
@@ -21,7 +21,7 @@ class Runtime:
         #: The Prometheus metrics (A2A_METRICS), else None.
         self.metrics = None
         if settings.metrics:
-            from .metrics import Metrics  # the optional `metrics` extra
+            from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)
 
     def schema_problem(self, version=None):

@@ -6,8 +6,8 @@ from flask import current_app, request
 from werkzeug.exceptions import SecurityError
 from werkzeug.sansio.utils import host_is_trusted
 
-from . import urls
-from .auth import security_requirements
+from ..http import urls
+from ..auth.callers import security_requirements
 
 log = logging.getLogger("a2a_flask")
 

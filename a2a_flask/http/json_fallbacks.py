@@ -15,8 +15,8 @@ from werkzeug.exceptions import (HTTPException, MethodNotAllowed, NotFound,
                                  default_exceptions)
 from werkzeug.routing import Rule
 
-from . import errors
-from .jsonrpc import error_response, json_response
+from .. import errors
+from ..protocol.jsonrpc import error_response, json_response
 
 log = logging.getLogger("a2a_flask")
 

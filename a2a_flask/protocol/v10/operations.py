@@ -9,13 +9,13 @@ answer, converted from the service's neutral values (``convert_v10``).
 
 from datetime import timezone
 
-from .. import errors, service
-from ..schemas import load_params
-from ..storage import base as storage
-from ..storage.common import now_iso
-from . import convert_v10 as convert
-from .jsonrpc_v03 import storage_error as _storage_error_v03
-from .schemas_v10 import PAGE_SIZE_DEFAULT
+from ... import errors, service
+from ...schemas import load_params
+from ...storage import base as storage
+from ...storage.common import now_iso
+from . import convert
+from ..v03.jsonrpc import storage_error as _storage_error_v03
+from .schemas import PAGE_SIZE_DEFAULT
 
 VERSION = "1.0"
 DOMAIN = "a2a-protocol.org"

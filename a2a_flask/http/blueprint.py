@@ -18,13 +18,15 @@ import logging
 from flask import Blueprint, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import access, bindings, errors, urls
-from .auth import authenticate, authorize, confirm
+from . import access, urls
+from ..protocol import versions as bindings
+from .. import errors
+from ..auth.callers import authenticate, authorize, confirm
+from ..protocol.cards import agent_card, base_url
 from .card_http import asked_form, card_response
-from .cards import agent_card, base_url
-from .fallbacks import add_fallbacks
-from .jsonrpc import Envelope, error_response, json_response, result_response
-from .service import Request
+from .json_fallbacks import add_fallbacks
+from ..protocol.jsonrpc import Envelope, error_response, json_response, result_response
+from ..service import Request
 
 log = logging.getLogger("a2a_flask")
 
@@ -263,7 +265,7 @@ def make_blueprint(settings):
             # given http://host/a2a look for the card there.
             bp.add_url_rule(urls.ROOT_RPC + path, "endpoint_" + endpoint,
                             default_card, methods=["GET"])
-    from .bindings import rest_v10  # it reads request bodies with _read_body
+    from ..protocol.v10 import rest as rest_v10  # it reads request bodies with _read_body
     rest_v10.add_routes(bp, settings, _runtime)
     add_fallbacks(bp, urls.owned_paths(settings),
                   rest=lambda path: rest_v10.is_rest_path(settings, path),

@@ -6,9 +6,9 @@ import json
 
 from flask import request
 
-from .bindings import HEADER, asked_version
-from .cards import PROTOCOL_VERSION, PROTOCOL_VERSION_V10
-from .jsonrpc import json_response
+from ..protocol.cards import PROTOCOL_VERSION, PROTOCOL_VERSION_V10
+from ..protocol.jsonrpc import json_response
+from ..protocol.versions import HEADER, asked_version
 
 
 def asked_form(req):

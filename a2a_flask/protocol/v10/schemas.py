@@ -14,8 +14,8 @@ from marshmallow import (
     validates_schema,
 )
 
-from ..schemas import NON_EMPTY, StrictBoolean, StrictInteger
-from .convert_v10 import STORED_STATES
+from ...schemas import NON_EMPTY, StrictBoolean, StrictInteger
+from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
 PAGE_SIZE_DEFAULT = 50

@@ -14,8 +14,8 @@ from itertools import accumulate
 from flask import Response
 from marshmallow import ValidationError
 
-from . import errors
-from .schemas import ENVELOPE, STRICT_ENVELOPE
+from .. import errors
+from ..schemas import ENVELOPE, STRICT_ENVELOPE
 
 # The order of docs/protocol.md §3: the first failing member answers.
 _MEMBER_ORDER = ("id", "method", "jsonrpc")

@@ -27,7 +27,8 @@ except ImportError:  # pragma: no cover - said at init_app
     raise ImportError("A2A_METRICS=1 needs prometheus_client: "
                       "pip install 'a2a_flask[metrics]'") from None
 
-from .bindings import jsonrpc_v03, jsonrpc_v10
+from ..protocol.v03 import jsonrpc as jsonrpc_v03
+from ..protocol.v10 import jsonrpc as jsonrpc_v10
 
 #: The method labels: A2A 0.3's and 1.0's names (REST calls count under the
 #: 1.0 method they perform).

@@ -14,12 +14,14 @@ import logging
 
 from flask import Response, request
 
-from .. import access, errors, urls
-from ..auth import authenticate, authorize
-from ..card_http import card_response
+from ...http import access, urls
+from ... import errors
+from ...auth.callers import authenticate, authorize
+from ...http.card_http import card_response
 from ..jsonrpc import Envelope, _decode
-from ..service import Request
-from . import HEADER, asked_version, schemas_v10 as schemas, v10, version_error
+from ...service import Request
+from ..versions import HEADER, asked_version, version_error
+from . import schemas, operations as v10
 
 log = logging.getLogger("a2a_flask")
 
@@ -76,7 +78,7 @@ def _ok(payload):
 
 def _body(runtime):
     """The JSON object of a POST body ({} when there is none)."""
-    from ..views import _read_body
+    from ...http.blueprint import _read_body
     raw = _read_body(runtime.settings.max_content_length)
     if not raw.strip():
         return {}

@@ -3,11 +3,11 @@
 
 from typing import Dict
 
-from .. import errors
+from ... import errors
 from ..jsonrpc import _json_response
-from . import schemas_v10 as schemas
-from . import v10
-from .jsonrpc_v03 import Method
+from . import schemas
+from . import operations as v10
+from ..v03.jsonrpc import Method
 
 VERSION = v10.VERSION
 METHODS: Dict[str, Method] = {}

@@ -11,7 +11,7 @@ import base64
 import binascii
 from typing import AbstractSet, Optional
 
-from . import errors
+from .. import errors
 from .credentials import KEY_PREFIX
 from .throttle import LoginThrottle
 

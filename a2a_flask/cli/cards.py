@@ -4,8 +4,9 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from . import urls
-from .cards import PROTOCOL_VERSION, PROTOCOL_VERSION_V10, agent_card, v10_reading
+from ..http import urls
+from ..protocol.cards import (PROTOCOL_VERSION, PROTOCOL_VERSION_V10, agent_card,
+                              v10_reading)
 
 cards_cli = AppGroup("cards", help="Inspect the Agent Cards this service serves.")
 
@@ -38,7 +39,7 @@ def sign_check():
     if signer is None:
         raise click.ClickException("A2A_CARD_SIGNING_KEY is not set: the cards "
                                    "are not signed.")
-    from .signing import canonical_form, verify  # the jose extra
+    from ..protocol.signing import canonical_form, verify  # the jose extra
     import jwt
 
     click.echo("key: %s %s, JWKS %s (%d key%s)" % (

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta, timezone
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from .storage.base import KeyNotFound, KeyRow, UserExists, UserNotFound
-from .storage.common import now_iso
+from ..storage.base import KeyNotFound, KeyRow, UserExists, UserNotFound
+from ..storage.common import now_iso
 
 KEY_PREFIX = "a2a_"
 #: Last use is recorded to the minute: a write per request would cost more.

@@ -10,7 +10,7 @@ import threading
 import time
 from collections import deque
 
-from . import errors
+from .. import errors
 
 LIMIT = 5
 WINDOW = 60.0

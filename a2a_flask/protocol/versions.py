@@ -10,8 +10,9 @@ service does not speak answers VersionNotSupported (-32009).
 from typing import Callable, NamedTuple, Optional
 
 from .. import errors
-from ..jsonrpc import error_response as _error_response_v03
-from . import jsonrpc_v03, jsonrpc_v10
+from .jsonrpc import error_response as _error_response_v03
+from .v03 import jsonrpc as jsonrpc_v03
+from .v10 import jsonrpc as jsonrpc_v10
 
 HEADER = "A2A-Version"
 #: Major.Minor of what we serve (a patch number is ignored).

@@ -1,0 +1,44 @@
+"""What every ``flask a2a`` command group shares: the app's A2A state, its
+storage, refused operations as one-line errors, tables and JSON output."""
+
+import json
+from contextlib import contextmanager
+
+import click
+from flask import current_app
+
+from ..auth.credentials import CredentialError
+
+
+def runtime():
+    """The A2A state of the current app (``app.extensions["a2a"]``)."""
+    return current_app.extensions["a2a"]
+
+
+def app_storage():
+    return runtime().storage
+
+
+@contextmanager
+def as_click_error():
+    """A refused credential command: one line on stderr, exit status 1."""
+    try:
+        yield
+    except CredentialError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def unreadable(storage, exc):
+    """True when ``exc`` says the database cannot be read (not a bug)."""
+    return isinstance(exc, (OSError, RuntimeError)) or storage.failure(exc) is not None
+
+
+def echo_json(value):
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def table(rows):
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(str(cell).ljust(w)
+                             for cell, w in zip(row, widths)).rstrip())

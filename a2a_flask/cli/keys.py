@@ -1,0 +1,66 @@
+"""``flask a2a keys ...``: create, list and revoke API keys."""
+
+import click
+from flask.cli import AppGroup
+
+from .common import as_click_error, runtime
+
+keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
+
+
+def _scope(agents):
+    """None for '*', else the set of names, each a registered agent."""
+    if agents.strip() == "*":
+        return None
+    names = {name.strip() for name in agents.split(",") if name.strip()}
+    if not names:
+        raise click.ClickException("--agents needs '*' or agent names, "
+                                   "comma-separated")
+    known = runtime().extension.agents
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise click.ClickException("unknown agent %s; registered agents: %s" % (
+            ", ".join(repr(n) for n in unknown), ", ".join(sorted(known)) or "none"))
+    return names
+
+
+@keys_cli.command("create")
+@click.option("--agents", default="*", show_default=True,
+              help="'*' for every agent, or agent names separated by commas.")
+@click.option("--label", default=None, help="Who or what the key is for.")
+@click.option("--quiet", is_flag=True, help="Print only the key.")
+def keys_create(agents, label, quiet):
+    """Create an API key; it is printed once and never stored in clear."""
+    key, secret = runtime().credentials.create_key(_scope(agents), label)
+    if quiet:
+        click.echo(secret)
+        return
+    click.echo("Created API key %s (scope: %s%s)." % (
+        key.id, key.scope_text, ", label: %s" % label if label else ""))
+    click.echo(secret)
+    click.echo("This key is shown once: store it now. Only its hash is kept.",
+               err=True)
+
+
+@keys_cli.command("list")
+def keys_list():
+    """List API keys (never the keys themselves)."""
+    keys = runtime().credentials.keys()
+    if not keys:
+        click.echo("No API keys. Create one with: flask a2a keys create")
+        return
+    rows = [("ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED")]
+    rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text, k.created_at,
+              k.last_used_at or "never", k.revoked_at or "-") for k in keys]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+@keys_cli.command("revoke")
+@click.argument("key_id")
+def keys_revoke(key_id):
+    """Revoke a key: every worker refuses it from the next request on."""
+    with as_click_error():
+        runtime().credentials.revoke_key(key_id)
+    click.echo("Revoked API key %s." % key_id)

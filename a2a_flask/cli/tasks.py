@@ -1,0 +1,127 @@
+"""``flask a2a tasks ...``: list, show and prune tasks.
+
+Safe while the service runs: reads are plain reads, deletions run in small
+transactions (``Storage.prune``).
+"""
+
+from datetime import datetime, timezone
+
+import click
+from flask.cli import AppGroup
+
+from ..config import parse_age
+from ..protocol.v03.jsonrpc import render_task
+from ..storage.base import TERMINAL_STATES, WAITING_STATES
+from ..storage.common import now_iso
+from .common import app_storage, echo_json, runtime, table
+
+tasks_cli = AppGroup("tasks", help="List, show and prune tasks.")
+
+STATES = sorted(TERMINAL_STATES | WAITING_STATES | {"working"})
+
+
+def _task_row(task):
+    return {"id": task.id, "agent": task.agent, "caller": task.owner,
+            "contextId": task.context_id, "state": task.state,
+            "createdAt": task.created_at, "updatedAt": task.updated_at}
+
+
+def _task_table(tasks):
+    table([("ID", "AGENT", "STATE", "CALLER", "CREATED", "UPDATED")] + [
+        (t["id"], t["agent"], t["state"], t["caller"], t["createdAt"],
+         t["updatedAt"]) for t in tasks])
+
+
+@tasks_cli.command("list")
+@click.option("--agent", default=None, help="Only this agent's tasks.")
+@click.option("--state", type=click.Choice(STATES), default=None,
+              help="Only tasks in this state.")
+@click.option("--caller", default=None,
+              help="Only this caller's tasks (an API key id or a user name).")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+def tasks_list(agent, state, caller, limit, as_json):
+    """List tasks, newest first."""
+    tasks = [_task_row(task) for task in app_storage().list_tasks(
+        owner=caller, agent=agent, state=state, limit=limit).tasks]
+    if as_json:
+        echo_json(tasks)
+    elif not tasks:
+        click.echo("No tasks.")
+    else:
+        _task_table(tasks)
+
+
+@tasks_cli.command("show")
+@click.argument("task_id")
+@click.option("--json", "as_json", is_flag=True, help="The task as JSON.")
+def tasks_show(task_id, as_json):
+    """Show a task with its history and artifacts."""
+    record = app_storage().show_task(task_id)
+    if record is None:
+        raise click.ClickException("no task %s" % task_id)
+    task = dict(render_task(record), agent=record.agent, caller=record.owner,
+                createdAt=record.created_at)
+    if as_json:
+        echo_json(task)
+        return
+    status = task["status"]
+    click.echo("Task %s (agent %s, caller %s)" % (task["id"], task["agent"],
+                                                  task["caller"]))
+    click.echo("  context  %s" % task["contextId"])
+    click.echo("  state    %s since %s" % (status["state"], status["timestamp"]))
+    click.echo("  created  %s" % task["createdAt"])
+    click.echo("History (%d messages):" % len(task["history"]))
+    for message in task["history"]:
+        click.echo("  %-5s %s" % (message["role"], _parts_text(message["parts"])))
+    click.echo("Artifacts (%d):" % len(task["artifacts"]))
+    for artifact in task["artifacts"]:
+        click.echo("  %s %s" % (artifact.get("name") or artifact["artifactId"],
+                                _parts_text(artifact["parts"])))
+
+
+def _parts_text(parts):
+    shown = []
+    for part in parts:
+        if part.get("kind") == "text":
+            shown.append(part["text"])
+        else:
+            shown.append("[%s]" % part.get("kind"))
+    return " ".join(shown)
+
+
+def _cutoff(older_than):
+    settings = runtime().settings
+    older_than = older_than or settings.retention
+    if not older_than:
+        raise click.UsageError("give --older-than (e.g. 30d) or set A2A_RETENTION")
+    try:
+        age = parse_age(older_than)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    return now_iso(datetime.now(timezone.utc) - age)
+
+
+@tasks_cli.command("prune")
+@click.option("--older-than", default=None,
+              help="Age, e.g. 30d, 12h, 2w (default: A2A_RETENTION).")
+@click.option("--dry-run", is_flag=True, help="List what would go; delete nothing.")
+def tasks_prune(older_than, dry_run):
+    """Delete finished tasks last updated before then, with their messages,
+    artifacts and retry records. Open tasks are never deleted."""
+    cutoff = _cutoff(older_than)
+    storage = app_storage()
+    if dry_run:
+        tasks = [_task_row(task) for task in storage.prunable_tasks(cutoff)]
+        if tasks:
+            _task_table(tasks)
+        click.echo("Would remove %d finished tasks last updated before %s."
+                   % (len(tasks), cutoff))
+        return
+    total = {"tasks": 0, "messages": 0, "artifacts": 0, "deliveries": 0}
+    for batch in storage.prune(cutoff):
+        for key, count in batch.items():
+            total[key] += count
+    click.echo("Removed %(tasks)d finished tasks, %(messages)d messages, "
+               "%(artifacts)d artifacts and %(deliveries)d retry records" % total
+               + " last updated before %s." % cutoff)

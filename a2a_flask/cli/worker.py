@@ -1,0 +1,56 @@
+"""``flask a2a worker``: run the turns of background agents."""
+
+import click
+from flask.cli import with_appcontext
+
+from .common import runtime
+
+
+@click.command("worker")
+@with_appcontext
+@click.option("--threads", type=click.IntRange(1, 1000), default=1,
+              show_default=True, help="Turns run at once by this process.")
+@click.option("--agents", default=None,
+              help="Only these background agents (names separated by commas); "
+                   "default: every background agent.")
+@click.option("--grace", type=click.FloatRange(0), default=30.0,
+              show_default=True,
+              help="Seconds a SIGTERM waits for running turns before releasing "
+                   "them (failed, or queued again for retry=True agents).")
+def worker(threads, agents, grace):
+    """Run the turns of background agents (background=True) until SIGTERM."""
+    import signal
+
+    from ..worker import Worker
+
+    names = None
+    if agents is not None:
+        names = [name.strip() for name in agents.split(",") if name.strip()]
+    try:
+        runner = Worker(runtime(), threads, names, grace)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not runner.agents:
+        raise click.ClickException(
+            "no background agent is registered: register one with "
+            "@a2a.agent(..., background=True)")
+    _log_to_stderr(runtime().settings.log_format)
+    signal.signal(signal.SIGTERM, runner.stop)
+    signal.signal(signal.SIGINT, runner.stop)
+    runner.run()
+
+
+def _log_to_stderr(log_format):
+    """The worker's lines (claimed, finished, expired) on stderr, in the
+    A2A_LOG_FORMAT, unless the host app already routes ``a2a_flask``."""
+    import logging
+
+    from ..logs import LEVEL, formatter
+
+    logger = logging.getLogger("a2a_flask")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(formatter(log_format))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(LEVEL)
