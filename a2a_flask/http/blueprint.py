@@ -192,7 +192,10 @@ def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
     @bp.post(urls.rpc_rule(settings))
+    @bp.post(urls.rpc_rule(settings) + "/")
     def rpc(name):
+        # Also with a trailing slash: a client that joins "/" to the card's
+        # URL (httpx with the endpoint as base_url, the 1.0-dev kit) posts there.
         return _logged_rpc(name)
 
     def card(name):
@@ -252,6 +255,7 @@ def make_blueprint(settings):
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
         @bp.post(urls.ROOT_RPC)
+        @bp.post(urls.ROOT_RPC + "/")
         def default_rpc():
             return _logged_rpc(_runtime().settings.default_agent, at_root=True)
 
