@@ -1,6 +1,6 @@
 """a2a_flask: serve agents over A2A (JSON-RPC, SQLite) from a Flask app."""
 
-from .agents import AuthRequired, InputRequired, Reject, Reply, Turn
+from .agent import AuthRequired, InputRequired, Reject, Reply, Turn
 from .alembic import alembic_include_object
 from .auth.callers import Caller
 from .config import config_from_env

@@ -155,6 +155,9 @@ class Settings:
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "
                              "EXTRA or OFF" % self.sqlite_synchronous)
 
+        #: Whether a card has warned, in this process, that A2A_PUBLIC_BASE_URL
+        #: is unset (protocol/cards.base_url).
+        self.host_warned = False
         self.auto_migrate = bool(get("A2A_AUTO_MIGRATE"))
         self.log_format = str(get("A2A_LOG_FORMAT")).strip().lower()
         if self.log_format not in ("plain", "json"):

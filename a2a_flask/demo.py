@@ -4,7 +4,7 @@ registered by ``wsgi.py``."""
 import re
 import time
 
-from .agents import InputRequired, Reply
+from .agent import InputRequired, Reply
 
 
 def echo(turn):

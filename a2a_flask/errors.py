@@ -1,7 +1,9 @@
-"""Exceptions carrying their JSON-RPC / A2A error code.
+"""The A2A errors: exception classes carrying their JSON-RPC / A2A code.
 
-Raise one of these anywhere on the request path; ``jsonrpc.error_response``
-is the one place that turns them into an answer.
+Raise one of these anywhere above the storage (the storage raises its own
+neutral errors, ``storage/errors.py``, which ``protocol/errors.py`` turns
+into these). How each is answered (HTTP status, the 1.0 reason) is
+``protocol/errors.py``'s table; each binding renders the answer.
 """
 
 from typing import Dict, Optional
@@ -32,58 +34,81 @@ class A2AError(Exception):
 
 
 class ParseError(A2AError):
+    """The body is not JSON (-32700)."""
+
     code = -32700
     default_message = "The request body is not valid JSON."
 
 
-class InvalidRequest(A2AError):
+class InvalidRequestError(A2AError):
+    """Not a valid JSON-RPC 2.0 request (-32600); the base of the refusals
+    before a method runs."""
+
     code = -32600
     default_message = "The request is not a valid JSON-RPC 2.0 request."
 
 
-class MethodNotFound(A2AError):
+class MethodNotFoundError(A2AError):
+    """No such method in the version asked for (-32601)."""
+
     code = -32601
     default_message = "Method not found."
 
 
-class InvalidParams(A2AError):
+class InvalidParamsError(A2AError):
+    """The params are wrong (-32602); ``data.field`` names the first bad one."""
+
     code = -32602
     default_message = "Invalid params."
 
 
 class InternalError(A2AError):
+    """The service failed (-32603); the sentence names no internals."""
+
     code = -32603
     default_message = "Internal error."
 
 
-class TaskNotFound(A2AError):
+class TaskNotFoundError(A2AError):
+    """No task of that id for this caller and agent (-32001)."""
+
     code = -32001
     default_message = "Task not found."
 
 
-class TaskNotCancelable(A2AError):
+class TaskNotCancelableError(A2AError):
+    """The task is in a terminal state (-32002)."""
+
     code = -32002
     default_message = "Task cannot be canceled."
 
 
-class PushNotificationNotSupported(A2AError):
+class PushNotificationNotSupportedError(A2AError):
+    """Push notifications are not offered (-32003)."""
+
     code = -32003
     default_message = (
         "Push notifications are not supported by this agent; poll tasks/get instead."
     )
 
 
-class UnsupportedOperation(A2AError):
+class UnsupportedOperationError(A2AError):
+    """An A2A operation this service does not offer (-32004): streaming."""
+
     code = -32004
     default_message = "This operation is not supported."
 
 
-class ContentTypeNotSupported(A2AError):
+class ContentTypeNotSupportedError(A2AError):
+    """The agent cannot take or give this content (-32005)."""
+
     code = -32005
     default_message = "The agent cannot take this kind of content."
 
 
-class AuthenticatedExtendedCardNotConfigured(A2AError):
+class ExtendedAgentCardNotConfiguredError(A2AError):
+    """No extended card for this agent or caller (-32007)."""
+
     code = -32007
     default_message = "This agent has no authenticated extended card."
 
@@ -91,7 +116,7 @@ class AuthenticatedExtendedCardNotConfigured(A2AError):
 # Refusals before the method runs: HTTP status other than 200, code -32600.
 
 
-class Unauthenticated(InvalidRequest):
+class UnauthenticatedError(InvalidRequestError):
     """No credentials, or wrong ones: HTTP 401 with a bare error object and
     a challenge naming what the service accepts."""
 
@@ -100,22 +125,38 @@ class Unauthenticated(InvalidRequest):
     default_message = "Authentication required: send an API key or HTTP Basic credentials."
 
 
-class Forbidden(InvalidRequest):
+class ForbiddenError(InvalidRequestError):
+    """Valid credentials that may not reach this agent: HTTP 403."""
+
     http_status = 403
     default_message = "These credentials may not talk to this agent."
 
 
-class AgentNotFound(InvalidRequest):
+class AgentNotFoundError(InvalidRequestError):
+    """No reachable agent of that name: HTTP 404."""
+
     http_status = 404
     default_message = "No agent of that name can be talked to here."
 
 
-class PayloadTooLarge(InvalidRequest):
+class PayloadTooLargeError(InvalidRequestError):
+    """The body is over the size limit: HTTP 413, unread."""
+
     http_status = 413
     default_message = "The request body is larger than this service accepts."
 
 
-class SchemaOutdated(InternalError):
+#: The one sentence of an unexpected failure: it names no internals (the log
+#: has them).
+SERVICE_FAILED = "Internal error: the service could not answer this request."
+
+
+def service_failed(http_status=None):
+    """The answer to an unexpected failure (the log has what happened)."""
+    return InternalError(SERVICE_FAILED, http_status=http_status)
+
+
+class SchemaOutdatedError(InternalError):
     """A2A_AUTO_MIGRATE=0 and the database is not at this package's schema."""
 
     http_status = 503
@@ -123,7 +164,7 @@ class SchemaOutdated(InternalError):
                        "`flask a2a db upgrade`.")
 
 
-class TooManyRequests(InvalidRequest):
+class TooManyRequestsError(InvalidRequestError):
     """Too many failed logins from one address or for one user: HTTP 429."""
 
     http_status = 429
@@ -134,33 +175,23 @@ class TooManyRequests(InvalidRequest):
         self.headers = {"Retry-After": str(retry_after)}
 
 
-class IncompleteBody(InvalidRequest):
+class IncompleteBodyError(InvalidRequestError):
     """The body ended before its ``Content-Length``: nothing is run."""
 
     http_status = 400
     default_message = "The request body is shorter than its Content-Length."
 
 
-# The storage could not be used: nothing was stored, and a retry may succeed.
-# ``data.retry`` is true in each.
+class ServiceUnavailableError(InternalError):
+    """The storage could not be used (busy, full, unreachable): nothing was
+    stored and the call may be retried (``data.retry`` is true). Made from the
+    storage's own ``StorageUnavailableError`` by ``protocol/errors.py``."""
 
-
-class StorageUnavailable(InternalError):
     default_message = ("The storage is unavailable: nothing was stored. The call "
                        "may be retried.")
 
 
-class StorageFull(StorageUnavailable):
-    default_message = ("The storage is full (no space left on the disk): nothing "
-                       "was stored. The call may be retried once space is freed.")
-
-
-class StorageBusy(StorageUnavailable):
-    default_message = ("The storage is busy (another writer holds it): nothing was "
-                       "stored. The call may be retried.")
-
-
-class VersionNotSupported(A2AError):
+class VersionNotSupportedError(A2AError):
     """The ``A2A-Version`` asked for is not one this service speaks."""
 
     code = -32009

@@ -1,18 +1,18 @@
-"""The Flask extension: agent registry, ``init_app``, the per-app Runtime."""
+"""The Flask extension: agent registry, ``init_app``, the per-app AppState."""
 
 import logging
 from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
 
-from .http import urls
-from .agents import Agent
+from . import urls
+from .agent import Agent
 from .auth.callers import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .host_app import (FirstRequest, check_not_mounted, exempt_from_csrf,
                       warn_about_settings)
-from .state import Runtime
+from .app_state import AppState
 from .storage import open_storage
 from .http.blueprint import make_blueprint
 
@@ -36,6 +36,22 @@ def _card_signer(settings):
                       settings.card_verify_keys)
 
 
+class HostHooks:
+    """The host app's functions that name a caller (docs: "Securing it");
+    each None until its decorator on ``A2A`` sets it."""
+
+    __slots__ = ("session_caller", "password_check", "token_caller")
+
+    def __init__(self) -> None:
+        #: ``func()``: the logged-in user of the request, or None.
+        self.session_caller: Optional[Callable[[], Union[str, Caller, None]]] = None
+        #: ``func(name, password)``: the user, or None when wrong.
+        self.password_check: Optional[
+            Callable[[str, str], Union[str, Caller, None]]] = None
+        #: ``func(token)``: the user of a bearer token, or None to refuse.
+        self.token_caller: Optional[Callable[[str], Union[str, Caller, None]]] = None
+
+
 class A2A:
     """Serve registered agents over A2A JSON-RPC from a Flask app.
 
@@ -45,11 +61,10 @@ class A2A:
 
     def __init__(self, app: Optional[Flask] = None) -> None:
         self.agents: Dict[str, Agent] = {}
-        #: Host hooks (see the README, "Securing it"); None when not set.
-        self.session_loader: Optional[Callable[[], Union[str, Caller, None]]] = None
-        self.password_checker: Optional[
-            Callable[[str, str], Union[str, Caller, None]]] = None
-        self.token_loader: Optional[Callable[[str], Union[str, Caller, None]]] = None
+        #: The host app's functions that name a caller, set by the decorators
+        #: of the same names (``session_caller``, ``password_check``,
+        #: ``token_caller``).
+        self.hooks = HostHooks()
         if app is not None:
             self.init_app(app)
 
@@ -68,20 +83,20 @@ class A2A:
                 # why) until the database can be opened, then serve, no restart.
                 if storage.failure(exc) is None:
                     raise
-        runtime = Runtime(self, settings, storage,
+        app_state = AppState(self, settings, storage,
                           app.config.get("SESSION_COOKIE_NAME", "session"))
-        runtime.schema_current = settings.auto_migrate
+        app_state.schema_current = settings.auto_migrate
         if settings.card_signing_key:
-            runtime.card_signer = _card_signer(settings)
-        app.extensions["a2a"] = runtime
+            app_state.card_signer = _card_signer(settings)
+        app.extensions["a2a"] = app_state
         if not settings.auto_migrate:
-            problem = runtime.schema_problem()
+            problem = app_state.schema_problem()
             if problem is not None:
                 log.warning("%s Calls are refused until then.", problem.message)
         blueprint = make_blueprint(settings)
         app.register_blueprint(blueprint)
         exempt_from_csrf(app, blueprint)
-        app.before_request(FirstRequest(app, runtime, blueprint))
+        app.before_request(FirstRequest(app, app_state, blueprint))
         app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "
@@ -106,7 +121,7 @@ class A2A:
         Called (in the request) when a request carries no key and no Basic
         credentials; return a user id (str) or a ``Caller``.
         """
-        self.session_loader = func
+        self.hooks.session_caller = func
         return func
 
     def password_check(self, func: HookFunc) -> HookFunc:
@@ -114,7 +129,7 @@ class A2A:
         against the host app's users instead of the built-in ones; return a
         user id (str) or a ``Caller`` when right, None when wrong.
         """
-        self.password_checker = func
+        self.hooks.password_check = func
         return func
 
     def token_caller(self, func):
@@ -123,5 +138,10 @@ class A2A:
         keys (a JWT, a token of Flask-Login's ``request_loader``); return a
         user id (str) or a ``Caller``, or None to refuse (401).
         """
-        self.token_loader = func
+        self.hooks.token_caller = func
         return func
+
+    # The names these hooks had before 0.2, kept working.
+    session_loader = property(lambda self: self.hooks.session_caller)
+    password_checker = property(lambda self: self.hooks.password_check)
+    token_loader = property(lambda self: self.hooks.token_caller)

@@ -58,12 +58,12 @@ def exempt_from_csrf(app, blueprint):
         csrf.exempt(blueprint)
 
 
-def check_default_agent(runtime):
-    name = runtime.settings.default_agent
-    if name and name not in runtime.extension.agents:
+def check_default_agent(app_state):
+    name = app_state.settings.default_agent
+    if name and name not in app_state.extension.agents:
         log.error("A2A_DEFAULT_AGENT=%r names no registered agent (registered: "
                   "%s): /a2a answers 404 until it is registered.", name,
-                  ", ".join(sorted(runtime.extension.agents)) or "none")
+                  ", ".join(sorted(app_state.extension.agents)) or "none")
 
 
 class FirstRequest:
@@ -71,8 +71,8 @@ class FirstRequest:
     request's other hooks run (CSRFProtect's among them, when the host set it
     up after ``init_app``)."""
 
-    def __init__(self, app, runtime, blueprint):
-        self.app, self.runtime, self.blueprint = app, runtime, blueprint
+    def __init__(self, app, app_state, blueprint):
+        self.app, self.app_state, self.blueprint = app, app_state, blueprint
         self.done = False
         self.lock = threading.Lock()
 
@@ -82,5 +82,5 @@ class FirstRequest:
         with self.lock:
             if not self.done:
                 exempt_from_csrf(self.app, self.blueprint)
-                check_default_agent(self.runtime)
+                check_default_agent(self.app_state)
                 self.done = True

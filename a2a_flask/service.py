@@ -7,27 +7,27 @@ JSON-RPC and no method names: a binding (``bindings/``) parses a protocol's
 params into these calls and renders what they return.
 
 Ownership: every call is keyed by (caller, agent); another caller's task is
-``TaskNotFound``. The stale-turn policy is the storage's (``get_task``).
+``NoSuchTaskError``. The stale-turn policy is the storage's (``get_task``).
 """
 
 import time
 from typing import Optional
 
 from . import errors
-from .agents import Turn, run_turn
-from .auth.callers import KEY_REFUSED, confirm
-from .protocol.cards import agent_card
-from .storage.base import QUEUED_TEXT, KeyNotLive, TaskPage, TaskRecord
-from .storage.common import new_id
+from .agent import Turn, run_turn
+from .auth.callers import KEY_REFUSED, confirm_remembered_key
+from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
+from .messages import agent_message, text_part
 
 
-class Request:
-    """Who calls which agent, through which runtime (``app.extensions["a2a"]``)."""
+class CallContext:
+    """One call as the service sees it: who calls (``caller``) which agent,
+    through which app's A2A state (``app.extensions["a2a"]``)."""
 
-    __slots__ = ("runtime", "agent", "caller", "at_root")
+    __slots__ = ("app_state", "agent", "caller", "at_root")
 
-    def __init__(self, runtime, agent, caller, at_root=False):
-        self.runtime = runtime
+    def __init__(self, app_state, agent, caller, at_root=False):
+        self.app_state = app_state
         self.agent = agent
         self.caller = caller
         #: Reached as the default agent at /a2a rather than under the prefix.
@@ -35,11 +35,11 @@ class Request:
 
     @property
     def storage(self):
-        return self.runtime.storage
+        return self.app_state.storage
 
     def history_length(self, asked):
         """``asked``, else A2A_HISTORY_LENGTH_DEFAULT (None: all)."""
-        return self.runtime.settings.history_length_default if asked is None else asked
+        return self.app_state.settings.history_length_default if asked is None else asked
 
 
 def clamp_history(history, limit):
@@ -49,7 +49,7 @@ def clamp_history(history, limit):
     return history[len(history) - limit:] if limit else []
 
 
-def send(req: Request, message: dict, accepted_output_modes=None,
+def send(context: CallContext, message: dict, accepted_output_modes=None,
          metadata: Optional[dict] = None,
          history_length: Optional[int] = None,
          return_immediately: bool = False) -> TaskRecord:
@@ -62,28 +62,28 @@ def send(req: Request, message: dict, accepted_output_modes=None,
     ``returnImmediately``) the task comes back at once, ``working``; else
     after the turn ended or A2A_BLOCKING_WAIT_SECONDS, whichever comes first.
     Any other agent runs inside the call, ``return_immediately`` or not."""
-    req.agent.check_accepts(message, accepted_output_modes)
-    owner, agent_name = req.caller.id, req.agent.name
-    storage = req.storage
-    if req.agent.background:
-        confirm(req.runtime, req.caller)
-        return _send_to_queue(req, message, metadata,
-                              req.history_length(history_length),
+    context.agent.check_accepts(message, accepted_output_modes)
+    owner, agent_name = context.caller.id, context.agent.name
+    storage = context.storage
+    if context.agent.background:
+        confirm_remembered_key(context.app_state, context.caller)
+        return _send_to_queue(context, message, metadata,
+                              context.history_length(history_length),
                               return_immediately)
     # A key taken on trust (auth.authenticate) is checked by the start itself.
-    live_key = req.caller.unconfirmed_key
+    remembered_key = context.caller.remembered_key
     try:
         start = storage.start_turn(
             owner, agent_name, message, context_id=message.get("contextId"),
-            task_id=message.get("taskId"), metadata=metadata, live_key=live_key)
-    except KeyNotLive:
-        raise errors.Unauthenticated(KEY_REFUSED) from None
-    history_length = req.history_length(history_length)
+            task_id=message.get("taskId"), metadata=metadata, remembered_key=remembered_key)
+    except RememberedKeyRevokedError:
+        raise errors.UnauthenticatedError(KEY_REFUSED) from None
+    history_length = context.history_length(history_length)
     if start.replayed:
         return storage.get_task(start.task_id, owner, agent_name, history_length,
-                                live_key=live_key)
-    req.caller.unconfirmed_key = None  # live when the turn was stored
-    outcome = run_turn(Turn(storage, req.agent, req.caller, start.task_id,
+                                remembered_key=remembered_key)
+    context.caller.remembered_key = None  # live when the turn was stored
+    outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
                             metadata))
     if outcome is None or not start.created:
@@ -103,17 +103,16 @@ def send(req: Request, message: dict, accepted_output_modes=None,
 POLL_FIRST, POLL_MOST = 0.02, 0.2
 
 
-def _send_to_queue(req, message, metadata, history_length, return_immediately):
-    owner, agent_name, storage = req.caller.id, req.agent.name, req.storage
-    queued = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
-              "parts": [{"kind": "text", "text": QUEUED_TEXT}]}
+def _send_to_queue(context, message, metadata, history_length, return_immediately):
+    owner, agent_name, storage = context.caller.id, context.agent.name, context.storage
+    queued = agent_message([text_part(QUEUED_TEXT)])
     start = storage.enqueue_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
-        retry=req.agent.retry, status_message=queued)
+        retry=context.agent.retry, status_message=queued)
     if not start.replayed and not return_immediately:
         wait_while_working(storage, start.task_id,
-                           req.runtime.settings.blocking_wait_seconds)
+                           context.app_state.settings.blocking_wait_seconds)
     return storage.get_task(start.task_id, owner, agent_name, history_length)
 
 
@@ -130,46 +129,45 @@ def wait_while_working(storage, task_id, seconds):
     return state
 
 
-def get(req: Request, task_id: str,
+def get(context: CallContext, task_id: str,
         history_length: Optional[int] = None) -> TaskRecord:
     # A key taken on trust (auth.authenticate) is checked by the read itself.
-    return req.storage.get_task(task_id, req.caller.id, req.agent.name,
-                                req.history_length(history_length),
-                                live_key=req.caller.unconfirmed_key)
+    return context.storage.get_task(task_id, context.caller.id, context.agent.name,
+                                context.history_length(history_length),
+                                remembered_key=context.caller.remembered_key)
 
 
-def cancel(req: Request, task_id: str) -> TaskRecord:
-    req.storage.cancel_task(task_id, req.caller.id, req.agent.name)
-    return req.storage.get_task(task_id, req.caller.id, req.agent.name)
+def cancel(context: CallContext, task_id: str) -> TaskRecord:
+    context.storage.cancel_task(task_id, context.caller.id, context.agent.name)
+    return context.storage.get_task(task_id, context.caller.id, context.agent.name)
 
 
-def list_tasks(req: Request, context_id=None, state=None, updated_after=None,
+def list_tasks(context: CallContext, context_id=None, state=None, updated_after=None,
                limit=50, cursor=None, history_length=0,
                include_artifacts=False) -> TaskPage:
     """The caller's tasks of this agent only, newest first, one page."""
-    return req.storage.list_tasks(
-        owner=req.caller.id, agent=req.agent.name, context_id=context_id,
+    return context.storage.list_tasks(
+        owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,
         history_length=history_length, include_artifacts=include_artifacts)
 
 
-def count_tasks(req: Request, context_id=None, state=None,
+def count_tasks(context: CallContext, context_id=None, state=None,
                 updated_after=None) -> int:
     """How many tasks ``list_tasks`` would page through with these filters."""
-    return req.storage.count_tasks(
-        owner=req.caller.id, agent=req.agent.name, context_id=context_id,
+    return context.storage.count_tasks(
+        owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after)
 
 
-def extended_card(req: Request, form: str = "0.3") -> dict:
-    """The agent's extended card, in the card form of protocol ``form``."""
-    if not req.agent.has_extended_card:
-        raise errors.AuthenticatedExtendedCardNotConfigured(
+def check_extended_card(context: CallContext) -> None:
+    """``AuthenticatedExtendedCardNotConfigured`` unless this caller may read
+    the agent's extended card (the binding then renders it)."""
+    if not context.agent.has_extended_card:
+        raise errors.ExtendedAgentCardNotConfiguredError(
             "Agent %s has no authenticated extended card; its public card is "
-            "all there is." % req.agent.name)
-    if not req.caller.authenticated:
-        raise errors.AuthenticatedExtendedCardNotConfigured(
+            "all there is." % context.agent.name)
+    if not context.caller.authenticated:
+        raise errors.ExtendedAgentCardNotConfiguredError(
             "The extended card of agent %s is shown only to authenticated "
-            "callers, and authentication is off here." % req.agent.name)
-    return agent_card(req.runtime, req.agent, req.at_root, extended=True,
-                      form=form)
+            "callers, and authentication is off here." % context.agent.name)

@@ -15,19 +15,19 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 
-def _runtime(app: Flask):
-    runtime = app.extensions.get("a2a")
-    if runtime is None:
+def _app_state(app: Flask):
+    app_state = app.extensions.get("a2a")
+    if app_state is None:
         raise RuntimeError("a2a_flask is not set up on app %r: call "
                            "A2A(app) or init_app(app) first." % app.name)
-    return runtime
+    return app_state
 
 
 def make_key(app: Flask, label: Optional[str] = "test",
              agents: Optional[Iterable[str]] = None) -> str:
     """A new API key of ``app``'s service (for ``agents``; None: every
     agent), as ``flask a2a keys create`` makes one; returns the secret."""
-    return _runtime(app).credentials.create_key(agents, label)[1]
+    return _app_state(app).credentials.create_key(agents, label)[1]
 
 
 class A2AClientError(Exception):
@@ -68,7 +68,7 @@ class A2AClient:
         agent = agent or self.agent
         if agent is None:
             return "/a2a"
-        settings = _runtime(self.client.application).settings
+        settings = _app_state(self.client.application).settings
         return "%s/agents/%s/a2a" % (settings.url_prefix, agent)
 
     def call(self, method: str, params: Any, agent: Optional[str] = None) -> Any:

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 
-from .agents import Turn, run_turn
+from .agent import Turn, run_turn
 from .auth.callers import Caller
 
 log = logging.getLogger("a2a_flask")
@@ -29,10 +29,10 @@ IDLE_SLEEP = (0.05, 0.5)
 FINISH_ATTEMPTS = 5
 
 
-def background_agents(runtime, names=None):
+def background_agents(app_state, names=None):
     """The names of the background agents this worker runs: all registered
     (and reachable) ones, or ``names``; ValueError for a name that is not."""
-    runnable = {agent.name for agent in runtime.reachable_agents()
+    runnable = {agent.name for agent in app_state.reachable_agents()
                 if agent.background}
     if names is None:
         return sorted(runnable)
@@ -44,35 +44,27 @@ def background_agents(runtime, names=None):
 
 
 class BackgroundTurn(Turn):
-    """A claimed turn: its outcome is stored only while this worker holds it."""
+    """A claimed turn: ``attempt`` tells a retried turn from a first run."""
 
-    def __init__(self, storage, agent, claimed, worker_id):
+    def __init__(self, storage, agent, claimed):
         super().__init__(storage, agent, Caller(claimed.owner, "caller", claimed.owner),
                          claimed.task_id, claimed.context_id, claimed.message,
                          claimed.message_seq, claimed.metadata)
         #: 1 on the first run; more when a dead worker's turn is retried.
         self.attempt = claimed.attempts
-        self._worker_id = worker_id
-
-    def _finish(self, state, message, artifacts=()):
-        for attempt in range(1, FINISH_ATTEMPTS + 1):
-            try:
-                return self._store.finish_queued_turn(
-                    self.task_id, self._worker_id, self.caller.id, self.agent.name,
-                    state, message, artifacts)
-            except Exception as exc:
-                if self._store.failure(exc) is None or attempt == FINISH_ATTEMPTS:
-                    raise
-                time.sleep(0.2 * attempt)
 
 
 class Worker:
-    def __init__(self, runtime, threads=1, agents=None, grace=30.0):
-        settings = runtime.settings
-        self.runtime = runtime
-        self.storage = runtime.storage
+    """Runs the turns of background agents: claims queued turns for its free
+    threads, renews their leases, expires dead workers' leases, and stores
+    each outcome only while it holds the turn (``run`` until ``stop``)."""
+
+    def __init__(self, app_state, threads=1, agents=None, grace=30.0):
+        settings = app_state.settings
+        self.app_state = app_state
+        self.storage = app_state.storage
         self.threads = max(1, int(threads))
-        self.agents = background_agents(runtime, agents)
+        self.agents = background_agents(app_state, agents)
         self.grace = grace
         self.lease_seconds = settings.worker_lease_seconds
         self.max_attempts = settings.worker_max_attempts
@@ -92,6 +84,20 @@ class Worker:
     def running(self):
         with self._lock:
             return list(self._running)
+
+    def _store_outcome(self, turn, state, message, artifacts=()):
+        """The engine's ``store`` for a claimed turn: stored only while this
+        worker holds it; a refusal of the storage (busy, full) is tried
+        again a few times before the lease decides."""
+        for attempt in range(1, FINISH_ATTEMPTS + 1):
+            try:
+                return self.storage.finish_queued_turn(
+                    turn.task_id, self.id, turn.caller.id, turn.agent.name,
+                    state, message, artifacts)
+            except Exception as exc:
+                if self.storage.failure(exc) is None or attempt == FINISH_ATTEMPTS:
+                    raise
+                time.sleep(0.2 * attempt)
 
     def run(self):
         log.info("worker %s: running agents %s in %d thread(s), lease %d s",
@@ -151,8 +157,9 @@ class Worker:
     def _run(self, claimed):
         started = time.monotonic()
         try:
-            agent = self.runtime.extension.agents[claimed.agent]
-            outcome = run_turn(BackgroundTurn(self.storage, agent, claimed, self.id))
+            agent = self.app_state.extension.agents[claimed.agent]
+            outcome = run_turn(BackgroundTurn(self.storage, agent, claimed),
+                               store=self._store_outcome)
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,
                      claimed.task_id, outcome[0] if outcome else
                      "discarded (canceled, or the lease was lost)",

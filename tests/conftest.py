@@ -1,6 +1,6 @@
 """Shared fixtures: an app per test, a JSON-RPC client that checks every
 answer against the official A2A 0.3.0 JSON schema (tests/helpers.py), real
-gunicorn servers (tests/servers.py), PostgreSQL (tests/pgfixtures.py)."""
+gunicorn servers (tests/serving.py), PostgreSQL (tests/pgfixtures.py)."""
 
 import pytest
 from flask import Flask
@@ -40,7 +40,7 @@ def rpc(app):
     return Rpc(app.test_client())
 
 
-# -- real gunicorn processes (tests/servers.py, tests/test_server_*.py) --------
+# -- real gunicorn processes (tests/serving.py, tests/servers/) ---------------
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def start_server(tmp_path):
     """``start_server(app="server_app:app", workers=1, env=None, headers=None,
     database=None, auth=None) -> GunicornServer``, started and answering;
     every server it started is stopped (its process group killed) at teardown."""
-    from servers import GunicornServer
+    from serving import GunicornServer
 
     servers = []
 
@@ -65,7 +65,7 @@ def start_server(tmp_path):
 
 
 def _module_server(tmp_path_factory, app, workers):
-    from servers import GunicornServer
+    from serving import GunicornServer
 
     server = GunicornServer(tmp_path_factory.mktemp("server"), app=app,
                             workers=workers)

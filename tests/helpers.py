@@ -2,6 +2,7 @@
 schema check of every answer, messages, a JSON-RPC client over Flask's test
 client, the scripted agent, and small readers."""
 
+import base64
 import itertools
 import json
 import os
@@ -203,3 +204,31 @@ def metric_sample(text, name, **labels):
 def metric_growth(before, after, name, **labels):
     """How much one sample grew between two Prometheus texts."""
     return metric_sample(after, name, **labels) - metric_sample(before, name, **labels)
+
+
+def bearer(key):
+    """The header of ``key`` sent as a bearer token."""
+    return {"Authorization": "Bearer " + key}
+
+
+def basic(name, password):
+    """The header of HTTP Basic credentials."""
+    pair = ("%s:%s" % (name, password)).encode()
+    return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+
+
+def write_key(path, key, public=False):
+    """Write the PEM of ``key`` (a ``cryptography`` private key; ``public``:
+    its public key) to ``path``; return the path as a string."""
+    from cryptography.hazmat.primitives import serialization
+
+    if public:
+        data = key.public_key().public_bytes(
+            serialization.Encoding.PEM,
+            serialization.PublicFormat.SubjectPublicKeyInfo)
+    else:
+        data = key.private_bytes(serialization.Encoding.PEM,
+                                 serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+    path.write_bytes(data)
+    return str(path)

@@ -13,7 +13,6 @@ from typing import AbstractSet, Optional
 
 from .. import errors
 from .credentials import KEY_PREFIX
-from .throttle import LoginThrottle
 
 #: The refusal of a key that is unknown or revoked (auth, service).
 KEY_REFUSED = "The API key is not valid: unknown or revoked."
@@ -26,7 +25,7 @@ class Caller:
     ``scope`` is None for every agent, else the set of agent names allowed.
     """
 
-    __slots__ = ("id", "kind", "name", "scope", "authenticated", "unconfirmed_key")
+    __slots__ = ("id", "kind", "name", "scope", "authenticated", "remembered_key")
 
     def __init__(self, id: str, kind: str, name: str,
                  scope: Optional[AbstractSet[str]] = None,
@@ -38,9 +37,12 @@ class Caller:
         self.authenticated = authenticated
         #: The hash of an API key remembered live by this process but not
         #: looked up for this call: ``confirm``, or the call's first storage
-        #: statement (``live_key`` of ``Storage.start_turn``/``get_task``),
+        #: statement (``remembered_key`` of ``Storage.start_turn``/``get_task``),
         #: checks it. None otherwise.
-        self.unconfirmed_key: Optional[str] = None
+        self.remembered_key: Optional[str] = None
+
+    #: The name ``remembered_key`` had before 0.2.
+    unconfirmed_key = property(lambda self: self.remembered_key)
 
     def may_reach(self, agent_name: str) -> bool:
         return self.scope is None or agent_name in self.scope
@@ -70,57 +72,57 @@ def _basic(header):
     return (name, password) if sep else None
 
 
-def _key_caller(key, unconfirmed=None):
+def _key_caller(key, remembered=None):
     caller = Caller("key:" + key.id, "key", key.label or key.id, scope=key.scope)
-    caller.unconfirmed_key = unconfirmed
+    caller.remembered_key = remembered
     return caller
 
 
-def authenticate(runtime, request, deferred_key_check=False):
+def authenticate(app_state, request, use_remembered_key=False):
     """The caller of ``request``, or ``Unauthenticated`` (HTTP 401).
 
-    ``deferred_key_check``: an API key this process found live lately is
-    taken without a lookup; the caller's ``unconfirmed_key`` is then set and
+    ``use_remembered_key``: an API key this process found live lately is
+    taken without a lookup; the caller's ``remembered_key`` is then set and
     must be checked before anything is answered (``confirm``, or the
-    storage statement of the call given it as ``live_key``): a lookup saved
+    storage statement of the call given it as ``remembered_key``): a lookup saved
     on each ``message/send`` and ``tasks/get``, one round trip on
     PostgreSQL."""
-    if runtime.settings.auth_off:
+    if app_state.settings.auth_off:
         return ANONYMOUS
     authorization = request.headers.get("Authorization", "")
     scheme, _, credentials = authorization.partition(" ")
     scheme, credentials = scheme.lower(), credentials.strip()
-    key = request.headers.get(runtime.settings.api_key_header)
+    key = request.headers.get(app_state.settings.api_key_header)
     if scheme == "bearer":
         key = credentials
     if key:
-        if deferred_key_check:
-            remembered = runtime.credentials.remembered_key(key)
+        if use_remembered_key:
+            remembered = app_state.credentials.remembered_key(key)
             if remembered is not None:
                 return _key_caller(*remembered)
-        found = runtime.credentials.find_key(key)
+        found = app_state.credentials.find_key(key)
         if found is not None:
             return _key_caller(found)
-        if scheme == "bearer" and _takes_host_token(runtime, key):
-            caller = _host_caller(runtime.extension.token_loader(key), "token")
+        if scheme == "bearer" and _takes_host_token(app_state, key):
+            caller = _host_caller(app_state.extension.hooks.token_caller(key), "token")
             if caller is None:
-                raise errors.Unauthenticated(
+                raise errors.UnauthenticatedError(
                     "The bearer token is not valid: neither an API key nor "
                     "a token of this application.")
             return caller
-        raise errors.Unauthenticated(KEY_REFUSED)
+        raise errors.UnauthenticatedError(KEY_REFUSED)
     if scheme == "basic":
         pair = _basic(credentials)
         if pair is None:
-            raise errors.Unauthenticated("The HTTP Basic credentials are malformed.")
-        caller = _check_password(runtime, request, *pair)
+            raise errors.UnauthenticatedError("The HTTP Basic credentials are malformed.")
+        caller = _check_password(app_state, request, *pair)
         if caller is None:
-            raise errors.Unauthenticated("Wrong username or password.")
+            raise errors.UnauthenticatedError("Wrong username or password.")
         return caller
     if authorization:
-        raise errors.Unauthenticated(
+        raise errors.UnauthenticatedError(
             "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
-    loader = runtime.extension.session_loader
+    loader = app_state.extension.hooks.session_caller
     # A session rides on a cookie the browser sends by itself: only a JSON body
     # (which a cross-site form cannot send without a CORS preflight) may use it.
     if loader is not None and (request.method == "GET"
@@ -128,49 +130,40 @@ def authenticate(runtime, request, deferred_key_check=False):
         caller = _host_caller(loader(), "session")
         if caller is not None:
             return caller
-    raise errors.Unauthenticated(
+    raise errors.UnauthenticatedError(
         "Authentication required: send an API key (Authorization: Bearer, or "
-        "the %s header) or HTTP Basic credentials." % runtime.settings.api_key_header)
+        "the %s header) or HTTP Basic credentials." % app_state.settings.api_key_header)
 
 
-def _login_throttle(runtime):
-    """This app's count of failed Basic logins in this process (throttle.py)."""
-    throttle = getattr(runtime, "login_throttle", None)
-    if throttle is None:
-        throttle = runtime.login_throttle = LoginThrottle(
-            runtime.settings.login_failures_per_minute)
-    return throttle
-
-
-def basic_in_use(runtime):
+def basic_in_use(app_state):
     """HTTP Basic is offered: the host's password hook is set, or users exist."""
-    return (runtime.extension.password_checker is not None
-            or runtime.credentials.has_users())
+    return (app_state.extension.hooks.password_check is not None
+            or app_state.credentials.has_users())
 
 
-def _check_password(runtime, request, name, password):
+def _check_password(app_state, request, name, password):
     """The caller for these Basic credentials, or None.
 
     No password is hashed unless Basic is in use, nor once this user or this
     address failed too often lately (429); a built-in user's password already
     verified in this process is accepted without either.
     """
-    if not basic_in_use(runtime):
-        raise errors.Unauthenticated(
+    if not basic_in_use(app_state):
+        raise errors.UnauthenticatedError(
             "HTTP Basic is not accepted here (no users are set up): send an "
             "API key.")
     keys = ("user:" + name, "address:%s" % request.remote_addr)
 
-    throttle = _login_throttle(runtime)
+    throttle = app_state.login_throttle
 
     def before_slow_check():
         throttle.check(*keys)
 
-    checker = runtime.extension.password_checker
+    checker = app_state.extension.hooks.password_check
     if checker is not None:
         before_slow_check()
         caller = _host_caller(checker(name, password), "user")
-    elif runtime.credentials.check_user(name, password, before_slow_check):
+    elif app_state.credentials.check_user(name, password, before_slow_check):
         caller = Caller("user:" + name, "user", name)
     else:
         caller = None
@@ -179,52 +172,52 @@ def _check_password(runtime, request, name, password):
     return caller
 
 
-def _takes_host_token(runtime, token):
+def _takes_host_token(app_state, token):
     """Whether the host's token hook judges this bearer token (none of our
     live keys). A token shaped like ours (``a2a_...``) is only ever one of our
     keys, never handed to the host: a revoked key is a secret all the same."""
-    return (runtime.extension.token_loader is not None
+    return (app_state.extension.hooks.token_caller is not None
             and not token.startswith(KEY_PREFIX))
 
 
-def confirm(runtime, caller):
+def confirm_remembered_key(app_state, caller):
     """Check now a key taken on trust by ``authenticate`` (a no-op for any
     other caller): ``Unauthenticated`` when it was revoked meanwhile."""
-    if caller is None or caller.unconfirmed_key is None:
+    if caller is None or caller.remembered_key is None:
         return
-    if not runtime.credentials.key_is_live(caller.unconfirmed_key):
-        raise errors.Unauthenticated(KEY_REFUSED)
-    caller.unconfirmed_key = None
+    if not app_state.credentials.key_is_live(caller.remembered_key):
+        raise errors.UnauthenticatedError(KEY_REFUSED)
+    caller.remembered_key = None
 
 
 def authorize(caller, agent):
     if not caller.may_reach(agent.name):
-        raise errors.Forbidden(
+        raise errors.ForbiddenError(
             "These credentials may not talk to agent %s." % agent.name,
             data={"agent": agent.name})
 
 
-def security_requirements(runtime):
+def security_requirements(app_state):
     """(securitySchemes, security) for the cards: what this service accepts."""
-    if runtime.settings.auth_off:
+    if app_state.settings.auth_off:
         return {}, []
     schemes = {
         "apiKey": {"type": "apiKey", "in": "header",
-                   "name": runtime.settings.api_key_header,
+                   "name": app_state.settings.api_key_header,
                    "description": "An API key made with `flask a2a keys create`."},
         "bearer": {"type": "http", "scheme": "bearer",
                    "description": "The same API key, as a bearer token."},
     }
-    if basic_in_use(runtime):
+    if basic_in_use(app_state):
         schemes["basic"] = {"type": "http", "scheme": "basic",
                             "description": "A username and password."}
-    if runtime.extension.token_loader is not None:
+    if app_state.extension.hooks.token_caller is not None:
         schemes["hostToken"] = {"type": "http", "scheme": "bearer",
                                 "description": "A bearer token of the host "
                                                "application."}
-    if runtime.extension.session_loader is not None:
+    if app_state.extension.hooks.session_caller is not None:
         schemes["session"] = {"type": "apiKey", "in": "cookie",
-                              "name": runtime.session_cookie_name,
+                              "name": app_state.session_cookie_name,
                               "description": "A logged-in session of the host "
                                              "application (JSON bodies only)."}
     return schemes, [{name: []} for name in schemes]

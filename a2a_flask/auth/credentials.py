@@ -1,4 +1,4 @@
-"""API keys and built-in users, stored in the service's SQLite file.
+"""API keys and built-in users, kept by the storage (SQLite or PostgreSQL).
 
 Secrets never reach the database in clear: a key is stored as its SHA-256
 (a 256-bit random key needs no slow hash) and found by it, so a wrong key
@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from ..storage.base import KeyNotFound, KeyRow, UserExists, UserNotFound
+from ..storage.base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 from ..storage.common import now_iso
 
 KEY_PREFIX = "a2a_"
@@ -114,7 +114,7 @@ class Credentials:
     def revoke_key(self, key_id):
         try:
             self.storage.revoke_key(key_id)
-        except KeyNotFound:
+        except KeyNotFoundError:
             raise CredentialError("no API key with id %r (see: a2a keys list)"
                                   % key_id) from None
 
@@ -140,7 +140,7 @@ class Credentials:
         """(ApiKey, its hash) of a key ``find_key`` found live in this process
         less than a minute ago (its use then recorded), else None. Not proof
         that it is live *now*: whoever takes it checks that in the storage
-        statement of the call (``live_key`` of ``Storage.get_task`` and
+        statement of the call (``remembered_key`` of ``Storage.get_task`` and
         ``start_turn``) or with ``key_is_live``, so a revoked key is refused
         at once all the same."""
         key_hash = hash_key(secret)
@@ -167,7 +167,7 @@ class Credentials:
             raise CredentialError("the password must not be empty")
         try:
             self.storage.insert_user(name, generate_password_hash(password))
-        except UserExists:
+        except UserExistsError:
             raise CredentialError("a user named %r already exists" % name) from None
 
     def users(self):
@@ -180,7 +180,7 @@ class Credentials:
     def delete_user(self, name):
         try:
             self.storage.delete_user(name)
-        except UserNotFound:
+        except UserNotFoundError:
             raise CredentialError("no user named %r" % name) from None
 
     def check_user(self, name, password, before_slow_check=None):

@@ -19,6 +19,8 @@ MAX_KEYS = 10000
 
 
 class LoginThrottle:
+    """Failed HTTP Basic logins per address and per name in the last minute."""
+
     def __init__(self, limit=LIMIT, window=WINDOW, clock=time.monotonic):
         self.limit = limit
         self.window = window
@@ -38,7 +40,7 @@ class LoginThrottle:
                     times.popleft()
                 if len(times) >= self.limit:
                     wait = max(1, int(self.window - (now - times[0])) + 1)
-                    raise errors.TooManyRequests(
+                    raise errors.TooManyRequestsError(
                         "Too many failed logins for this user or from this "
                         "address: try again in %d s." % wait, retry_after=wait)
 

@@ -10,13 +10,13 @@ from flask import current_app
 from ..auth.credentials import CredentialError
 
 
-def runtime():
+def app_state():
     """The A2A state of the current app (``app.extensions["a2a"]``)."""
     return current_app.extensions["a2a"]
 
 
 def app_storage():
-    return runtime().storage
+    return app_state().storage
 
 
 @contextmanager

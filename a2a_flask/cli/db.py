@@ -10,7 +10,7 @@ import click
 from flask.cli import AppGroup
 
 from ..storage import open_storage
-from .common import app_storage, runtime, unreadable
+from .common import app_storage, app_state, unreadable
 
 db_cli = AppGroup("db", help="Check, back up and upgrade the database.")
 
@@ -66,7 +66,7 @@ def db_upgrade():
         if not unreadable(storage, exc):
             raise
         raise click.ClickException(str(exc)) from None
-    runtime().schema_current = True
+    app_state().schema_current = True
     if before == after:
         click.echo("Schema version %d: up to date." % after)
     else:
@@ -85,7 +85,7 @@ def db_copy(target, batch_size):
     only read; stop the service first, or tasks changed meanwhile are not
     copied. Then point A2A_DATABASE at the copy."""
     source = app_storage()
-    settings = copy.copy(runtime().settings)
+    settings = copy.copy(app_state().settings)
     settings.database = target
     destination = open_storage(settings)
     tasks = 0

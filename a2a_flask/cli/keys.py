@@ -3,7 +3,7 @@
 import click
 from flask.cli import AppGroup
 
-from .common import as_click_error, runtime
+from .common import app_state, as_click_error, table
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 
@@ -16,7 +16,7 @@ def _scope(agents):
     if not names:
         raise click.ClickException("--agents needs '*' or agent names, "
                                    "comma-separated")
-    known = runtime().extension.agents
+    known = app_state().extension.agents
     unknown = sorted(names - set(known))
     if unknown:
         raise click.ClickException("unknown agent %s; registered agents: %s" % (
@@ -31,7 +31,7 @@ def _scope(agents):
 @click.option("--quiet", is_flag=True, help="Print only the key.")
 def keys_create(agents, label, quiet):
     """Create an API key; it is printed once and never stored in clear."""
-    key, secret = runtime().credentials.create_key(_scope(agents), label)
+    key, secret = app_state().credentials.create_key(_scope(agents), label)
     if quiet:
         click.echo(secret)
         return
@@ -45,16 +45,14 @@ def keys_create(agents, label, quiet):
 @keys_cli.command("list")
 def keys_list():
     """List API keys (never the keys themselves)."""
-    keys = runtime().credentials.keys()
+    keys = app_state().credentials.keys()
     if not keys:
         click.echo("No API keys. Create one with: flask a2a keys create")
         return
     rows = [("ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED")]
     rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text, k.created_at,
               k.last_used_at or "never", k.revoked_at or "-") for k in keys]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    table(rows)
 
 
 @keys_cli.command("revoke")
@@ -62,5 +60,5 @@ def keys_list():
 def keys_revoke(key_id):
     """Revoke a key: every worker refuses it from the next request on."""
     with as_click_error():
-        runtime().credentials.revoke_key(key_id)
+        app_state().credentials.revoke_key(key_id)
     click.echo("Revoked API key %s." % key_id)

@@ -5,7 +5,7 @@ import sys
 import click
 from flask.cli import AppGroup
 
-from .common import as_click_error, runtime
+from .common import as_click_error, app_state
 
 users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 
@@ -22,14 +22,14 @@ def users_create(name, password_stdin):
         password = click.prompt("Password", hide_input=True,
                                 confirmation_prompt=True)
     with as_click_error():
-        runtime().credentials.create_user(name, password)
+        app_state().credentials.create_user(name, password)
     click.echo("Created user %s." % name)
 
 
 @users_cli.command("list")
 def users_list():
     """List the built-in users."""
-    users = runtime().credentials.users()
+    users = app_state().credentials.users()
     if not users:
         click.echo("No users. Create one with: flask a2a users create NAME")
     for name, created in users:
@@ -41,5 +41,5 @@ def users_list():
 def users_delete(name):
     """Delete a built-in user."""
     with as_click_error():
-        runtime().credentials.delete_user(name)
+        app_state().credentials.delete_user(name)
     click.echo("Deleted user %s." % name)

@@ -3,7 +3,7 @@
 import click
 from flask.cli import with_appcontext
 
-from .common import runtime
+from .common import app_state
 
 
 @click.command("worker")
@@ -27,14 +27,14 @@ def worker(threads, agents, grace):
     if agents is not None:
         names = [name.strip() for name in agents.split(",") if name.strip()]
     try:
-        runner = Worker(runtime(), threads, names, grace)
+        runner = Worker(app_state(), threads, names, grace)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if not runner.agents:
         raise click.ClickException(
             "no background agent is registered: register one with "
             "@a2a.agent(..., background=True)")
-    _log_to_stderr(runtime().settings.log_format)
+    _log_to_stderr(app_state().settings.log_format)
     signal.signal(signal.SIGTERM, runner.stop)
     signal.signal(signal.SIGINT, runner.stop)
     runner.run()

@@ -1,10 +1,11 @@
-"""One record per JSON-RPC call, on the logger ``a2a_flask.access``.
+"""One record per call to an agent (JSON-RPC or HTTP+JSON), on the logger
+``a2a_flask.access``.
 
 The record names the agent, the method, the task and context, the caller's id
 (an API key's id or a user name: never a key or a password), the outcome (the
 task's state, or the JSON-RPC error code), the duration in milliseconds and
 the protocol version of the call (0.3 or 1.0).
-``views._rpc`` notes what it read (``note``); ``logged_call`` wraps it and
+``http/pipeline.py`` notes what it read (``note``); ``logged_call`` wraps it and
 reads the outcome from the answer it made.
 """
 

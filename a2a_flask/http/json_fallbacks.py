@@ -52,9 +52,7 @@ def _allowed_methods(own_endpoint):
 
 def _unexpected(exc):
     log.exception("internal error answering %s %s", request.method, request.path)
-    return error_response(errors.InternalError(
-        "Internal error: the service could not answer this request.",
-        http_status=500), bare=True)
+    return error_response(errors.service_failed(http_status=500), bare=True)
 
 
 def add_fallbacks(bp, paths, rest=None, rest_error=None):

@@ -6,8 +6,8 @@ Needs the ``metrics`` extra (``prometheus_client``). Under gunicorn, set
 every worker writes its counts there and a scrape adds them up, whichever
 worker answers it.
 
-- ``a2a_calls_total{method, code}``: JSON-RPC calls answered; code ``ok`` for
-  a result, else the JSON-RPC error code.
+- ``a2a_calls_total{method, code}``: calls answered (JSON-RPC and HTTP+JSON);
+  code ``ok`` for a result, else the A2A error code.
 - ``a2a_turn_seconds{agent}``: duration of message/send and SendMessage
   calls (a turn).
 - ``a2a_tasks{state}``: tasks stored, by state (counted at each scrape).
@@ -70,6 +70,8 @@ class _Own:
 
 
 class Metrics:
+    """The Prometheus metrics of one app (A2A_METRICS)."""
+
     def __init__(self, storage):
         self.storage = storage
 

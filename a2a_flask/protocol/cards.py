@@ -6,7 +6,7 @@ from flask import current_app, request
 from werkzeug.exceptions import SecurityError
 from werkzeug.sansio.utils import host_is_trusted
 
-from ..http import urls
+from .. import urls
 from ..auth.callers import security_requirements
 
 log = logging.getLogger("a2a_flask")
@@ -30,7 +30,7 @@ def base_url(settings):
     trusted = app.config.get("TRUSTED_HOSTS")
     if trusted and not host_is_trusted(request.host, trusted):
         raise SecurityError("Host %r is not in TRUSTED_HOSTS." % request.host)
-    if not getattr(settings, "host_warned", False):
+    if not settings.host_warned:
         settings.host_warned = True
         if not app.debug:
             log.warning(
@@ -57,22 +57,22 @@ V10_MEMBERS = frozenset((
     "skills", "iconUrl"))
 
 
-def card_v10(runtime, agent, at_root=False, extended=False):
+def card_v10(app_state, agent, at_root=False, extended=False):
     """The AgentCard of ``agent`` in pure A2A 1.0 form (unsigned);
     ``at_root``: as the default agent at /a2a."""
-    url = agent_url(runtime.settings, agent.name, at_root)
-    schemes, security = security_requirements(runtime)
+    url = agent_url(app_state.settings, agent.name, at_root)
+    schemes, security = security_requirements(app_state)
     description = agent.description
-    if runtime.settings.auth_off:
+    if app_state.settings.auth_off:
         description += " (Authentication is off on this service.)"
     card = {
         "name": agent.name,
         "description": description,
         "supportedInterfaces": supported_interfaces(
-            runtime.settings, agent.name, at_root, url),
+            app_state.settings, agent.name, at_root, url),
         "version": agent.version,
         "capabilities": {"streaming": False, "pushNotifications": False,
-                         "extendedAgentCard": _offers_extended(runtime, agent)},
+                         "extendedAgentCard": _offers_extended(app_state, agent)},
         "defaultInputModes": agent.input_modes,
         "defaultOutputModes": agent.output_modes,
         "skills": agent.skills + (agent.extended_skills if extended else []),
@@ -88,12 +88,12 @@ def card_v10(runtime, agent, at_root=False, extended=False):
     return card
 
 
-def compatible_card(runtime, agent, v10_card, at_root=False):
+def compatible_card(app_state, agent, v10_card, at_root=False):
     """``v10_card`` with the 0.3 members beside the 1.0 ones (the official
     SDK's compatible form): a 0.3 reader finds ``url``/``preferredTransport``,
     a 1.0 reader ignores them."""
     url = v10_card["supportedInterfaces"][0]["url"]
-    schemes, security = security_requirements(runtime)
+    schemes, security = security_requirements(app_state)
     card = {"protocolVersion": PROTOCOL_VERSION}
     card.update(v10_card)
     card.update({
@@ -104,7 +104,7 @@ def compatible_card(runtime, agent, v10_card, at_root=False):
         "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}],
         "capabilities": dict(v10_card["capabilities"],
                              stateTransitionHistory=False),
-        "supportsAuthenticatedExtendedCard": _offers_extended(runtime, agent),
+        "supportsAuthenticatedExtendedCard": _offers_extended(app_state, agent),
     })
     if schemes:
         card["securitySchemes"] = {name: _both_forms(scheme)
@@ -114,16 +114,16 @@ def compatible_card(runtime, agent, v10_card, at_root=False):
     return card
 
 
-def agent_card(runtime, agent, at_root=False, extended=False, form="0.3"):
+def agent_card(app_state, agent, at_root=False, extended=False, form="0.3"):
     """The card served to a caller of protocol version ``form`` ("1.0": the
     pure 1.0 card; else the 0.3-compatible one), signed when
     A2A_CARD_SIGNING_KEY is set: both forms carry the signature of the 1.0
     card, which a 1.0 reader of either finds."""
-    card = card_v10(runtime, agent, at_root, extended)
-    signer = runtime.card_signer
+    card = card_v10(app_state, agent, at_root, extended)
+    signer = app_state.card_signer
     signatures = signer.signatures(card) if signer is not None else None
     if form != PROTOCOL_VERSION_V10:
-        card = compatible_card(runtime, agent, card, at_root)
+        card = compatible_card(app_state, agent, card, at_root)
     if signatures:
         card["signatures"] = signatures
     return card
@@ -146,8 +146,8 @@ def v10_reading(card):
     return found
 
 
-def _offers_extended(runtime, agent):
-    return agent.has_extended_card and not runtime.settings.auth_off
+def _offers_extended(app_state, agent):
+    return agent.has_extended_card and not app_state.settings.auth_off
 
 
 def supported_interfaces(settings, name, at_root, rpc_url):

@@ -2,8 +2,9 @@
 
 ``Envelope.parse`` never raises: it keeps the first problem (docs/protocol.md
 §3, checked in order) beside the id it could read, so that the error answer
-echoes that id. ``error_response`` is the one place where an ``A2AError``
-becomes an HTTP answer.
+echoes that id. ``error_response`` renders an ``A2AError`` as A2A 0.3 answers
+it (the 1.0 bindings render theirs; ``protocol/errors.py`` says how each error
+is answered).
 """
 
 import json
@@ -12,10 +13,44 @@ import re
 from itertools import accumulate
 
 from flask import Response
-from marshmallow import ValidationError
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from .. import errors
-from ..schemas import ENVELOPE, STRICT_ENVELOPE
+
+class JsonRpcId(fields.Field):
+    """A JSON-RPC id: a string, an integer or null (a bool is not an integer)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValidationError("id must be a string, an integer or null.")
+
+
+class EnvelopeSchema(Schema):
+    """The JSON-RPC 2.0 envelope, as leniently as clients send it (``jsonrpc`` present)."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    id = JsonRpcId(allow_none=True)
+    method = fields.String(required=True)
+    jsonrpc = fields.Raw(required=True, allow_none=True)
+    params = fields.Raw(allow_none=True)
+
+
+class StrictEnvelopeSchema(EnvelopeSchema):
+    """The envelope with ``"jsonrpc": "2.0"`` required (A2A_STRICT_JSONRPC)."""
+
+    jsonrpc = fields.Raw(
+        required=True,
+        validate=validate.Equal("2.0", error='must be the string "2.0".'),
+    )
+
+
+ENVELOPE = EnvelopeSchema()
+STRICT_ENVELOPE = StrictEnvelopeSchema()
 
 # The order of docs/protocol.md §3: the first failing member answers.
 _MEMBER_ORDER = ("id", "method", "jsonrpc")
@@ -62,7 +97,7 @@ def _check_depth(text):
         raise _TooDeep()
 
 
-def _decode(body):
+def decode_json(body):
     text = body.decode("utf-8")  # strict: other encodings are parse errors
     try:
         data = json.loads(text, parse_constant=_reject_constant,
@@ -94,7 +129,7 @@ class Envelope:
     @classmethod
     def parse(cls, body, strict=False):
         try:
-            data = _decode(body)
+            data = decode_json(body)
         except _TooDeep:
             return cls(error=errors.ParseError(
                 "The request body is JSON nested more than %d levels deep, more "
@@ -103,11 +138,11 @@ class Envelope:
             return cls(error=errors.ParseError(
                 "The request body is not valid UTF-8 JSON."))
         if isinstance(data, list):
-            return cls(error=errors.InvalidRequest(
+            return cls(error=errors.InvalidRequestError(
                 "Batch requests are not supported: send one JSON-RPC call per "
                 "request."))
         if not isinstance(data, dict):
-            return cls(error=errors.InvalidRequest(
+            return cls(error=errors.InvalidRequestError(
                 "The request must be a JSON object (a JSON-RPC 2.0 call)."))
         schema = STRICT_ENVELOPE if strict else ENVELOPE
         try:
@@ -117,7 +152,7 @@ class Envelope:
             # An invalid id cannot be echoed; a valid one is, whatever else failed.
             request_id = None if "id" in problems else data.get("id")
             member = next(m for m in _MEMBER_ORDER if m in problems)
-            return cls(id=request_id, error=errors.InvalidRequest(
+            return cls(id=request_id, error=errors.InvalidRequestError(
                 "Invalid JSON-RPC request: %s: %s" % (member, problems[member][0]),
                 data={"field": member}))
         return cls(call.get("id"), call["method"], call.get("params"))

@@ -4,15 +4,20 @@ methods and errors, and renders the service's neutral values.
 ``for_request`` is the seam where the JSON-RPC endpoint picks a binding per
 request: the ``A2A-Version`` header, or the request parameter of the same
 name (specification section 3.6); none or empty means 0.3; a version this
-service does not speak answers VersionNotSupported (-32009).
+service does not speak answers VersionNotSupportedError (-32009).
 """
 
 from typing import Callable, NamedTuple, Optional
 
 from .. import errors
+from .call import ProtocolCall
+from .errors import V03 as V03_WORDING
+from .errors import Wording, as_a2a_error
+from .jsonrpc import Envelope, result_response
 from .jsonrpc import error_response as _error_response_v03
 from .v03 import jsonrpc as jsonrpc_v03
 from .v10 import jsonrpc as jsonrpc_v10
+from .v10 import operations as v10_operations
 
 HEADER = "A2A-Version"
 #: Major.Minor of what we serve (a patch number is ignored).
@@ -20,10 +25,15 @@ SERVED = ("0.3", "1.0")
 
 
 class Binding(NamedTuple):
+    """One protocol version over JSON-RPC: its method table
+    (``find_method``), how a method runs (``call``), how an error is
+    rendered (``error_response``) and how storage outcomes are worded."""
+
     version: str
     find_method: Callable
     call: Callable
     error_response: Callable
+    wording: Wording
 
 
 def _other_version(find_method, other_methods, hint):
@@ -35,7 +45,7 @@ def _other_version(find_method, other_methods, hint):
     def find(name):
         try:
             return find_method(name)
-        except errors.MethodNotFound as exc:
+        except errors.MethodNotFoundError as exc:
             if name not in other_methods:
                 raise
             exc.message += " " + hint % name
@@ -44,7 +54,7 @@ def _other_version(find_method, other_methods, hint):
 
 
 def _refusal(name, error):
-    def run(req, params):
+    def run(context, params):
         raise error
     return jsonrpc_v03.Method(name, None, run)
 
@@ -52,11 +62,11 @@ def _refusal(name, error):
 V03 = Binding("0.3", _other_version(
     jsonrpc_v03.find_method, jsonrpc_v10.METHODS,
     "%s is an A2A 1.0 method: send the header A2A-Version: 1.0 (none means 0.3)."),
-    jsonrpc_v03.call, _error_response_v03)
+    jsonrpc_v03.call, _error_response_v03, V03_WORDING)
 V10 = Binding("1.0", _other_version(
     jsonrpc_v10.find_method, jsonrpc_v03.METHODS,
     "%s is an A2A 0.3 method: send no A2A-Version header to call it."),
-    jsonrpc_v10.call, jsonrpc_v10.error_response)
+    jsonrpc_v10.call, jsonrpc_v10.error_response, v10_operations.WORDING)
 
 
 def asked_version(request) -> str:
@@ -73,10 +83,10 @@ def asked_version(request) -> str:
     return asked
 
 
-def version_error(asked: str) -> Optional[errors.VersionNotSupported]:
+def version_error(asked: str) -> Optional[errors.VersionNotSupportedError]:
     if asked in ("", "0.3", "1.0"):
         return None
-    return errors.VersionNotSupported(
+    return errors.VersionNotSupportedError(
         "A2A-Version %r is not served here: this agent speaks 1.0 (send "
         "A2A-Version: 1.0) and 0.3 (no header)." % asked,
         data={"requestedVersion": asked, "supportedVersions": "1.0, 0.3"})
@@ -85,7 +95,8 @@ def version_error(asked: str) -> Optional[errors.VersionNotSupported]:
 def _refuse(error):
     def find_method(name):
         raise error
-    return Binding("?", find_method, jsonrpc_v10.call, jsonrpc_v10.error_response)
+    return Binding("?", find_method, jsonrpc_v10.call, jsonrpc_v10.error_response,
+                   v10_operations.WORDING)
 
 
 def for_request(request) -> Binding:
@@ -97,3 +108,40 @@ def for_request(request) -> Binding:
     if asked == "1.0":
         return V10
     return _refuse(version_error(asked))
+
+
+class JsonRpcCall(ProtocolCall):
+    """A JSON-RPC call, answered by the binding of the version it asks for."""
+
+    def __init__(self, binding: Binding, strict: bool):
+        self.binding = binding
+        self.version = binding.version
+        self.strict = strict
+        self.envelope = None
+        self.method = None
+
+    @property
+    def record(self):
+        return self.envelope
+
+    def start(self, inbound):
+        self.envelope = Envelope.parse(inbound.body(), self.strict)
+        self.envelope.check()
+        self.method = self.binding.find_method(self.envelope.method)
+        # A method whose storage statement checks the key itself (send, get)
+        # may take a key remembered live; any other looks it up first.
+        self.checks_remembered_key = self.method.checks_remembered_key
+
+    def params(self, inbound):
+        return self.method.load(self.envelope.params)
+
+    def run(self, context, params):
+        return self.binding.call(self.method, context, params)
+
+    def answer(self, result):
+        return result_response(self.envelope.id, result)
+
+    def refuse(self, error):
+        return self.binding.error_response(
+            as_a2a_error(error, self.binding.wording),
+            self.envelope.id if self.envelope is not None else None)

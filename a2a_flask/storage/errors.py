@@ -8,7 +8,7 @@ class StorageError(Exception):
     """Base of the outcomes of the contract that a caller caused."""
 
 
-class TaskNotFound(StorageError):
+class NoSuchTaskError(StorageError):
     """No task ``task_id`` of this (owner, agent)."""
 
     def __init__(self, task_id):
@@ -16,7 +16,7 @@ class TaskNotFound(StorageError):
         self.task_id = task_id
 
 
-class MessageIdReused(StorageError):
+class MessageIdReusedError(StorageError):
     """This (owner, agent, messageId) was stored with a different message."""
 
     def __init__(self, message_id):
@@ -24,7 +24,7 @@ class MessageIdReused(StorageError):
         self.message_id = message_id
 
 
-class ContextMismatch(StorageError):
+class ContextMismatchError(StorageError):
     """The message names a contextId other than its task's."""
 
     def __init__(self, task_id, task_context_id):
@@ -33,7 +33,7 @@ class ContextMismatch(StorageError):
         self.task_context_id = task_context_id
 
 
-class TaskNotWaiting(StorageError):
+class TaskNotWaitingError(StorageError):
     """A continuation of a task that does not wait for input: terminal
     (``state in TERMINAL_STATES``) or running (another turn claimed it)."""
 
@@ -48,7 +48,7 @@ class TaskNotWaiting(StorageError):
         return self.state in TERMINAL_STATES
 
 
-class TaskNotCancelable(StorageError):
+class TaskEndedError(StorageError):
     """``cancel_task`` of a task already in a terminal state."""
 
     def __init__(self, task_id, state):
@@ -57,24 +57,30 @@ class TaskNotCancelable(StorageError):
         self.state = state
 
 
-class KeyNotLive(StorageError):
-    """The caller's API key (taken on trust: ``live_key``) is revoked or gone;
+class RememberedKeyRevokedError(StorageError):
+    """The caller's API key (taken on trust: ``remembered_key``) is revoked or gone;
     nothing was written."""
 
 
-class KeyNotFound(StorageError):
+class KeyNotFoundError(StorageError):
+    """No API key of that id."""
+
     def __init__(self, key_id):
         super().__init__(key_id)
         self.key_id = key_id
 
 
-class UserExists(StorageError):
+class UserExistsError(StorageError):
+    """A built-in user of that name exists already."""
+
     def __init__(self, name):
         super().__init__(name)
         self.name = name
 
 
-class UserNotFound(StorageError):
+class UserNotFoundError(StorageError):
+    """No built-in user of that name."""
+
     def __init__(self, name):
         super().__init__(name)
         self.name = name
@@ -82,3 +88,37 @@ class UserNotFound(StorageError):
 
 class SchemaError(StorageError):
     """The schema cannot be read or is newer than this code."""
+
+
+# Failures of the storage itself (busy, full, unreachable): nothing was
+# stored and the call may be retried. Neutral too: the protocol layer
+# (``protocol/errors.py``) answers them.
+
+
+class StorageUnavailableError(Exception):
+    """The storage could not be used: nothing was stored; a retry may
+    succeed. ``message`` says why, in a sentence for the caller;
+    ``kept_task_id`` names a task whose outcome was kept beside the database
+    and is stored by its next read or a retry of the same message."""
+
+    default_message = ("The storage is unavailable: nothing was stored. The call "
+                       "may be retried.")
+
+    def __init__(self, message=None, kept_task_id=None):
+        self.message = message or self.default_message
+        self.kept_task_id = kept_task_id
+        super().__init__(self.message)
+
+
+class StorageFullError(StorageUnavailableError):
+    """No space left for the storage."""
+
+    default_message = ("The storage is full (no space left on the disk): nothing "
+                       "was stored. The call may be retried once space is freed.")
+
+
+class StorageBusyError(StorageUnavailableError):
+    """Another writer held the storage past the busy timeout."""
+
+    default_message = ("The storage is busy (another writer holds it): nothing was "
+                       "stored. The call may be retried.")

@@ -44,7 +44,8 @@ from flask import Flask, jsonify, request
 
 from a2a_flask.config import Settings
 from a2a_flask.auth.credentials import hash_key
-from a2a_flask.schemas import ENVELOPE, MESSAGE_SEND_PARAMS, TASK_QUERY_PARAMS
+from a2a_flask.protocol.jsonrpc import ENVELOPE
+from a2a_flask.protocol.v03.schemas import MESSAGE_SEND_PARAMS, TASK_QUERY_PARAMS
 from a2a_flask.storage import open_storage
 from a2a_flask.storage.common import new_id
 
@@ -95,7 +96,7 @@ def _caller(auth):
 def _send(owner, key_hash, params):
     message = _load(MESSAGE_SEND_PARAMS, params)["message"]
     start = storage.start_turn(owner, AGENT, message,  # committed: working
-                               live_key=key_hash)
+                               remembered_key=key_hash)
     text = "".join(p.get("text", "") for p in message["parts"] if p["kind"] == "text")
     parts = [{"kind": "text", "text": text}]
     reply = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
@@ -108,7 +109,7 @@ def _send(owner, key_hash, params):
 
 def _get(owner, key_hash, params):
     task_id = _load(TASK_QUERY_PARAMS, params)["id"]
-    t = storage.get_task(task_id, owner, AGENT, live_key=key_hash)
+    t = storage.get_task(task_id, owner, AGENT, remembered_key=key_hash)
     return _task(t.id, t.context_id, t.state, t.status_message, t.updated_at,
                  t.artifacts, t.history)
 

@@ -11,8 +11,8 @@ import pytest
 
 from a2a_flask.storage import base
 from a2a_flask.storage.base import (
-    STALE_TURN_TEXT, ContextMismatch, MessageIdReused, TaskNotCancelable,
-    TaskNotFound, TaskNotWaiting, TaskRecord,
+    STALE_TURN_TEXT, ContextMismatchError, MessageIdReusedError, TaskEndedError,
+    NoSuchTaskError, TaskNotWaitingError, TaskRecord,
 )
 from storage_helpers import (
     agent_reply, finished, keep_received_fingerprint, msg, set_updated_at,
@@ -92,7 +92,7 @@ def test_a_waiting_task_is_claimed_by_its_continuation(storage):
 @pytest.mark.parametrize("state", sorted(base.TERMINAL_STATES))
 def test_a_terminal_task_takes_no_continuation(storage, state):
     first = finished(storage, state)
-    with pytest.raises(TaskNotWaiting) as caught:
+    with pytest.raises(TaskNotWaitingError) as caught:
         storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id)
     assert caught.value.state == state and caught.value.terminal
     assert caught.value.context_id == first.context_id
@@ -103,14 +103,14 @@ def test_a_terminal_task_takes_no_continuation(storage, state):
 
 def test_a_running_task_takes_no_continuation(storage):
     start = storage.start_turn("alice", "echo", msg())
-    with pytest.raises(TaskNotWaiting) as caught:
+    with pytest.raises(TaskNotWaitingError) as caught:
         storage.start_turn("alice", "echo", msg("more"), task_id=start.task_id)
     assert caught.value.state == "working" and not caught.value.terminal
 
 
 def test_a_continuation_with_another_context_is_refused(storage):
     first = finished(storage, "input-required")
-    with pytest.raises(ContextMismatch) as caught:
+    with pytest.raises(ContextMismatchError) as caught:
         storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id,
                            context_id="ctx_other")
     assert caught.value.task_context_id == first.context_id
@@ -122,14 +122,14 @@ def test_a_continuation_with_another_context_is_refused(storage):
 def test_another_callers_or_agents_task_is_not_found(storage):
     first = finished(storage, "input-required")
     for owner, agent in (("bob", "echo"), ("alice", "chat")):
-        with pytest.raises(TaskNotFound):
+        with pytest.raises(NoSuchTaskError):
             storage.get_task(first.task_id, owner, agent)
-        with pytest.raises(TaskNotFound):
+        with pytest.raises(NoSuchTaskError):
             storage.cancel_task(first.task_id, owner, agent)
-        with pytest.raises(TaskNotFound):
+        with pytest.raises(NoSuchTaskError):
             storage.start_turn(owner, agent, msg("x"), task_id=first.task_id)
     assert storage.task_state(first.task_id) == "input-required"
-    with pytest.raises(TaskNotFound):
+    with pytest.raises(NoSuchTaskError):
         storage.get_task("task_nope", "alice", "echo")
 
 
@@ -154,7 +154,7 @@ def test_a_retry_is_replayed_and_writes_nothing(storage):
 
 def test_a_message_id_reused_for_another_message_is_refused(storage):
     finished(storage)
-    with pytest.raises(MessageIdReused) as caught:
+    with pytest.raises(MessageIdReusedError) as caught:
         storage.start_turn("alice", "echo", msg("different", message_id="m-hi"))
     assert caught.value.message_id == "m-hi"
     # Per caller and agent: the same messageId elsewhere is a new message.
@@ -180,7 +180,7 @@ def test_a_retry_with_or_without_the_ids_of_its_task_is_replayed(storage):
                                    task_id=retry.get("taskId"))
         assert again.replayed, retry
         assert (again.task_id, again.context_id) == (first.task_id, first.context_id)
-    with pytest.raises(MessageIdReused):
+    with pytest.raises(MessageIdReusedError):
         storage.start_turn("alice", "echo", dict(sent, contextId="ctx_other"),
                            context_id="ctx_other")
     assert len(storage.get_task(first.task_id, "alice", "echo").history) == 3
@@ -194,7 +194,7 @@ def test_a_delivery_recorded_as_received_still_replays(storage):
     keep_received_fingerprint(storage, sent)
     again = storage.start_turn("alice", "echo", sent, context_id="ctx_given")
     assert again.replayed and again.task_id == start.task_id
-    with pytest.raises(MessageIdReused):
+    with pytest.raises(MessageIdReusedError):
         storage.start_turn("alice", "echo", msg("bye", message_id="m-hi",
                                                 kind="message"))
 
@@ -250,6 +250,6 @@ def test_cancel_a_task_then_not_again(storage):
     first = finished(storage, "input-required")
     storage.cancel_task(first.task_id, "alice", "echo")
     assert storage.task_state(first.task_id) == "canceled"
-    with pytest.raises(TaskNotCancelable) as caught:
+    with pytest.raises(TaskEndedError) as caught:
         storage.cancel_task(first.task_id, "alice", "echo")
     assert caught.value.state == "canceled"

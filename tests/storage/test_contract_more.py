@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 from a2a_flask.storage.base import (
-    KeyNotFound, KeyNotLive, KeyRow, MessageIdReused, TaskNotCancelable, TaskNotFound,
-    TaskNotWaiting, UserExists, UserNotFound,
+    KeyNotFoundError, RememberedKeyRevokedError, KeyRow, MessageIdReusedError, TaskEndedError, NoSuchTaskError,
+    TaskNotWaitingError, UserExistsError, UserNotFoundError,
 )
 from storage_helpers import agent_reply, finished, msg, set_updated_at
 
@@ -153,7 +153,7 @@ def test_a_retry_as_a_client_sends_it_replays_an_imported_delivery(storage, tmp_
     # text, or the same text to another conversation.
     for other in (msg("other", message_id="m-first", kind="message"),
                   msg("then", kind="message", contextId="ctx_other")):
-        with pytest.raises(MessageIdReused):
+        with pytest.raises(MessageIdReusedError):
             storage.start_turn("alice", "echo", other,
                                context_id=other.get("contextId"))
     task = storage.get_task(new.task_id, "alice", "echo")
@@ -194,37 +194,37 @@ def test_keys(storage):
     storage.revoke_key("key_1")  # twice: no change
     assert storage.find_key("hash1") is None
     assert storage.keys()[0].revoked_at is not None
-    with pytest.raises(KeyNotFound):
+    with pytest.raises(KeyNotFoundError):
         storage.revoke_key("key_nope")
 
 
 def test_get_task_checks_a_live_key_in_its_read(storage):
     storage.insert_key(KeyRow("key_1", "a2a_abc", None, "*", None), "hash1")
     start = finished(storage, owner="key:key_1")
-    task = storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash1")
+    task = storage.get_task(start.task_id, "key:key_1", "echo", remembered_key="hash1")
     assert task.id == start.task_id and task.state == "completed"
-    with pytest.raises(TaskNotFound):  # no such key: nothing is read
-        storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash2")
+    with pytest.raises(NoSuchTaskError):  # no such key: nothing is read
+        storage.get_task(start.task_id, "key:key_1", "echo", remembered_key="hash2")
     storage.revoke_key("key_1")
-    with pytest.raises(TaskNotFound):
-        storage.get_task(start.task_id, "key:key_1", "echo", live_key="hash1")
-    # Without live_key the read is the owner's, as before.
+    with pytest.raises(NoSuchTaskError):
+        storage.get_task(start.task_id, "key:key_1", "echo", remembered_key="hash1")
+    # Without remembered_key the read is the owner's, as before.
     assert storage.get_task(start.task_id, "key:key_1", "echo").id == start.task_id
 
 
 def test_start_turn_writes_only_for_a_live_key(storage):
     storage.insert_key(KeyRow("key_1", "a2a_abc", None, "*", None), "hash1")
     owner = "key:key_1"
-    start = storage.start_turn(owner, "echo", msg("one"), live_key="hash1")
+    start = storage.start_turn(owner, "echo", msg("one"), remembered_key="hash1")
     assert start.created
     storage.finish_turn(start.task_id, owner, "echo", "input-required",
                         agent_reply(start, "more?"))
     storage.revoke_key("key_1")
-    with pytest.raises(KeyNotLive):
-        storage.start_turn(owner, "echo", msg("two"), live_key="hash1")
-    with pytest.raises(KeyNotLive):
+    with pytest.raises(RememberedKeyRevokedError):
+        storage.start_turn(owner, "echo", msg("two"), remembered_key="hash1")
+    with pytest.raises(RememberedKeyRevokedError):
         storage.start_turn(owner, "echo", msg("three"), task_id=start.task_id,
-                           live_key="hash1")
+                           remembered_key="hash1")
     assert storage.count_tasks(owner=owner) == 1
     task = storage.get_task(start.task_id, owner, "echo")
     assert task.state == "input-required" and len(task.history) == 2
@@ -233,13 +233,13 @@ def test_start_turn_writes_only_for_a_live_key(storage):
 def test_users(storage):
     assert not storage.has_users()
     storage.insert_user("alice", "h1")
-    with pytest.raises(UserExists):
+    with pytest.raises(UserExistsError):
         storage.insert_user("alice", "h2")
     assert storage.has_users() and storage.password_hash("alice") == "h1"
     assert [name for name, _ in storage.users()] == ["alice"]
     storage.delete_user("alice")
     assert storage.password_hash("alice") is None
-    with pytest.raises(UserNotFound):
+    with pytest.raises(UserNotFoundError):
         storage.delete_user("alice")
 
 
@@ -277,7 +277,7 @@ def test_two_continuations_of_one_waiting_task_exactly_one_wins(make_storage,
     won = [r for r in results if not isinstance(r, Exception)]
     lost = [r for r in results if isinstance(r, Exception)]
     assert len(won) == 1 and len(lost) == 1, results
-    assert isinstance(lost[0], TaskNotWaiting) and lost[0].state == "working"
+    assert isinstance(lost[0], TaskNotWaitingError) and lost[0].state == "working"
     history = one.get_task(first.task_id, "alice", "echo").history
     assert [m["messageId"] for m in history][-1] == won[0].message["messageId"]
     assert len(history) == 3
@@ -295,11 +295,11 @@ def test_cancel_racing_a_finishing_turn_never_moves_a_terminal_state(
     state = one.task_state(start.task_id)
     finished_stamp, cancel = results
     if state == "completed":
-        assert finished_stamp is not None and isinstance(cancel, TaskNotCancelable)
+        assert finished_stamp is not None and isinstance(cancel, TaskEndedError)
     else:
         assert state == "canceled" and finished_stamp is None and cancel is None
     # Whatever comes later, the terminal state stays.
-    with pytest.raises(TaskNotCancelable):
+    with pytest.raises(TaskEndedError):
         two.cancel_task(start.task_id, "alice", "echo")
     assert one.finish_turn(start.task_id, "alice", "echo", "failed") is None
     assert one.task_state(start.task_id) == state

@@ -13,7 +13,7 @@ import pytest
 
 from a2a_flask.storage.base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, STALE_TURN_TEXT, Storage,
-    TaskNotWaiting,
+    TaskNotWaitingError,
 )
 from storage_helpers import agent_reply, finished, msg, set_updated_at
 
@@ -229,7 +229,7 @@ def test_a_queued_turn_is_not_stale_failed_but_a_continuation_is_one_at_a_time(
     storage = make_queue(stale_turn_seconds=60)
     first = finished(storage, "input-required", agent="bg")
     start = storage.enqueue_turn("alice", "bg", msg("two"), task_id=first.task_id)
-    with pytest.raises(TaskNotWaiting):
+    with pytest.raises(TaskNotWaitingError):
         storage.enqueue_turn("alice", "bg", msg("three"), task_id=first.task_id)
     # queued for an hour: leases, not staleness, decide
     set_updated_at(storage, start.task_id,

@@ -9,7 +9,7 @@ import sqlite3
 
 import sqlite_utils
 
-from a2a_flask.storage.base import MessageIdReused
+from a2a_flask.storage.base import MessageIdReusedError
 from a2a_flask.storage.common import fingerprint
 from a2a_flask.storage.sqlite import SqliteStorage
 from a2a_flask.storage.sqlite.migrations import MIGRATIONS
@@ -123,7 +123,7 @@ def test_a_version_3_file_is_migrated_with_nothing_lost(tmp_path):
     try:
         storage.start_turn(OWNER, AGENT, dict(retry, parts=[
             {"kind": "text", "text": "something else"}]))
-    except MessageIdReused:
+    except MessageIdReusedError:
         pass
     else:
         raise AssertionError("a different message with the same messageId")

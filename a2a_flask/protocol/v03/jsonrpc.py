@@ -1,5 +1,5 @@
 """A2A 0.3 over JSON-RPC: the method table, params (marshmallow schemas of
-``schemas.py``), Task rendering and the 0.3 wording of errors.
+``v03/schemas.py``) and Task rendering.
 
 ``find_method`` looks a method up in ``METHODS`` (an unknown one is -32601);
 ``Method.load`` checks its params with its schema (-32602), once the caller
@@ -9,10 +9,11 @@ is authenticated; ``Method.run`` comes after.
 from typing import Dict
 
 from ... import errors, service
-from ...schemas import (
-    MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS, load_params,
-)
-from ...service import Request
+from .. import errors as answers
+from ..cards import agent_card
+from ...validation import load_params
+from .schemas import MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS
+from ...service import CallContext
 from ...storage import base as storage
 
 METHODS: Dict[str, "Method"] = {}
@@ -21,16 +22,16 @@ METHODS: Dict[str, "Method"] = {}
 class Method:
     """A method: the schema of its params, and the function that runs it."""
 
-    __slots__ = ("name", "schema", "run", "checks_key_itself")
+    __slots__ = ("name", "schema", "run", "checks_remembered_key")
 
-    def __init__(self, name, schema, run, checks_key_itself=False):
+    def __init__(self, name, schema, run, checks_remembered_key=False):
         self.name = name
         self.schema = schema
         self.run = run
         #: Its storage statement checks the caller's API key itself
-        #: (``service.get``/``send``: ``live_key``): a key remembered live
+        #: (``service.get``/``send``: ``remembered_key``): a key remembered live
         #: needs no lookup first.
-        self.checks_key_itself = checks_key_itself
+        self.checks_remembered_key = checks_remembered_key
 
     def load(self, params):
         """The validated params, or ``InvalidParams`` naming the bad field."""
@@ -39,9 +40,9 @@ class Method:
         return load_params(self.schema, params)
 
 
-def method(name, schema=None, checks_key_itself=False):
+def method(name, schema=None, checks_remembered_key=False):
     def register(func):
-        METHODS[name] = Method(name, schema, func, checks_key_itself)
+        METHODS[name] = Method(name, schema, func, checks_remembered_key)
         return func
     return register
 
@@ -49,18 +50,18 @@ def method(name, schema=None, checks_key_itself=False):
 def find_method(name):
     found = METHODS.get(name)
     if found is None:
-        raise errors.MethodNotFound(
+        raise errors.MethodNotFoundError(
             "Method not found: %r. This agent answers %s." % (name, _ANSWERED),
             data={"method": name})
     return found
 
 
-def call(found, req, params):
-    """Run ``found`` for ``req``: its 0.3 result, or an ``A2AError``."""
+def call(found, context, params):
+    """Run ``found`` for ``context``: its 0.3 result, or an ``A2AError``."""
     try:
-        return found.run(req, params)
+        return found.run(context, params)
     except storage.StorageError as exc:
-        raise storage_error(exc) from None
+        raise answers.outcome_error(exc, answers.V03) from None
 
 
 def render_task(task):
@@ -76,71 +77,36 @@ def render_task(task):
     return view
 
 
-def storage_error(exc):
-    """The 0.3 error for a neutral storage outcome."""
-    if isinstance(exc, storage.TaskNotFound):
-        return errors.TaskNotFound(data={"taskId": exc.task_id})
-    if isinstance(exc, storage.MessageIdReused):
-        return errors.InvalidParams(
-            "message.messageId: this messageId was already used for a "
-            "different message; send a new messageId.",
-            data={"field": "message.messageId"})
-    if isinstance(exc, storage.ContextMismatch):
-        return errors.InvalidParams(
-            "message.contextId does not match the contextId of task %s."
-            % exc.task_id,
-            data={"field": "message.contextId",
-                  "taskContextId": exc.task_context_id})
-    if isinstance(exc, storage.TaskNotWaiting) and exc.terminal:
-        return errors.InvalidParams(
-            "message.taskId: task %s is %s, a terminal state, and takes no "
-            "more messages; send a new message with its contextId %s to "
-            "continue the conversation." % (exc.task_id, exc.state, exc.context_id),
-            data={"field": "message.taskId", "state": exc.state,
-                  "contextId": exc.context_id})
-    if isinstance(exc, storage.TaskNotWaiting):
-        return errors.InvalidParams(
-            "message.taskId: task %s is %s: another request is running it "
-            "now; poll tasks/get until it waits for input." % (exc.task_id,
-                                                               exc.state),
-            data={"field": "message.taskId", "state": exc.state})
-    if isinstance(exc, storage.TaskNotCancelable):
-        return errors.TaskNotCancelable(
-            "Task %s is %s, a terminal state, and cannot be canceled."
-            % (exc.task_id, exc.state),
-            data={"taskId": exc.task_id, "state": exc.state})
-    return errors.InternalError(
-        "Internal error: the service could not answer this request.")
-
-
-@method("message/send", MESSAGE_SEND_PARAMS, checks_key_itself=True)
-def message_send(req: Request, params):
+@method("message/send", MESSAGE_SEND_PARAMS, checks_remembered_key=True)
+def message_send(context: CallContext, params):
     message = params["message"]
     configuration = params.get("configuration") or {}
     if configuration.get("pushNotificationConfig") is not None:
-        raise errors.PushNotificationNotSupported(
+        raise errors.PushNotificationNotSupportedError(
             "configuration.pushNotificationConfig: push notifications are not "
             "supported; poll tasks/get instead.",
             data={"field": "configuration.pushNotificationConfig"})
     return render_task(service.send(
-        req, message, configuration.get("acceptedOutputModes"),
+        context, message, configuration.get("acceptedOutputModes"),
         params.get("metadata"), configuration.get("historyLength"),
         return_immediately=configuration.get("blocking") is False))
 
 
-@method("tasks/get", TASK_QUERY_PARAMS, checks_key_itself=True)
-def tasks_get(req, params):
-    return render_task(service.get(req, params["id"], params.get("historyLength")))
+@method("tasks/get", TASK_QUERY_PARAMS, checks_remembered_key=True)
+def tasks_get(context, params):
+    return render_task(service.get(context, params["id"], params.get("historyLength")))
 
 
 @method("tasks/cancel", TASK_ID_PARAMS)
-def tasks_cancel(req, params):
-    return render_task(service.cancel(req, params["id"]))
+def tasks_cancel(context, params):
+    return render_task(service.cancel(context, params["id"]))
 
 
 @method("agent/getAuthenticatedExtendedCard")
-def get_extended_card(req, params):
-    return service.extended_card(req)
+def get_extended_card(context, params):
+    service.check_extended_card(context)
+    return agent_card(context.app_state, context.agent, context.at_root,
+                      extended=True)
 
 
 #: The methods that do something, as the MethodNotFound text lists them.
@@ -148,20 +114,20 @@ _ANSWERED = (", ".join(list(METHODS)[:-1]) + " and " + list(METHODS)[-1])
 
 
 def _unsupported(error_class, text):
-    def handler(req, params):
+    def handler(context, params):
         raise error_class(text)
     return handler
 
 
 method("message/stream")(_unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "This operation is not supported: streaming is not available from this agent; "
     "use message/send, then tasks/get."))
 method("tasks/resubscribe")(_unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "This operation is not supported: there is no stream to resubscribe to; "
     "poll tasks/get."))
 for _name in ("set", "get", "list", "delete"):
     method("tasks/pushNotificationConfig/" + _name)(_unsupported(
-        errors.PushNotificationNotSupported,
+        errors.PushNotificationNotSupportedError,
         "Push notifications are not supported by this agent: poll tasks/get."))

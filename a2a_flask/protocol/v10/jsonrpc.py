@@ -13,12 +13,12 @@ VERSION = v10.VERSION
 METHODS: Dict[str, Method] = {}
 
 
-def _add(name, operation, schema=None, checks_key_itself=False):
-    METHODS[name] = Method(name, schema, operation, checks_key_itself)
+def _add(name, operation, schema=None, checks_remembered_key=False):
+    METHODS[name] = Method(name, schema, operation, checks_remembered_key)
 
 
-_add("SendMessage", v10.send_message, schemas.SEND_MESSAGE, checks_key_itself=True)
-_add("GetTask", v10.get_task, schemas.GET_TASK, checks_key_itself=True)
+_add("SendMessage", v10.send_message, schemas.SEND_MESSAGE, checks_remembered_key=True)
+_add("GetTask", v10.get_task, schemas.GET_TASK, checks_remembered_key=True)
 _add("ListTasks", v10.list_tasks, schemas.LIST_TASKS)
 _add("CancelTask", v10.cancel_task, schemas.CANCEL_TASK)
 _add("GetExtendedAgentCard", v10.extended_card)
@@ -33,7 +33,7 @@ _add("ListTaskPushNotificationConfigs", v10.PUSH)
 def find_method(name):
     found = METHODS.get(name)
     if found is None:
-        raise errors.MethodNotFound(
+        raise errors.MethodNotFoundError(
             "Method not found: %r. Over A2A 1.0 this agent answers %s."
             % (name, _ANSWERED))
     return found

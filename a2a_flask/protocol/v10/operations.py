@@ -2,7 +2,7 @@
 
 Each takes validated params (``schemas_v10``) and returns the 1.0 ProtoJSON
 answer, converted from the service's neutral values (``convert_v10``).
-``error_body`` words any ``A2AError`` the 1.0 way: a code, a sentence and
+``error_body`` renders any ``A2AError`` the 1.0 way: a code, a sentence and
 ``details``, typed objects (``google.rpc.ErrorInfo`` for A2A errors,
 ``google.rpc.BadRequest`` naming the field that was wrong).
 """
@@ -10,35 +10,20 @@ answer, converted from the service's neutral values (``convert_v10``).
 from datetime import timezone
 
 from ... import errors, service
-from ...schemas import load_params
+from ..cards import agent_card
+from ...validation import load_params
 from ...storage import base as storage
 from ...storage.common import now_iso
+from .. import errors as answers
+from ..errors import Wording
 from . import convert
-from ..v03.jsonrpc import storage_error as _storage_error_v03
 from .schemas import PAGE_SIZE_DEFAULT
 
 VERSION = "1.0"
 DOMAIN = "a2a-protocol.org"
 
-#: ErrorInfo.reason of each A2A error (section 11.6: the type, no "Error").
-REASONS = {
-    errors.TaskNotFound: "TASK_NOT_FOUND",
-    errors.TaskNotCancelable: "TASK_NOT_CANCELABLE",
-    errors.PushNotificationNotSupported: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    errors.UnsupportedOperation: "UNSUPPORTED_OPERATION",
-    errors.ContentTypeNotSupported: "CONTENT_TYPE_NOT_SUPPORTED",
-    errors.AuthenticatedExtendedCardNotConfigured: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-    errors.VersionNotSupported: "VERSION_NOT_SUPPORTED",
-}
-#: 0.3 method names in the service's sentences, as 1.0 names them.
-_NAMES = (("message/send", "SendMessage"), ("tasks/get", "GetTask"),
-          ("tasks/cancel", "CancelTask"))
-
-
-def words(text):
-    for old, new in _NAMES:
-        text = text.replace(old, new)
-    return text
+#: How 1.0 names what storage outcomes speak of.
+WORDING = Wording("GetTask", convert.state)
 
 
 def _metadata(data):
@@ -56,9 +41,7 @@ def details(exc):
     """The typed details of ``exc`` (a list, maybe empty)."""
     data = exc.data if isinstance(exc.data, dict) else None
     found = []
-    reason = REASONS.get(type(exc))
-    if reason is None and isinstance(exc, errors.StorageUnavailable):
-        reason = "STORAGE_UNAVAILABLE"
+    reason = answers.reason(exc)
     if reason is not None:
         info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
                 "reason": reason, "domain": DOMAIN}
@@ -77,34 +60,19 @@ def details(exc):
 
 def error_body(exc):
     """``{code, message[, data]}``: the JSON-RPC error object of ``exc``."""
-    error = {"code": exc.code, "message": words(exc.message)}
+    error = {"code": exc.code, "message": exc.message}
     found = details(exc)
     if found:
         error["data"] = found
     return error
 
 
-def storage_error(exc):
-    """The 1.0 error for a neutral storage outcome (the 0.3 one, reworded)."""
-    error = _storage_error_v03(exc)
-    if isinstance(exc, storage.TaskNotWaiting) and exc.terminal:
-        error.message = (
-            "message.taskId: task %s is %s, a terminal state, and takes no more "
-            "messages; send a new message with its contextId %s to continue "
-            "the conversation." % (exc.task_id, convert.state(exc.state),
-                                   exc.context_id))
-    elif isinstance(exc, storage.TaskNotCancelable):
-        error.message = ("Task %s is %s, a terminal state, and cannot be "
-                         "canceled." % (exc.task_id, convert.state(exc.state)))
-    return error
-
-
-def run(operation, req, params):
-    """``operation(req, params)``; storage outcomes become 1.0 errors."""
+def run(operation, context, params):
+    """``operation(context, params)``; storage outcomes become 1.0 errors."""
     try:
-        return operation(req, params)
+        return operation(context, params)
     except storage.StorageError as exc:
-        raise storage_error(exc) from None
+        raise answers.outcome_error(exc, WORDING) from None
 
 
 def load(schema, params):
@@ -113,30 +81,30 @@ def load(schema, params):
 
 # -- operations ---------------------------------------------------------------
 
-def send_message(req, params):
+def send_message(context, params):
     configuration = params.get("configuration") or {}
     if configuration.get("taskPushNotificationConfig") is not None:
-        raise errors.PushNotificationNotSupported(
+        raise errors.PushNotificationNotSupportedError(
             "configuration.taskPushNotificationConfig: push notifications are "
             "not supported; poll GetTask instead.",
             data={"field": "configuration.taskPushNotificationConfig"})
     record = service.send(
-        req, convert.stored_message(params["message"]),
+        context, convert.stored_message(params["message"]),
         configuration.get("acceptedOutputModes"), params.get("metadata"),
         configuration.get("historyLength"),
         return_immediately=configuration.get("returnImmediately") is True)
     return {"task": convert.task(record)}
 
 
-def get_task(req, params):
-    return convert.task(service.get(req, params["id"], params.get("historyLength")))
+def get_task(context, params):
+    return convert.task(service.get(context, params["id"], params.get("historyLength")))
 
 
-def cancel_task(req, params):
-    return convert.task(service.cancel(req, params["id"]))
+def cancel_task(context, params):
+    return convert.task(service.cancel(context, params["id"]))
 
 
-def list_tasks(req, params):
+def list_tasks(context, params):
     """One page of the caller's tasks of this agent, newest status first.
 
     ``pageSize`` in the answer is the number of tasks on this page (the
@@ -152,35 +120,37 @@ def list_tasks(req, params):
                    updated_after=after)
     try:
         page = service.list_tasks(
-            req, limit=params.get("pageSize", PAGE_SIZE_DEFAULT),
+            context, limit=params.get("pageSize", PAGE_SIZE_DEFAULT),
             cursor=params.get("pageToken"),
-            history_length=req.history_length(params.get("historyLength")),
+            history_length=context.history_length(params.get("historyLength")),
             include_artifacts=params.get("includeArtifacts", False), **filters)
     except ValueError:
-        raise errors.InvalidParams(
+        raise errors.InvalidParamsError(
             "pageToken: not a token this service gave; start again without it.",
             data={"field": "pageToken"}) from None
     tasks = [convert.task(record) for record in page.tasks]
     return {"tasks": tasks, "nextPageToken": page.next_cursor or "",
-            "pageSize": len(tasks), "totalSize": service.count_tasks(req, **filters)}
+            "pageSize": len(tasks), "totalSize": service.count_tasks(context, **filters)}
 
 
-def extended_card(req, params):
-    return service.extended_card(req, form=VERSION)
+def extended_card(context, params):
+    service.check_extended_card(context)
+    return agent_card(context.app_state, context.agent, context.at_root,
+                      extended=True, form=VERSION)
 
 
 def unsupported(error_class, text):
-    def operation(req, params):
+    def operation(context, params):
         raise error_class(text)
     return operation
 
 
 SEND_STREAMING = unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "Streaming is not supported by this agent: use SendMessage, then GetTask.")
 SUBSCRIBE = unsupported(
-    errors.UnsupportedOperation,
+    errors.UnsupportedOperationError,
     "There is no stream to subscribe to: poll GetTask instead.")
 PUSH = unsupported(
-    errors.PushNotificationNotSupported,
+    errors.PushNotificationNotSupportedError,
     "Push notifications are not supported by this agent: poll GetTask instead.")

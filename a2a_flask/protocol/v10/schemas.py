@@ -14,7 +14,7 @@ from marshmallow import (
     validates_schema,
 )
 
-from ...schemas import NON_EMPTY, StrictBoolean, StrictInteger
+from ...validation import NON_EMPTY, StrictBoolean, StrictInteger
 from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
@@ -67,6 +67,8 @@ def _camel(name):
 
 
 class PartSchema(_Request):
+    """A 1.0 ``Part``: exactly one of text, raw, url, data."""
+
     text = fields.String()
     raw = fields.String()
     url = fields.String()
@@ -89,6 +91,8 @@ class PartSchema(_Request):
 
 
 class MessageSchema(_Request):
+    """A 1.0 ``Message`` from a caller."""
+
     messageId = fields.String(required=True, validate=NON_EMPTY)
     role = fields.String(required=True, validate=validate.Equal(
         "ROLE_USER", error='must be "ROLE_USER".'))
@@ -102,6 +106,8 @@ class MessageSchema(_Request):
 
 
 class SendConfigurationSchema(_Request):
+    """1.0 ``SendMessageConfiguration``."""
+
     acceptedOutputModes = fields.List(fields.String())
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
     # A background agent answers at once; a synchronous one ends its turn
@@ -111,22 +117,30 @@ class SendConfigurationSchema(_Request):
 
 
 class SendMessageRequest(_Request):
+    """1.0 ``SendMessageRequest``."""
+
     message = fields.Nested(MessageSchema, required=True)
     configuration = fields.Nested(SendConfigurationSchema)
     metadata = fields.Dict()
 
 
 class GetTaskRequest(_Request):
+    """1.0 ``GetTaskRequest``."""
+
     id = fields.String(required=True, validate=NON_EMPTY)
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
 
 
 class CancelTaskRequest(_Request):
+    """1.0 ``CancelTaskRequest``."""
+
     id = fields.String(required=True, validate=NON_EMPTY)
     metadata = fields.Dict()
 
 
 class ListTasksRequest(_Request):
+    """1.0 ``ListTasksRequest``."""
+
     contextId = fields.String()
     status = fields.String(validate=validate.OneOf(
         list(STORED_STATES), error="must be one of TASK_STATE_SUBMITTED, "
@@ -146,10 +160,14 @@ class _QueryBoolean(fields.Boolean):
 
 
 class GetTaskQuery(GetTaskRequest):
+    """``GetTaskRequest`` from a query string (HTTP+JSON)."""
+
     historyLength = fields.Integer(strict=False, validate=_NOT_NEGATIVE)
 
 
 class ListTasksQuery(ListTasksRequest):
+    """``ListTasksRequest`` from a query string (HTTP+JSON)."""
+
     pageSize = fields.Integer(strict=False, validate=_PAGE_SIZE)
     historyLength = fields.Integer(strict=False, validate=_NOT_NEGATIVE)
     includeArtifacts = _QueryBoolean()

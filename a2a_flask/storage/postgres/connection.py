@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
-from ... import errors
+from ..errors import StorageBusyError, StorageFullError, StorageUnavailableError
 from ..base import SchemaError
 from .migrations import MIGRATIONS, MIGRATION_LOCK
 
@@ -54,15 +54,15 @@ def is_storage_failure(exc):
 
 
 def storage_failure(exc, location):
-    """The A2A error for ``exc``: full, busy or unavailable, all retryable;
+    """The ``StorageUnavailableError`` for ``exc``: full, busy or unavailable, all retryable;
     logged with the server (no password) once every 10 s per cause."""
     if isinstance(exc, psycopg.errors.DiskFull):
-        error = errors.StorageFull(data={"retry": True})
+        error = StorageFullError()
     elif isinstance(exc, (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled,
                           psycopg.errors.TransactionRollback)):
-        error = errors.StorageBusy(data={"retry": True})
+        error = StorageBusyError()
     else:
-        error = errors.StorageUnavailable(data={"retry": True})
+        error = StorageUnavailableError()
     text = str(exc).strip()
     now = time.monotonic()
     if now - _logged.get((location, text), -60.0) >= 10.0:
@@ -113,13 +113,14 @@ class PostgresConnections:
     @contextmanager
     def connection(self):
         """A pooled connection (autocommit) for the block; storage failures
-        come out as ``StorageUnavailable`` / ``StorageBusy`` / ``StorageFull``."""
+        come out as ``StorageUnavailableError`` (``StorageBusyError``,
+        ``StorageFullError``)."""
         try:
             if not self._ready:
                 self._retry_migrate()
             with self._get_pool().connection() as conn:
                 yield conn
-        except errors.A2AError:
+        except StorageUnavailableError:
             raise
         except Exception as exc:
             if is_storage_failure(exc):
@@ -136,7 +137,7 @@ class PostgresConnections:
     def failure(self, exc):
         """See ``Storage.failure``: our operations raise the storage errors
         themselves; a driver exception that escaped is mapped here."""
-        if isinstance(exc, errors.StorageUnavailable):
+        if isinstance(exc, StorageUnavailableError):
             return exc
         return storage_failure(exc, self.location) if is_storage_failure(exc) else None
 
@@ -204,7 +205,7 @@ class PostgresConnections:
             raise error
         try:
             self.migrate()
-        except errors.A2AError as exc:
+        except StorageUnavailableError as exc:
             self._last_attempt = (time.monotonic(), exc)
             raise
 

@@ -2,7 +2,7 @@
 or a password is, and how it is hashed, is ``a2a_flask.credentials``.
 Each operation is one statement; every change is conditional and checked."""
 
-from ..base import KeyNotFound, KeyRow, UserExists, UserNotFound
+from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 from .tasks import NOW
 
 _KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
@@ -40,7 +40,7 @@ class CredentialOperations:
             " SELECT EXISTS (SELECT FROM u),"
             " EXISTS (SELECT FROM a2a_api_keys WHERE id = %s)", (key_id, key_id))
         if not (revoked or exists):
-            raise KeyNotFound(key_id)
+            raise KeyNotFoundError(key_id)
 
     def find_key(self, key_hash):
         row = self._one("SELECT %s FROM a2a_api_keys WHERE key_hash = %%s"
@@ -58,7 +58,7 @@ class CredentialOperations:
         if self._one("INSERT INTO a2a_users (name, password_hash, created_at)"
                      " VALUES (%s, %s, " + NOW + ") ON CONFLICT DO NOTHING RETURNING 1",
                      (name, password_hash)) is None:
-            raise UserExists(name)
+            raise UserExistsError(name)
 
     def users(self):
         return [tuple(row) for row in self._all(
@@ -70,7 +70,7 @@ class CredentialOperations:
     def delete_user(self, name):
         if self._one("DELETE FROM a2a_users WHERE name = %s RETURNING 1",
                      (name,)) is None:
-            raise UserNotFound(name)
+            raise UserNotFoundError(name)
 
     def password_hash(self, name):
         row = self._one("SELECT password_hash FROM a2a_users WHERE name = %s", (name,))

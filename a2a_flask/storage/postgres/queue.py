@@ -14,6 +14,7 @@ from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
+from ...messages import agent_message, text_part
 from .tasks import _INSERT_MESSAGE, NOW
 
 
@@ -181,8 +182,7 @@ class QueueOperations:
 
     @staticmethod
     def _fail_working(conn, task_id, owner, agent, text):
-        message = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
-                   "parts": [{"kind": "text", "text": text}], "taskId": task_id}
+        message = agent_message([text_part(text)], task_id)
         row = conn.execute(
             "UPDATE a2a_tasks SET state = 'failed', status_message = (%s::jsonb ||"
             " jsonb_build_object('contextId', context_id))::text, updated_at = " +

@@ -13,10 +13,11 @@ import json
 import time
 
 from ..base import (
-    STALE_TURN_TEXT, ContextMismatch, KeyNotLive, MessageIdReused,
-    TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
+    STALE_TURN_TEXT, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
+    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TaskRecord, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
+from ...messages import agent_message, text_part
 from .connection import is_storage_failure
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
@@ -47,7 +48,7 @@ def history_limit(history_length):
 # take this path.)
 _UNFLUSHED = "SET LOCAL synchronous_commit TO off"
 
-# The caller's API key taken on trust (``live_key``, auth.authenticate) is
+# The caller's API key taken on trust (``remembered_key``, auth.authenticate) is
 # still live: NULL when there is none to check.
 KEY_IS_LIVE = ("(%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
                " WHERE key_hash = %(key)s AND revoked_at IS NULL))")
@@ -141,10 +142,10 @@ class TaskOperations:
     # -- a turn of a send ------------------------------------------------------
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, live_key=None):
+                   metadata=None, remembered_key=None):
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
-        # context other than the task's is refused (ContextMismatch), which
+        # context other than the task's is refused (ContextMismatchError), which
         # rolls the retry record back.
         digest = delivery_fingerprint(message, task_id, context_id)
         if task_id is None:
@@ -157,13 +158,13 @@ class TaskOperations:
                     "fp": digest, "id": task_id, "ctx": context_id,
                     "role": stored["role"], "body": dumps(stored),
                     "meta": dumps(metadata) if metadata else None,
-                    "key": live_key}).fetchone()
+                    "key": remembered_key}).fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0], created=True)
-                self._check_live(conn, live_key)  # a retry, or a key revoked
+                self._check_live(conn, remembered_key)  # a retry, or a key revoked
                 return self._replayed(conn, owner, agent, message)
         with self.transaction() as conn:
-            self._check_live(conn, live_key)
+            self._check_live(conn, remembered_key)
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:
@@ -177,16 +178,16 @@ class TaskOperations:
         return TurnStart(task_id, context_id, stored, seq)
 
     @staticmethod
-    def _check_live(conn, live_key):
-        if live_key is not None and conn.execute(
-                "SELECT " + KEY_IS_LIVE, {"key": live_key}).fetchone()[0] is not True:
-            raise KeyNotLive()
+    def _check_live(conn, remembered_key):
+        if remembered_key is not None and conn.execute(
+                "SELECT " + KEY_IS_LIVE, {"key": remembered_key}).fetchone()[0] is not True:
+            raise RememberedKeyRevokedError()
 
     @classmethod
     def _record_delivery(cls, conn, owner, agent, message, digest, task_id):
         """The retry record of ``message`` to ``task_id`` (``digest``: its
         ``delivery_fingerprint``); when this messageId was seen, the replayed
-        ``TurnStart`` (or ``MessageIdReused``)."""
+        ``TurnStart`` (or ``MessageIdReusedError``)."""
         if conn.execute(
                 "INSERT INTO a2a_deliveries (owner, agent, message_id,"
                 " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
@@ -200,7 +201,7 @@ class TaskOperations:
         message_id = message["messageId"]
         seen = conn.execute(_SEEN, (owner, agent, message_id)).fetchone()
         if seen is None or seen[0] not in retry_digests(message, seen[1], seen[2]):
-            raise MessageIdReused(message_id)
+            raise MessageIdReusedError(message_id)
         return TurnStart(seen[1], seen[2], replayed=True)
 
     @staticmethod
@@ -219,11 +220,11 @@ class TaskOperations:
             "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
             " AND agent = %s", (task_id, owner, agent)).fetchone()
         if row is None:
-            raise TaskNotFound(task_id)
+            raise NoSuchTaskError(task_id)
         state, task_context = row
         if context_id is not None and context_id != task_context:
-            raise ContextMismatch(task_id, task_context)
-        raise TaskNotWaiting(task_id, state, task_context)
+            raise ContextMismatchError(task_id, task_context)
+        raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
                     artifacts=()):
@@ -248,10 +249,10 @@ class TaskOperations:
     # -- reading ---------------------------------------------------------------
 
     def _read(self, conn, sql, task_id, owner, agent, history_length,
-              live_key=None):
+              remembered_key=None):
         rows = conn.execute(sql, {"id": task_id, "owner": owner, "agent": agent,
                                   "limit": history_limit(history_length),
-                                  "key": live_key}).fetchall()
+                                  "key": remembered_key}).fetchall()
         if not rows or rows[0][0] != 0:
             return None, False
         (_, _, context_id, state, status_message, updated_at, metadata, owner,
@@ -264,12 +265,12 @@ class TaskOperations:
             json.loads(metadata) if metadata else None, created_at), stale
 
     def get_task(self, task_id, owner, agent, history_length=None,
-                 live_key=None):
+                 remembered_key=None):
         with self.connection() as conn:
             task, stale = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length, live_key)
+                                     agent, history_length, remembered_key)
             if task is None:
-                raise TaskNotFound(task_id)
+                raise NoSuchTaskError(task_id)
             if stale:
                 self.fail_stale_turn(task_id)  # or another server just did
                 task, _ = self._read(conn, self._read_task_sql, task_id, owner,
@@ -278,9 +279,7 @@ class TaskOperations:
         return task
 
     def fail_stale_turn(self, task_id):
-        message = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
-                   "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
-                   "taskId": task_id}
+        message = agent_message([text_part(STALE_TURN_TEXT)], task_id)
         with self.connection() as conn:
             return conn.execute(self._fail_stale_sql, {
                 "id": task_id, "mid": message["messageId"],
@@ -334,5 +333,5 @@ class TaskOperations:
                 "SELECT state FROM a2a_tasks WHERE id = %s AND owner = %s"
                 " AND agent = %s", (task_id, owner, agent)).fetchone()
         if row is None:
-            raise TaskNotFound(task_id)
-        raise TaskNotCancelable(task_id, row[0])
+            raise NoSuchTaskError(task_id)
+        raise TaskEndedError(task_id, row[0])

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 
 import sqlite_utils
 
-from ... import errors
+from ..errors import StorageUnavailableError
 from ..common import now_iso
 from .file import (
     KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
@@ -113,7 +113,7 @@ class SqliteConnections:
                 pass
 
     def failed(self, exc):
-        """The A2A error for storage failure ``exc`` (logged with the path);
+        """The ``StorageUnavailableError`` for ``exc`` (logged with the path);
         this thread's connection is dropped: a connection that met a
         read-only or vanished file stays so, a new one sees the file as it is."""
         self.drop_connection()
@@ -121,10 +121,12 @@ class SqliteConnections:
 
     def failure(self, exc):
         """See ``Storage.failure``."""
+        if isinstance(exc, StorageUnavailableError):
+            return exc
         return self.failed(exc) if is_storage_failure(exc) else None
 
     def check_same_file(self):
-        """``StorageUnavailable`` when the database file was deleted or
+        """``StorageUnavailableError`` when the database file was deleted or
         replaced since this thread opened it: a commit would go to a file
         nobody will ever open again. One stat() of the path (a few µs)."""
         expected = getattr(self._local, "identity", None)
@@ -139,11 +141,10 @@ class SqliteConnections:
             self._local.copied_at_ns = stat.st_mtime_ns
         if found != expected:
             self.drop_connection()
-            raise errors.StorageUnavailable(
+            raise StorageUnavailableError(
                 "The storage is unavailable: the database file was deleted or "
                 "replaced while the service ran; nothing was stored. The call "
-                "may be retried once the file is restored.",
-                data={"retry": True})
+                "may be retried once the file is restored.")
 
     @contextmanager
     def transaction(self):

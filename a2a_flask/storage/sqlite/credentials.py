@@ -1,7 +1,7 @@
 """API keys and built-in users of ``SqliteStorage``: rows only; what a key
 or a password is, and how it is hashed, is ``a2a_flask.credentials``."""
 
-from ..base import KeyNotFound, KeyRow, UserExists, UserNotFound
+from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 
 _KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
 
@@ -30,7 +30,7 @@ class CredentialOperations:
                 return
             if conn.execute("SELECT 1 FROM a2a_api_keys WHERE id = ?",
                             (key_id,)).fetchone() is None:
-                raise KeyNotFound(key_id)
+                raise KeyNotFoundError(key_id)
 
     def find_key(self, key_hash):
         row = self.connection().execute(
@@ -54,7 +54,7 @@ class CredentialOperations:
                     "INSERT INTO a2a_users (name, password_hash, created_at)"
                     " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                     (name, password_hash, self._now())).rowcount:
-                raise UserExists(name)
+                raise UserExistsError(name)
 
     def users(self):
         return [tuple(row) for row in self.connection().execute(
@@ -68,7 +68,7 @@ class CredentialOperations:
         with self.transaction() as conn:
             if not conn.execute("DELETE FROM a2a_users WHERE name = ?",
                                 (name,)).rowcount:
-                raise UserNotFound(name)
+                raise UserNotFoundError(name)
 
     def password_hash(self, name):
         row = self.connection().execute(

@@ -16,7 +16,7 @@ try:
 except ImportError:  # not POSIX: SQLite's busy timeout alone
     fcntl = None
 
-from ... import errors
+from ..errors import StorageBusyError, StorageFullError, StorageUnavailableError
 
 log = logging.getLogger("a2a_flask")
 
@@ -48,17 +48,17 @@ def is_storage_failure(exc):
 
 
 def storage_failure(exc, path):
-    """The A2A error for a storage failure, logged with the database path
+    """The ``StorageUnavailableError`` for a storage failure, logged with the database path
     (once every 10 s per cause): full, busy, or unavailable, all retryable."""
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
     if (name.startswith("SQLITE_FULL") or "is full" in text
             or getattr(exc, "errno", None) in _FULL_ERRNOS):
-        error = errors.StorageFull(data={"retry": True})
+        error = StorageFullError()
     elif name.startswith("SQLITE_BUSY") or "database is locked" in text:
-        error = errors.StorageBusy(data={"retry": True})
+        error = StorageBusyError()
     else:
-        error = errors.StorageUnavailable(data={"retry": True})
+        error = StorageUnavailableError()
     now = time.monotonic()
     if now - _logged.get((path, text), -60.0) >= 10.0:
         _logged[(path, text)] = now

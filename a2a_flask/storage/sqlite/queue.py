@@ -12,7 +12,8 @@ from datetime import timedelta
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn,
 )
-from ..common import dumps, new_id, now_iso
+from ..common import dumps, now_iso
+from ...messages import agent_message, text_part
 from .tasks import load_message
 
 
@@ -151,10 +152,7 @@ class QueueOperations:
     def _fail_working(self, conn, task_id, owner, agent, text):
         context_id = conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
                                   (task_id,)).fetchone()[0]
-        message = {"kind": "message", "role": "agent",
-                   "messageId": new_id("msg_"),
-                   "parts": [{"kind": "text", "text": text}],
-                   "taskId": task_id, "contextId": context_id}
+        message = agent_message([text_part(text)], task_id, context_id)
         seq = self._next_seq(conn)  # the row points at it (schema v5)
         if not conn.execute(
                 "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"

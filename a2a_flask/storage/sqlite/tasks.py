@@ -9,12 +9,13 @@ import json
 import logging
 import time
 
-from ... import errors
+from ..errors import StorageUnavailableError
 from ..base import (
-    STALE_TURN_TEXT, ContextMismatch, KeyNotLive, MessageIdReused,
-    TaskNotCancelable, TaskNotFound, TaskNotWaiting, TaskRecord, TurnStart,
+    STALE_TURN_TEXT, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
+    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TaskRecord, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
+from ...messages import agent_message, text_part
 from .file import is_storage_failure
 
 log = logging.getLogger("a2a_flask")
@@ -76,7 +77,7 @@ class TaskOperations:
     FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, queue=None, live_key=None):
+                   metadata=None, queue=None, remembered_key=None):
         """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
         writes in the same transaction once the message is stored."""
         message_id = message["messageId"]
@@ -85,15 +86,15 @@ class TaskOperations:
         if created:
             task_id = new_id("task_")
         # The message's taskId/contextId are those given (service.py): a
-        # context other than the task's is refused below (ContextMismatch),
+        # context other than the task's is refused below (ContextMismatchError),
         # which rolls this record back.
         digest = stored_fingerprint(
             delivery_fingerprint(message, task_id, context_id))
         with self.transaction() as conn:
-            if live_key is not None and conn.execute(
+            if remembered_key is not None and conn.execute(
                     "SELECT 1 FROM a2a_api_keys WHERE key_hash = ? AND"
-                    " revoked_at IS NULL", (live_key,)).fetchone() is None:
-                raise KeyNotLive()
+                    " revoked_at IS NULL", (remembered_key,)).fetchone() is None:
+                raise RememberedKeyRevokedError()
             # Insert first: on the usual path (a new messageId) that is the
             # only statement the retry check costs.
             if not conn.execute(
@@ -111,7 +112,7 @@ class TaskOperations:
                 if task is None or seen[0] not in [
                         stored_fingerprint(digest)
                         for digest in retry_digests(message, *task)]:
-                    raise MessageIdReused(message_id)
+                    raise MessageIdReusedError(message_id)
                 return TurnStart(task[0], task[1], replayed=True)
 
             if not created:
@@ -154,11 +155,11 @@ class TaskOperations:
             " WHERE id = ? AND owner = ? AND agent = ?",
             (task_id, owner, agent)).fetchone()
         if row is None:
-            raise TaskNotFound(task_id)
+            raise NoSuchTaskError(task_id)
         state, task_context = row
         if context_id is not None and context_id != task_context:
-            raise ContextMismatch(task_id, task_context)
-        raise TaskNotWaiting(task_id, state, task_context)
+            raise ContextMismatchError(task_id, task_context)
+        raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
                     artifacts=()):
@@ -171,7 +172,7 @@ class TaskOperations:
             try:
                 return self._store_outcome(task_id, owner, agent, state,
                                            status_message, artifacts)
-            except errors.A2AError:
+            except StorageUnavailableError:
                 raise  # the file was deleted or replaced: nowhere to keep it
             except Exception as exc:
                 if not is_storage_failure(exc):
@@ -184,13 +185,7 @@ class TaskOperations:
                         "owner": owner, "agent": agent, "state": state,
                         "status_message": status_message,
                         "artifacts": list(artifacts)}):
-                    failure.message = (
-                        "%s The outcome of task %s is kept and is stored by the "
-                        "next tasks/get of the task or a retry of the same "
-                        "message (same messageId)."
-                        % (failure.message.replace(" nothing was stored.", ""),
-                           task_id))
-                    failure.data = {"retry": True, "taskId": task_id}
+                    failure.kept_task_id = task_id
                 raise failure from exc
 
     def _store_outcome(self, task_id, owner, agent, state, status_message,
@@ -252,10 +247,10 @@ class TaskOperations:
     # -- reading -------------------------------------------------------------
 
     def get_task(self, task_id, owner, agent, history_length=None,
-                 live_key=None):
+                 remembered_key=None):
         """See ``Storage.get_task``; a ``working`` task whose outcome was kept
         aside (the file refused it) gets it stored here."""
-        task = self._read_task(task_id, owner, agent, history_length, live_key)
+        task = self._read_task(task_id, owner, agent, history_length, remembered_key)
         if task.state != "working":
             return task
         if self._store_kept_outcome(task_id):
@@ -280,10 +275,8 @@ class TaskOperations:
             if row is None:
                 return False
             context_id, owner, agent = row
-            message = {"kind": "message", "role": "agent",
-                       "messageId": new_id("msg_"),
-                       "parts": [{"kind": "text", "text": STALE_TURN_TEXT}],
-                       "taskId": task_id, "contextId": context_id}
+            message = agent_message([text_part(STALE_TURN_TEXT)], task_id,
+                                    context_id)
             seq = self._next_seq(conn)
             if not conn.execute(
                     "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
@@ -315,14 +308,14 @@ class TaskOperations:
         " WHERE t.id = :id"
         " ORDER BY 1, 2")
 
-    def _read_task(self, task_id, owner, agent, history_length, live_key=None):
+    def _read_task(self, task_id, owner, agent, history_length, remembered_key=None):
         limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
         rows = self.connection().execute(self._READ_TASK, {
             "id": task_id, "owner": owner, "agent": agent, "limit": limit,
-            "key": live_key,
+            "key": remembered_key,
         }).fetchall()
         if not rows or rows[0][0] != 0:
-            raise TaskNotFound(task_id)
+            raise NoSuchTaskError(task_id)
         _, _, context_id, state, status_message, updated_at, metadata = rows[0]
         status = None
         if status_message is not None:  # a copy in the row
@@ -383,5 +376,5 @@ class TaskOperations:
                 "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ?"
                 " AND agent = ?", (task_id, owner, agent)).fetchone()
         if row is None:
-            raise TaskNotFound(task_id)
-        raise TaskNotCancelable(task_id, row[0])
+            raise NoSuchTaskError(task_id)
+        raise TaskEndedError(task_id, row[0])

@@ -1,0 +1,144 @@
+"""What an agent is to its author: a function of a ``Turn``.
+
+The function returns a reply (a string or ``Reply``), asks for more input
+(``InputRequired`` / ``AuthRequired``) or refuses (``Reject``); an exception
+fails the task. ``agent/engine.py`` calls it with no transaction open and
+stores the outcome.
+"""
+
+from typing import Any, Iterable, List, Mapping, Optional
+
+from ..messages import JSONObject, agent_message, text_part
+from .output import AGENT_ARTIFACT, AGENT_PARTS, load_agent_output
+
+
+def _text_parts(text, parts):
+    if parts is not None:
+        # Checked here, in the agent's own call: a bad part fails the task
+        # with a log line naming it, instead of an answer that breaks the schema.
+        return load_agent_output(AGENT_PARTS, {"parts": list(parts)}, "parts")["parts"]
+    return [{"kind": "text", "text": "" if text is None else str(text)}]
+
+
+class Reply:
+    """The agent's answer: the task is ``completed``.
+
+    ``text`` or ``parts`` (A2A part objects) make the reply message and the
+    artifact named ``response``; ``artifacts`` adds more, each a dict with
+    ``parts`` and optionally ``name``, ``description``, ``metadata``.
+    """
+
+    state = "completed"
+
+    def __init__(self, text: Optional[str] = None,
+                 parts: Optional[Iterable[JSONObject]] = None,
+                 artifacts: Iterable[Mapping[str, Any]] = (),
+                 metadata: Optional[JSONObject] = None) -> None:
+        self.parts = _text_parts(text, parts)
+        self.artifacts = [load_agent_output(AGENT_ARTIFACT, dict(spec), "artifact")
+                          for spec in artifacts]
+        self.metadata = metadata
+
+
+class _StatusReply:
+    """A message that becomes the task's status message, without an artifact."""
+
+    state: Optional[str] = None
+
+    def __init__(self, text: Optional[str] = None,
+                 parts: Optional[Iterable[JSONObject]] = None,
+                 metadata: Optional[JSONObject] = None) -> None:
+        self.parts = _text_parts(text, parts)
+        self.metadata = metadata
+
+
+class InputRequired(_StatusReply):
+    """The agent asks a question: the task waits (``input-required``)."""
+
+    state = "input-required"
+
+
+class AuthRequired(_StatusReply):
+    """The agent needs the caller to authorize something (``auth-required``)."""
+
+    state = "auth-required"
+
+
+class Reject(_StatusReply):
+    """The agent refuses the task (``rejected``); the text says why."""
+
+    state = "rejected"
+
+
+class Turn:
+    """One incoming message, as the agent function sees it."""
+
+    def __init__(self, store, agent, caller, task_id, context_id, message,
+                 message_seq, metadata=None):
+        self._store = store
+        self.agent = agent
+        #: Who sent it (``Caller``: ``id``, ``kind``, ``name``).
+        self.caller = caller
+        self.task_id = task_id
+        self.context_id = context_id
+        #: The whole incoming message (a dict), file and data parts too.
+        self.message = message
+        self.metadata = metadata or {}
+        self._seq = message_seq
+        self._history = None
+        self._context_history = None
+
+    @property
+    def parts(self) -> List[JSONObject]:
+        return self.message["parts"]
+
+    @property
+    def text(self) -> str:
+        """The text parts, in order, joined with a newline."""
+        return "\n".join(p["text"] for p in self.parts if p["kind"] == "text")
+
+    @property
+    def files(self) -> List[JSONObject]:
+        return [p["file"] for p in self.parts if p["kind"] == "file"]
+
+    @property
+    def data(self) -> List[Any]:
+        return [p["data"] for p in self.parts if p["kind"] == "data"]
+
+    @property
+    def history(self) -> List[JSONObject]:
+        """Earlier messages of this task, oldest first (read on first use)."""
+        if self._history is None:
+            self._history = self._store.task_history(self.task_id, before_seq=self._seq)
+        return self._history
+
+    @property
+    def context_history(self) -> List[JSONObject]:
+        """Earlier messages of the whole conversation (all its tasks)."""
+        if self._context_history is None:
+            self._context_history = self._store.context_history(
+                self.caller.id, self.agent.name, self.context_id, before_seq=self._seq)
+        return self._context_history
+
+    def recent(self, count):
+        """The last ``count`` earlier messages of the conversation, oldest
+        first: what a long conversation costs is ``count``, not its length."""
+        if count <= 0:
+            return []
+        if self._context_history is not None:
+            return self._context_history[-count:]
+        return self._store.context_history(self.caller.id, self.agent.name,
+                                           self.context_id, before_seq=self._seq,
+                                           limit=count)
+
+    @property
+    def canceled(self) -> bool:
+        """True once the task was canceled: stop early, the result is discarded."""
+        return self._store.task_state(self.task_id) == "canceled"
+
+    def progress(self, text: str) -> bool:
+        """Show ``text`` as the task's status message while it is ``working``
+        (``tasks/get`` sees it; it does not join the history). False once the
+        task is no longer working (canceled): stop early."""
+        return self._store.progress(self.task_id, agent_message(
+            [text_part(str(text))], self.task_id, self.context_id))

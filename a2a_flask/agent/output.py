@@ -1,0 +1,58 @@
+"""What an agent gives: its parts, artifacts and skills, checked where they
+are given (in the agent's own call, or at registration) so that a bad one
+fails there with a sentence naming it, never as an answer that breaks the
+A2A schema."""
+
+from marshmallow import EXCLUDE, Schema, ValidationError, fields
+
+from ..messages import PartField
+from ..validation import NON_EMPTY, flatten_errors
+
+
+class AgentPartsSchema(Schema):
+    """Parts an agent function gives (Reply(parts=...), artifacts): they are
+    sent as they are, so they must be valid A2A parts."""
+
+    parts = fields.List(PartField(), required=True, validate=NON_EMPTY)
+
+
+class AgentArtifactSchema(AgentPartsSchema):
+    """An artifact an agent gives (``Reply(artifacts=...)``)."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    artifactId = fields.String(validate=NON_EMPTY)
+    name = fields.String()
+    description = fields.String()
+    metadata = fields.Dict()
+    extensions = fields.List(fields.String())
+
+
+class SkillSchema(Schema):
+    """An AgentSkill as given at registration; checked once, at start-up."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    id = fields.String(required=True, validate=NON_EMPTY)
+    name = fields.String(required=True, validate=NON_EMPTY)
+    description = fields.String(required=True)
+    tags = fields.List(fields.String(), load_default=list)
+    examples = fields.List(fields.String())
+    inputModes = fields.List(fields.String())
+    outputModes = fields.List(fields.String())
+
+
+SKILLS = SkillSchema(many=True)
+AGENT_PARTS = AgentPartsSchema()
+AGENT_ARTIFACT = AgentArtifactSchema()
+
+
+def load_agent_output(schema, value, what):
+    """``value`` checked by ``schema``, or ValueError naming the bad field."""
+    try:
+        return schema.load(value)
+    except ValidationError as exc:
+        field, text = flatten_errors(exc.messages)[0]
+        raise ValueError("%s: %s: %s" % (what, field, text)) from None

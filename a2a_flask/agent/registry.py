@@ -1,0 +1,74 @@
+"""``Agent``: a registered agent, its function and what its card says of it."""
+
+from marshmallow import ValidationError
+
+from .. import errors
+from ..validation import flatten_errors
+from .output import SKILLS
+
+
+def _mime_matches(pattern, mime):
+    if pattern in ("*/*", "*") or pattern == mime:
+        return True
+    kind, _, sub = pattern.partition("/")
+    return sub == "*" and mime.partition("/")[0] == kind
+
+
+class Agent:
+    """A registered agent: its function and what its card says of it."""
+
+    def __init__(self, name, func, description=None, skills=None,
+                 extended_skills=None, input_modes=("text/plain",),
+                 output_modes=("text/plain",), version="1.0.0", enabled=True,
+                 card=None, background=False, retry=False):
+        if not name or "/" in name:
+            raise ValueError("agent name %r must be non-empty, without '/'" % name)
+        if retry and not background:
+            raise ValueError("agent %r: retry=True needs background=True (a turn "
+                             "run inside the request is never retried)" % name)
+        self.name = name
+        self.func = func
+        #: Turns are queued and run by ``flask a2a worker``, never in a request.
+        self.background = bool(background)
+        #: A turn whose worker died is queued again (else failed: at most once).
+        self.retry = bool(retry)
+        doc = (func.__doc__ or "").strip().splitlines()
+        self.description = description or (doc[0] if doc else "Agent %s" % name)
+        self.skills = self._skills(skills) or [
+            {"id": name, "name": name, "description": self.description, "tags": []}]
+        self.extended_skills = self._skills(extended_skills)
+        self.input_modes = list(input_modes)
+        self.output_modes = list(output_modes)
+        self.version = version
+        self.enabled = enabled
+        #: Extra AgentCard fields (provider, documentationUrl, iconUrl...).
+        self.card = dict(card or {})
+
+    def _skills(self, skills):
+        if not skills:
+            return []
+        try:
+            return SKILLS.load(list(skills))
+        except ValidationError as exc:
+            field, text = flatten_errors(exc.messages)[0]
+            raise ValueError("agent %r: invalid skill %s: %s" % (self.name, field, text))
+
+    @property
+    def has_extended_card(self):
+        return bool(self.extended_skills)
+
+    def check_accepts(self, message, accepted_output_modes):
+        """``ContentTypeNotSupported`` for a message this agent cannot take."""
+        text_only = all(m.startswith("text/") for m in self.input_modes)
+        if text_only and not any(p["kind"] == "text" for p in message["parts"]):
+            raise errors.ContentTypeNotSupportedError(
+                "Agent %s takes text only, and the message has no text part."
+                % self.name, data={"inputModes": self.input_modes})
+        if accepted_output_modes and not any(
+                _mime_matches(accepted, mine) or _mime_matches(mine, accepted)
+                for accepted in accepted_output_modes for mine in self.output_modes):
+            raise errors.ContentTypeNotSupportedError(
+                "configuration.acceptedOutputModes shares nothing with the output "
+                "modes of agent %s (%s)." % (self.name, ", ".join(self.output_modes)),
+                data={"field": "configuration.acceptedOutputModes",
+                      "outputModes": self.output_modes})

@@ -1,0 +1,71 @@
+"""``AppState``: what one app's requests need, kept in ``app.extensions["a2a"]``
+(settings, the storage, credentials, the agents that may be reached)."""
+
+from . import errors
+from .auth.credentials import Credentials
+from .auth.throttle import LoginThrottle
+
+
+class AppState:
+    """The A2A state of one Flask app (``app.extensions["a2a"]``): its
+    settings, storage, credentials, metrics and registered agents. Not a
+    task's state."""
+
+    def __init__(self, extension, settings, storage, session_cookie_name):
+        self.extension = extension
+        self.settings = settings
+        self.storage = storage
+        self.credentials = Credentials(storage)
+        #: Failed HTTP Basic logins counted in this process.
+        self.login_throttle = LoginThrottle(settings.login_failures_per_minute)
+        self.session_cookie_name = session_cookie_name
+        #: True once the database is known to be at this package's schema.
+        self.schema_current = False
+        #: Signs the Agent Cards (A2A_CARD_SIGNING_KEY), else None.
+        self.card_signer = None
+        #: The Prometheus metrics (A2A_METRICS), else None.
+        self.metrics = None
+        if settings.metrics:
+            from .http.metrics import Metrics  # the optional `metrics` extra
+            self.metrics = Metrics(storage)
+
+    def schema_problem(self, version=None):
+        """None when the database is at the schema this package needs, else
+        the ``SchemaOutdatedError`` to answer (A2A_AUTO_MIGRATE=0). Given
+        ``version`` (read by the health check), it is judged afresh."""
+        if version is None:
+            if self.schema_current:
+                return None
+            try:
+                version = self.storage.schema_version()
+            except Exception as exc:
+                if self.storage.failure(exc) is None:
+                    raise
+                return None  # not a schema problem: the call fails its own way
+        expected = self.storage.expected_version()
+        if version == expected:
+            self.schema_current = True
+            return None
+        remedy = ("Run `flask a2a db upgrade`." if version < expected
+                  else "Upgrade a2a_flask.")
+        return errors.SchemaOutdatedError(
+            "The database schema is version %d; this a2a_flask needs version "
+            "%d. %s" % (version, expected, remedy))
+
+    def _reachable(self, agent):
+        """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
+        return agent.enabled and agent.name not in self.settings.disabled_agents
+
+    def reachable_agent(self, name):
+        """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
+        agent = self.extension.agents.get(name)
+        if agent is None or not self._reachable(agent):
+            raise errors.AgentNotFoundError(
+                "No agent named %r can be talked to here." % name,
+                data={"agent": name})
+        return agent
+
+    def reachable_agents(self):
+        """The agents that may be talked to now, by name."""
+        return [agent for _, agent in sorted(self.extension.agents.items())
+                if self._reachable(agent)]

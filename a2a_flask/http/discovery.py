@@ -1,0 +1,104 @@
+"""The GET routes that tell what is here: the Agent Cards, the agent list
+and the health check. Their errors are bare JSON error objects; a storage
+failure is HTTP 503 with the storage's own sentence."""
+
+import logging
+
+from flask import request
+
+from .. import errors, urls
+from ..auth.callers import authenticate, authorize
+from ..protocol.card_http import asked_form, card_response
+from ..protocol.cards import agent_card, base_url
+from ..protocol.jsonrpc import error_response, json_response
+from .pipeline import current_app_state, storage_error
+
+log = logging.getLogger("a2a_flask")
+
+
+def _unavailable(app_state, exc):
+    """The bare answer of a GET route whose storage failed (HTTP 503, the
+    storage's own sentence); anything else is raised again."""
+    failure = storage_error(app_state, exc)
+    failure.http_status = 503
+    return error_response(failure, bare=True)
+
+
+def card(name, at_root=False):
+    """The Agent Card of agent ``name`` (authenticated unless
+    A2A_PUBLIC_CARDS)."""
+    app_state = current_app_state()
+    try:
+        caller = (None if app_state.settings.public_cards
+                  else authenticate(app_state, request))
+        agent = app_state.reachable_agent(name)
+        if caller is not None:
+            authorize(caller, agent)
+        card = agent_card(app_state, agent, at_root, form=asked_form(request))
+        return card_response(app_state, card, public=caller is None)
+    except errors.A2AError as exc:
+        return error_response(exc, bare=True)
+    except Exception as exc:  # the key lookup met a storage failure
+        return _unavailable(app_state, exc)
+
+
+def agentless_card():
+    """``PREFIX/agents/.well-known/agent-card.json``: where a JS client given
+    ``PREFIX/agents/<name>`` (no trailing slash) looks; the agent's name was
+    dropped, and no agent is guessed."""
+    settings = current_app_state().settings
+    return error_response(errors.AgentNotFound(
+        "No agent is named in this URL. Give clients the agent's URL with a "
+        "trailing slash, %s/<name>/ (its card is at %s)." % (
+            urls.agents_tree(settings), urls.card_path(settings, "<name>"))),
+        bare=True)
+
+
+def jwks():
+    """The public keys of signed cards (A2A_CARD_SIGNING_KEY), as a JWKS."""
+    app_state = current_app_state()
+    response = json_response(app_state.card_signer.jwks)
+    response.cache_control.public = True
+    response.cache_control.max_age = app_state.settings.card_max_age
+    return response
+
+
+def agent_list():
+    """The agents this caller may reach, with their endpoint and card URLs."""
+    app_state = current_app_state()
+    try:
+        caller = authenticate(app_state, request)
+    except errors.A2AError as exc:
+        return error_response(exc, bare=True)
+    except Exception as exc:  # the key lookup met a storage failure
+        return _unavailable(app_state, exc)
+    settings = app_state.settings
+    base = base_url(settings)
+    return json_response({"agents": [
+        {"name": agent.name, "description": agent.description,
+         "url": base + urls.agent_path(settings, agent.name),
+         "card": base + urls.card_path(settings, agent.name)}
+        for agent in app_state.reachable_agents()
+        if caller.may_reach(agent.name)]})
+
+
+def _health(app_state):
+    """(body, status) of ``GET PREFIX/health``: one trivial query; a database
+    problem is told as "unavailable" and no more (the log has the rest)."""
+    try:
+        version = app_state.storage.schema_version()
+    except Exception as exc:
+        if app_state.storage.failure(exc) is None:
+            raise
+        log.warning("health: the database is unavailable", exc_info=True)
+        return {"status": "unavailable", "database": "unavailable"}, 503
+    body = {"status": "ok", "database": "ok", "schemaVersion": version}
+    problem = app_state.schema_problem(version)
+    if problem is not None:
+        body.update(status="outdated", message=problem.message)
+        return body, 503
+    return body, 200
+
+
+def health():
+    return json_response(*_health(current_app_state()))

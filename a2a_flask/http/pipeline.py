@@ -1,0 +1,122 @@
+"""The call pipeline: every call to an agent, over JSON-RPC or HTTP+JSON,
+goes through ``answer_call`` in the same order (docs/protocol.md, section 3):
+
+read what the call is (``ProtocolCall.start``: the body and the envelope, or
+the version asked) -> authenticate -> find the agent -> authorize -> check the
+params -> run the method -> answer; the access record and the metrics last.
+
+An anonymous caller costs no more than reading and parsing its JSON: the
+params (up to the size limit, maybe tens of thousands of parts) are checked
+only for a caller with credentials, and the checks before authentication
+tell an anonymous caller nothing about agents or tasks.
+
+A storage failure (database unavailable, deleted, full or busy) is answered
+as such, an error saying the call may be retried; the service goes on and
+serves again as soon as the storage is back.
+"""
+
+import logging
+
+from flask import current_app, request
+
+from .. import errors
+from ..auth.callers import authenticate, authorize, confirm_remembered_key
+from ..protocol.errors import failure_error
+from ..protocol.versions import HEADER, asked_version
+from ..service import CallContext
+from . import access
+from .body import read_body
+
+log = logging.getLogger("a2a_flask")
+
+
+def current_app_state():
+    """The A2A state (``AppState``) of the app serving this request."""
+    return current_app.extensions["a2a"]
+
+
+class Inbound:
+    """The request as a binding reads it (``ProtocolCall``)."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def body(self) -> bytes:
+        return read_body(self.limit)
+
+    @property
+    def query(self):
+        """The query string's parameters, ``A2A-Version`` left out."""
+        params = request.args.to_dict()
+        params.pop(HEADER, None)
+        return params
+
+    @property
+    def asked_version(self) -> str:
+        return asked_version(request)
+
+
+def storage_error(app_state, exc):
+    """The A2A error for ``exc``, a storage failure; anything else is raised
+    again."""
+    failure = app_state.storage.failure(exc)
+    if failure is None:
+        raise exc
+    return failure_error(failure)
+
+
+def _confirmed(app_state, caller, error):
+    """``error``, unless the caller's key was remembered and is revoked since:
+    then 401, whatever else failed (or the storage's own failure when the
+    key cannot be checked)."""
+    try:
+        confirm_remembered_key(app_state, caller)
+    except errors.UnauthenticatedError as refused:
+        return refused
+    except Exception as exc:
+        failure = app_state.storage.failure(exc)
+        if failure is None:
+            raise
+        return failure
+    return error
+
+
+def _answer(app_state, call, agent_name, at_root):
+    caller = None
+    inbound = Inbound(app_state.settings.max_content_length)
+    try:
+        call.start(inbound)
+        caller = authenticate(app_state, request, call.checks_remembered_key)
+        agent = app_state.reachable_agent(agent_name)
+        authorize(caller, agent)
+        params = call.params(inbound)
+        result = call.run(CallContext(app_state, agent, caller, at_root), params)
+        access.note_result(result)
+        return call.answer(result)
+    except errors.A2AError as exc:
+        return call.refuse(_confirmed(app_state, caller, exc))
+    except Exception as exc:
+        failure = app_state.storage.failure(exc)
+        if failure is not None:
+            return call.refuse(failure)
+        log.exception("internal error answering agent %r", agent_name)
+        return call.refuse(errors.service_failed())
+    finally:
+        access.note(call.record, caller, call.version)
+
+
+def answer_call(call, agent_name, at_root=False):
+    """The response to ``call`` (a ``ProtocolCall``) for agent
+    ``agent_name``, with its access record; refused while the schema is old."""
+    app_state = current_app_state()
+
+    def answer():
+        problem = app_state.schema_problem()
+        if problem is not None:
+            return call.refuse(problem)
+        return _answer(app_state, call, agent_name, at_root)
+
+    return access.logged_call(
+        agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None)

@@ -1,0 +1,139 @@
+"""Messages and parts in their stored form (A2A 0.3-shaped JSON objects:
+``kind``, ``messageId``, ``parts``...), as the storage keeps them and the
+bindings convert them: the schemas that check a caller's message and an
+agent's parts, and ``agent_message``, the one place an agent's message is
+made."""
+
+import base64
+import binascii
+from typing import Any, Dict, List, Optional
+
+from marshmallow import (
+    INCLUDE, Schema, ValidationError, fields, post_load, validate, validates_schema,
+)
+
+from .ids import new_id
+from .validation import NON_EMPTY
+
+#: A message, part or artifact in its stored form: a plain JSON object.
+JSONObject = Dict[str, Any]
+
+
+class _StoredSchema(Schema):
+    """Loads an object that is stored and shown as sent: a declared field sent
+    as null is dropped, as the A2A schema has no null for them."""
+
+    @post_load
+    def _drop_nulls(self, data, **kwargs):
+        return {key: value for key, value in data.items()
+                if value is not None or key not in self.fields}
+
+
+class _PartSchema(_StoredSchema):
+    class Meta:
+        unknown = INCLUDE  # stored as sent
+
+    metadata = fields.Dict(allow_none=True)
+
+
+class TextPartSchema(_PartSchema):
+    """A text part."""
+
+    kind = fields.String(required=True)
+    text = fields.String(required=True)
+
+
+class FileContentSchema(_StoredSchema):
+    """A file: exactly one of ``bytes`` (base64) and ``uri``."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    bytes = fields.String()
+    uri = fields.String(validate=NON_EMPTY)
+    name = fields.String(allow_none=True)
+    mimeType = fields.String(allow_none=True)
+
+    @validates_schema
+    def _bytes_xor_uri(self, data, **kwargs):
+        if ("bytes" in data) == ("uri" in data):
+            raise ValidationError("a file must have exactly one of bytes and uri.")
+        if "bytes" in data:
+            try:
+                base64.b64decode(data["bytes"], validate=True)
+            except (binascii.Error, ValueError):
+                raise ValidationError("not valid base64.", "bytes")
+
+
+class FilePartSchema(_PartSchema):
+    """A file part."""
+
+    kind = fields.String(required=True)
+    file = fields.Nested(FileContentSchema, required=True)
+
+
+class DataPartSchema(_PartSchema):
+    """A data part (a JSON object)."""
+
+    kind = fields.String(required=True)
+    data = fields.Dict(required=True)
+
+
+PART_SCHEMAS = {
+    "text": TextPartSchema(),
+    "file": FilePartSchema(),
+    "data": DataPartSchema(),
+}
+
+
+class PartField(fields.Field):
+    """A part, checked by the schema its ``kind`` names."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, dict):
+            raise ValidationError("a part must be an object.")
+        kind = value.get("kind")
+        schema = PART_SCHEMAS.get(kind) if isinstance(kind, str) else None
+        if schema is None:
+            raise ValidationError({"kind": ['must be one of "text", "file", "data".']})
+        return schema.load(value)
+
+
+class MessageSchema(_StoredSchema):
+    """A caller's message, stored and shown as sent."""
+
+    class Meta:
+        unknown = INCLUDE  # other members: stored as sent
+
+    kind = fields.String(validate=validate.Equal("message", error='must be "message".'))
+    role = fields.String(
+        required=True, validate=validate.Equal("user", error='must be "user".')
+    )
+    parts = fields.List(PartField(), required=True, validate=NON_EMPTY)
+    messageId = fields.String(required=True, validate=NON_EMPTY)
+    contextId = fields.String(allow_none=True, validate=NON_EMPTY)
+    taskId = fields.String(allow_none=True, validate=NON_EMPTY)
+    metadata = fields.Dict(allow_none=True)
+    # Stored and shown as sent: they must be what the A2A schema says they are.
+    extensions = fields.List(fields.String())
+    referenceTaskIds = fields.List(fields.String())
+
+
+def text_part(text: str) -> JSONObject:
+    return {"kind": "text", "text": text}
+
+
+def agent_message(parts: List[JSONObject], task_id: Optional[str] = None,
+                  context_id: Optional[str] = None,
+                  metadata: Optional[JSONObject] = None) -> JSONObject:
+    """A new message of the agent (a status message, a reply) with ``parts``;
+    ``taskId``/``contextId`` when given, ``metadata`` when not empty."""
+    message = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
+               "parts": parts}
+    if task_id is not None:
+        message["taskId"] = task_id
+    if context_id is not None:
+        message["contextId"] = context_id
+    if metadata:
+        message["metadata"] = metadata
+    return message

@@ -1,0 +1,49 @@
+"""``ProtocolCall``: one call as a binding reads and answers it.
+
+The HTTP transport (``http/pipeline.py``) drives every call the same way,
+whatever its binding (JSON-RPC 0.3 or 1.0, HTTP+JSON 1.0): ``start`` reads
+what is needed before the caller is known, then (the pipeline authenticates
+and finds the agent) ``params`` checks the params, ``run`` calls the
+service, and ``answer`` or ``refuse`` renders the outcome. A binding knows
+the wire shapes; the pipeline knows the order and the HTTP request.
+
+``inbound`` is the request as the pipeline hands it over: ``body()`` (the
+whole body, read within the size limit), ``query`` (the query string's
+parameters) and ``asked_version`` (``A2A-Version``, "" when none).
+"""
+
+from typing import Any, Optional
+
+from .jsonrpc import Envelope
+
+
+class ProtocolCall:
+    """Base of the bindings' calls: what each must provide."""
+
+    #: The protocol version answered (the access record's ``version``).
+    version = "0.3"
+    #: Whether the call's own storage statement checks the caller's API key,
+    #: so that a key remembered live needs no lookup first
+    #: (``auth.callers.authenticate``).
+    checks_remembered_key = False
+    #: What the access record reads: the method's name and its params.
+    record: Optional[Envelope] = None
+
+    def start(self, inbound) -> None:
+        """Read what the call is (before authentication); may raise."""
+
+    def params(self, inbound) -> Any:
+        """The call's validated params, or ``InvalidParams``."""
+        raise NotImplementedError
+
+    def run(self, context, params) -> Any:
+        """The result in its wire form (service errors become A2A errors)."""
+        raise NotImplementedError
+
+    def answer(self, result):
+        """The HTTP response of a result."""
+        raise NotImplementedError
+
+    def refuse(self, error):
+        """The HTTP response of an ``A2AError``."""
+        raise NotImplementedError

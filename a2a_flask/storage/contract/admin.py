@@ -1,0 +1,99 @@
+"""The storage contract, administration: the schema, failures of the storage
+itself, operations (``flask a2a tasks`` / ``db``) and bulk copy."""
+
+import abc
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from ..records import KeyRow, TaskRecord
+
+
+class AdminStorage(abc.ABC):
+    """Administration: the schema, storage failures, operations, bulk copy."""
+
+    #: Where the data lives, for messages to an operator (no password in it).
+    location: str = ""
+
+    # -- schema -----------------------------------------------------------
+
+    @abc.abstractmethod
+    def migrate(self) -> None:
+        """Create or upgrade the schema to ``expected_version()``; safe to call
+        from every worker and server at once (serialized inside)."""
+
+    @abc.abstractmethod
+    def schema_version(self) -> Optional[int]:
+        """The schema version found (None: no schema yet). ``SchemaError`` or a
+        storage failure when it cannot be read."""
+
+    @abc.abstractmethod
+    def expected_version(self) -> int:
+        """The schema version this code writes."""
+
+    def close(self) -> None:
+        """Release this thread's / process's connections (reopened on use)."""
+
+    @abc.abstractmethod
+    def failure(self, exc: BaseException) -> Optional[Exception]:
+        """The ``StorageUnavailableError`` (itself, when ``exc`` is one) to
+        answer for ``exc``, an exception of this backend's driver (logged,
+        with the database, at most once every 10 s per cause; this thread's
+        connection is dropped so that the next use reconnects); None when
+        ``exc`` is not a failure of the storage (a bug: let it propagate)."""
+
+    # -- operations (flask a2a tasks / db) ---------------------------------------
+
+    @abc.abstractmethod
+    def show_task(self, task_id: str) -> Optional[TaskRecord]:
+        """Any owner's task with its whole history and artifacts, or None."""
+
+    @abc.abstractmethod
+    def prunable_tasks(self, cutoff: str) -> List[TaskRecord]:
+        """Terminal tasks updated before ``cutoff`` (ISO time), oldest first,
+        without history or artifacts: what ``prune`` would delete."""
+
+    @abc.abstractmethod
+    def prune(self, cutoff: str) -> Iterator[Dict[str, int]]:
+        """Delete terminal tasks updated before ``cutoff`` with their messages,
+        artifacts and retry records, in batches (one transaction each); each
+        DELETE is conditional on the task still terminal and old. Yields
+        ``{"tasks", "messages", "artifacts", "deliveries"}`` counts per batch."""
+
+    @abc.abstractmethod
+    def task_counts(self) -> Dict[str, int]:
+        """{state: number of tasks}."""
+
+    @abc.abstractmethod
+    def check(self) -> List[str]:
+        """Problems an integrity check found ([] when none)."""
+
+    @abc.abstractmethod
+    def backup(self, target: str) -> None:
+        """A consistent copy to ``target`` (a path for SQLite), taken while
+        the service runs."""
+
+    # -- bulk copy (bench prefill, ``flask a2a db copy``) ------------------------
+
+    @abc.abstractmethod
+    def export_tasks(self, batch_size: int = 1000) -> Iterator[List[TaskRecord]]:
+        """Every task, whole (history with user and agent messages, artifacts,
+        metadata, created_at), in batches, oldest id first."""
+
+    @abc.abstractmethod
+    def import_tasks(self, records: Iterable[TaskRecord],
+                     deliveries: bool = True) -> int:
+        """Insert whole tasks as they are (ids, timestamps and states kept),
+        in one transaction per call; with ``deliveries``, the retry record of
+        every user message is recorded too. Returns the number of tasks.
+        Fast enough for 1,000,000 tasks in batches of ~10,000."""
+
+    @abc.abstractmethod
+    def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
+                                          List[Tuple[str, str, str]]]:
+        """(every key with its hash, every user as (name, password hash,
+        created_at)): hashes only, never a secret."""
+
+    @abc.abstractmethod
+    def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
+                           users: Sequence[Tuple[str, str, str]]) -> None:
+        """Insert keys and users as exported (timestamps and revocations
+        kept), in one transaction; an id or name already present is kept."""

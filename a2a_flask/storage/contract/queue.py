@@ -1,0 +1,74 @@
+"""The storage contract, the background-turn queue (``flask a2a worker``)."""
+
+import abc
+from typing import List, Optional, Sequence, Tuple
+
+from ..records import Artifact, ClaimedTurn, Message, TurnStart
+
+
+class QueueStorage(abc.ABC):
+    """The background-turn queue."""
+
+    # A queued turn is a row of its own: queued (no worker), then leased to
+    # one worker until ``lease_expires`` (the storage's clock), renewed while
+    # the agent runs, deleted when the turn ends. A task has at most one turn
+    # at a time (it is ``working`` meanwhile);
+    # ``fail_stale_turn`` leaves a task with a turn row alone (leases govern it),
+    # and ``cancel_task`` deletes a turn that no worker has claimed yet.
+
+    @abc.abstractmethod
+    def enqueue_turn(self, owner: str, agent: str, message: Message,
+                     context_id: Optional[str] = None,
+                     task_id: Optional[str] = None,
+                     metadata: Optional[dict] = None,
+                     retry: bool = False,
+                     status_message: Optional[Message] = None) -> TurnStart:
+        """``start_turn`` and, in the same transaction, a queued turn for the
+        task (message seq, agent, ``retry``, 0 attempts); the task's status
+        message becomes ``status_message`` (it may say it is queued; it does
+        not join the history). A replay (``TurnStart.replayed``) queues
+        nothing. Either both are stored or neither is."""
+
+    @abc.abstractmethod
+    def claim_turns(self, worker: str, limit: int, lease_seconds: float,
+                    agents: Optional[Sequence[str]] = None) -> List[ClaimedTurn]:
+        """Lease up to ``limit`` queued turns (oldest first; of ``agents``
+        only, when given) to ``worker`` until now + ``lease_seconds``, each by
+        a conditional UPDATE (``WHERE worker IS NULL``) whose row count is
+        checked, counting an attempt: two workers never hold the same turn
+        (SQLite: one short ``BEGIN IMMEDIATE``; PostgreSQL: ``FOR UPDATE SKIP
+        LOCKED``). Turns of tasks no longer ``working`` are dropped, not
+        claimed. Cheap when nothing is queued (a read, no write lock)."""
+
+    @abc.abstractmethod
+    def renew_leases(self, worker: str, task_ids: Sequence[str],
+                     lease_seconds: float) -> List[str]:
+        """Extend ``worker``'s leases on ``task_ids`` to now + ``lease_seconds``
+        (``WHERE worker = ?``); returns the task ids still held (a lease that
+        expired and was taken over is not renewed)."""
+
+    @abc.abstractmethod
+    def finish_queued_turn(self, task_id: str, worker: str, owner: str,
+                           agent: str, state: str,
+                           status_message: Optional[Message] = None,
+                           artifacts: Sequence[Artifact] = ()) -> Optional[str]:
+        """Delete ``worker``'s turn row and store the outcome exactly as
+        ``finish_turn`` (conditional on ``working``), in one transaction.
+        None, with nothing stored, when the worker no longer holds the turn
+        (its lease expired) or the task left ``working`` (canceled)."""
+
+    @abc.abstractmethod
+    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
+        """Turns whose lease expired (their worker was killed or hung): an
+        agent registered ``retry=True`` is re-queued while it had fewer than
+        ``max_attempts`` attempts; any other is deleted and its task failed
+        (``LEASE_EXPIRED_TEXT``, or ``ATTEMPTS_EXHAUSTED_TEXT``; conditional
+        on ``working``): at most once. Returns ``(task_id, "requeued" |
+        "failed")`` pairs."""
+
+    @abc.abstractmethod
+    def release_turns(self, worker: str, task_ids: Sequence[str],
+                      max_attempts: int = 3) -> List[Tuple[str, str]]:
+        """What a stopping worker does with turns it cannot finish: as
+        ``expire_leases`` for these turns of ``worker`` now, whatever their
+        lease."""

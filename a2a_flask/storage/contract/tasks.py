@@ -1,0 +1,150 @@
+"""The storage contract, tasks: a turn of a send (start, finish), reading,
+canceling and listing a caller's tasks, and what the Turn API reads."""
+
+import abc
+from typing import List, Optional, Sequence
+
+from ..records import Artifact, Message, TaskPage, TaskRecord, TurnStart
+
+
+class TaskStorage(abc.ABC):
+    """Tasks: a turn of a send, reading, canceling and listing them."""
+
+    # -- a turn of a send ---------------------------------------------------
+
+    @abc.abstractmethod
+    def start_turn(self, owner: str, agent: str, message: Message,
+                   context_id: Optional[str] = None,
+                   task_id: Optional[str] = None,
+                   metadata: Optional[dict] = None,
+                   remembered_key: Optional[str] = None) -> TurnStart:
+        """Record an incoming user message and mark its task ``working``, in
+        one transaction.
+
+        - ``remembered_key`` (the hash of the caller's API key, taken on trust as in
+          ``get_task``): nothing is written unless that key is live, checked
+          in the same statement or transaction; ``RememberedKeyRevokedError`` otherwise.
+
+        - Retry record first: (owner, agent, messageId) with a fingerprint of
+          the message (``common.delivery_fingerprint``: without ``kind`` nor
+          the task's own ids, as ``import_tasks`` computes it from the
+          history). Seen with the same fingerprint (or, recorded before, the
+          digest as received: ``common.retry_digests``): nothing is written
+          and ``TurnStart(replayed=True)`` names the task it went to. Seen
+          with a different one: ``MessageIdReusedError``, nothing written.
+        - ``task_id`` None: a new task (``created=True``) in ``context_id``
+          (a new context id when None), state ``working``.
+        - ``task_id`` given: claim it with ONE conditional UPDATE
+          (``... SET state='working' WHERE id AND owner AND agent AND state IN
+          WAITING_STATES``) whose row count is checked; 0 rows: read why and
+          raise ``NoSuchTaskError`` / ``ContextMismatchError`` /
+          ``TaskNotWaitingError``,
+          rolling back the retry record. Of two continuations racing for one
+          waiting task, exactly one wins; the other gets ``TaskNotWaitingError``
+          (state ``working``).
+        - The stored message gets ``kind="message"``, ``taskId``, ``contextId``.
+        """
+
+    @abc.abstractmethod
+    def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
+                    status_message: Optional[Message] = None,
+                    artifacts: Sequence[Artifact] = ()) -> Optional[str]:
+        """Store a turn's outcome with ``UPDATE ... WHERE id AND state =
+        'working'``; the status message joins the history and the artifacts
+        are appended, in the same transaction, only if that row count is 1.
+        Returns the status timestamp, or None when the task left ``working``
+        meanwhile (canceled; stale-failed): the outcome is discarded.
+        A backend may keep a refused outcome aside and store it on the next
+        ``get_task`` (SQLite does); it then raises the storage failure."""
+
+    @abc.abstractmethod
+    def get_task(self, task_id: str, owner: str, agent: str,
+                 history_length: Optional[int] = None,
+                 remembered_key: Optional[str] = None) -> TaskRecord:
+        """The task of this (owner, agent) with its artifacts and its last
+        ``history_length`` messages (all when None, none when 0), read as of
+        one moment; ``NoSuchTaskError`` otherwise. A ``working`` task whose turn
+        began longer than the stale-turn limit ago is failed first
+        (``fail_stale_turn``) and returned failed.
+
+        ``remembered_key``: the hash of the caller's API key, which this process
+        found live earlier: the task is read only if that key is still live,
+        checked in the same statement (``NoSuchTaskError`` otherwise, and the
+        caller then checks the key on its own: auth.confirm). A revoked key
+        reads nothing, without a lookup of its own on every call."""
+
+    @abc.abstractmethod
+    def fail_stale_turn(self, task_id: str) -> bool:
+        """Fail ``task_id`` if it is ``working`` and was last updated before
+        the stale cutoff (the storage's clock minus the stale-turn limit):
+        one conditional UPDATE; the ``STALE_TURN_TEXT`` agent message joins
+        the history when the row count is 1. True when it was failed."""
+
+    @abc.abstractmethod
+    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
+        """``UPDATE ... SET state='canceled' WHERE id AND owner AND agent AND
+        state NOT IN TERMINAL_STATES``; 0 rows: ``NoSuchTaskError`` or
+        ``TaskEndedError`` (with the terminal state found). Racing a
+        finishing turn, exactly one of the two takes effect; the terminal state
+        never changes afterwards."""
+
+
+    # -- reads for the Turn API -------------------------------------------------
+
+    @abc.abstractmethod
+    def task_history(self, task_id: str, before_seq: Optional[int] = None,
+                     limit: Optional[int] = None) -> List[Message]:
+        """Messages of a task, oldest first: those before ``before_seq``; the
+        last ``limit`` only when given (read newest first, then stopped)."""
+
+    @abc.abstractmethod
+    def context_history(self, owner: str, agent: str, context_id: str,
+                        before_seq: Optional[int] = None,
+                        limit: Optional[int] = None) -> List[Message]:
+        """Messages of a conversation (all its tasks of this owner and agent),
+        oldest first; bounded as ``task_history``."""
+
+    @abc.abstractmethod
+    def task_state(self, task_id: str) -> Optional[str]:
+        """The task's state, None when there is no such task."""
+
+
+    @abc.abstractmethod
+    def progress(self, task_id: str, status_message: Message) -> bool:
+        """Set a ``working`` task's status message (not its history; the
+        timestamp moves): ``UPDATE ... WHERE id AND state = 'working'``.
+        False when the task is no longer working."""
+
+    # -- listing -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def list_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                   context_id: Optional[str] = None, state: Optional[str] = None,
+                   updated_after: Optional[str] = None, limit: int = 50,
+                   cursor: Optional[str] = None,
+                   history_length: Optional[int] = 0,
+                   include_artifacts: bool = False) -> TaskPage:
+        """Tasks matching every filter given (None: any), newest
+        ``updated_at`` first, ties by id descending; ``limit`` per page.
+
+        Paging is a keyset on (updated_at, id) with an index: ``cursor`` is the
+        opaque text of ``next_cursor`` from the previous page (None on the last
+        page). A page costs the same at any depth. ``history_length`` 0 leaves
+        ``history`` empty ([]); None reads all of it; ``include_artifacts``
+        False leaves ``artifacts`` empty. A malformed cursor is ``ValueError``.
+        """
+
+    def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                    context_id: Optional[str] = None, state: Optional[str] = None,
+                    updated_after: Optional[str] = None) -> int:
+        """How many tasks match the filters of ``list_tasks`` (A2A 1.0
+        ListTasks' ``totalSize``). This default pages through them; a backend
+        overrides it with one COUNT over the listing index."""
+        count, cursor = 0, None
+        while True:
+            page = self.list_tasks(owner, agent, context_id, state, updated_after,
+                                   limit=1000, cursor=cursor)
+            count += len(page.tasks)
+            if page.next_cursor is None:
+                return count
+            cursor = page.next_cursor

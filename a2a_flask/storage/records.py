@@ -1,0 +1,117 @@
+"""The records the storage contract takes and returns: plain classes with
+slots, no behaviour beyond equality and a repr."""
+
+from typing import Any, Dict
+
+Message = Dict[str, Any]   # a message in its stored form
+Artifact = Dict[str, Any]  # an artifact in its stored form
+
+
+class TaskRecord:
+    """A task as stored. ``history`` and ``artifacts`` are lists of stored-form
+    dicts (``history`` oldest first, possibly clamped: see ``get_task``);
+    ``history`` is None where an operation does not read it (``list_tasks``
+    without ``history_length``)."""
+
+    __slots__ = ("id", "context_id", "agent", "owner", "state", "updated_at",
+                 "status_message", "artifacts", "history", "metadata",
+                 "created_at")
+
+    def __init__(self, id, context_id, agent, owner, state, updated_at,
+                 status_message=None, artifacts=(), history=None, metadata=None,
+                 created_at=None):
+        self.id = id
+        self.context_id = context_id
+        self.agent = agent
+        self.owner = owner
+        self.state = state
+        self.updated_at = updated_at
+        self.status_message = status_message
+        self.artifacts = list(artifacts) if artifacts is not None else None
+        self.history = history
+        self.metadata = metadata
+        self.created_at = created_at
+
+    def __eq__(self, other):
+        return (isinstance(other, TaskRecord)
+                and all(getattr(self, k) == getattr(other, k)
+                        for k in self.__slots__))
+
+    def __repr__(self):
+        return "TaskRecord(%s, %s, %s)" % (self.id, self.agent, self.state)
+
+
+class TurnStart:
+    """What ``start_turn`` did: which task, and whether it was a retry."""
+
+    __slots__ = ("task_id", "context_id", "message", "message_seq", "created",
+                 "replayed")
+
+    def __init__(self, task_id, context_id, message=None, message_seq=None,
+                 created=False, replayed=False):
+        self.task_id = task_id
+        self.context_id = context_id
+        #: The user message as stored (with taskId and contextId).
+        self.message = message
+        #: Its position in the task's history: ``task_history(before_seq=)``.
+        self.message_seq = message_seq
+        #: True when the task was created by this message (no earlier history).
+        self.created = created
+        #: True when this messageId was seen before: nothing was written.
+        self.replayed = replayed
+
+
+class ClaimedTurn:
+    """A background turn leased to a worker by ``claim_turns``."""
+
+    __slots__ = ("task_id", "context_id", "owner", "agent", "message",
+                 "message_seq", "metadata", "attempts", "retry")
+
+    def __init__(self, task_id, context_id, owner, agent, message, message_seq,
+                 metadata=None, attempts=1, retry=False):
+        self.task_id = task_id
+        self.context_id = context_id
+        self.owner = owner
+        self.agent = agent
+        #: The user message as stored, and its position in the history.
+        self.message = message
+        self.message_seq = message_seq
+        self.metadata = metadata
+        #: 1 on the first claim; more when an expired lease re-queued it.
+        self.attempts = attempts
+        self.retry = retry
+
+    def __repr__(self):
+        return "ClaimedTurn(%s, %s, attempt %d)" % (self.task_id, self.agent,
+                                                    self.attempts)
+
+
+class TaskPage:
+    """One page of ``list_tasks``: ``next_cursor`` is None on the last page."""
+
+    __slots__ = ("tasks", "next_cursor")
+
+    def __init__(self, tasks, next_cursor=None):
+        self.tasks = tasks
+        self.next_cursor = next_cursor
+
+
+class KeyRow:
+    """An API key as stored (its hash, never its secret). ``scope`` is the
+    stored text: ``"*"`` or a JSON list of agent names."""
+
+    __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
+                 "revoked_at")
+
+    def __init__(self, id, prefix, label, scope, created_at, last_used_at=None,
+                 revoked_at=None):
+        self.id = id
+        self.prefix = prefix
+        self.label = label
+        self.scope = scope
+        self.created_at = created_at
+        self.last_used_at = last_used_at
+        self.revoked_at = revoked_at
+
+    def astuple(self):
+        return tuple(getattr(self, k) for k in self.__slots__)

@@ -1,0 +1,65 @@
+"""Marshmallow pieces every layer's schemas share: strict scalar fields, and
+turning a ValidationError into the A2A error (or sentence) that names the
+first offending field."""
+
+from marshmallow import ValidationError, fields, validate
+
+from . import errors
+
+NON_EMPTY = validate.Length(min=1, error="must not be empty.")
+
+
+class StrictInteger(fields.Integer):
+    """An integer that is really one: no bools, no floats, no strings."""
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, bool):
+            raise ValidationError("Not a valid integer.")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class StrictBoolean(fields.Boolean):
+    """A JSON boolean only: no 1, "true" or "yes"."""
+
+    truthy = {True}
+    falsy = {False}
+
+
+def flatten_errors(messages, path=""):
+    """Marshmallow's nested error dict as a list of (``a.b[0].c``, text)."""
+    if isinstance(messages, dict):
+        found = []
+        for key, value in messages.items():
+            if key == "_schema":
+                sub = path
+            elif isinstance(key, int):
+                sub = "%s[%d]" % (path, key)
+            else:
+                sub = "%s.%s" % (path, key) if path else str(key)
+            found.extend(flatten_errors(value, sub))
+        return found
+    if isinstance(messages, list) and messages and not isinstance(messages[0], str):
+        return [pair for item in messages for pair in flatten_errors(item, path)]
+    texts = messages if isinstance(messages, list) else [messages]
+    return [(path, str(text)) for text in texts]
+
+
+def load_params(schema, params):
+    """Validated params, or ``InvalidParams`` naming the first bad field."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise errors.InvalidParamsError("params must be an object.", data={"field": "params"})
+    try:
+        return schema.load(params)
+    except ValidationError as exc:
+        problems = flatten_errors(exc.messages)
+        field, text = problems[0]
+        raise errors.InvalidParamsError(
+            "Invalid params: %s: %s" % (field or "params", text),
+            data={"field": field or "params",
+                  "errors": {f or "params": t for f, t in problems}},
+        )
