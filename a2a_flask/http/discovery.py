@@ -47,7 +47,7 @@ def agentless_card():
     ``PREFIX/agents/<name>`` (no trailing slash) looks; the agent's name was
     dropped, and no agent is guessed."""
     settings = current_app_state().settings
-    return error_response(errors.AgentNotFound(
+    return error_response(errors.AgentNotFoundError(
         "No agent is named in this URL. Give clients the agent's URL with a "
         "trailing slash, %s/<name>/ (its card is at %s)." % (
             urls.agents_tree(settings), urls.card_path(settings, "<name>"))),

@@ -103,3 +103,25 @@ def test_extended_card_of_the_0_3_method_stays_compatible(app):
     check_answer(200, card)
     assert card["protocolVersion"] == "0.3.0"
     assert "chat-history" in [skill["id"] for skill in card["skills"]]
+
+
+@pytest.mark.parametrize("path", [
+    "/api/v1/agents/echo/a2a/.well-known/agent-card.json",
+    "/api/v1/agents/echo/rest/.well-known/agent-card.json",
+    "/api/v1/agents/echo/.well-known/agent-card.json/.well-known/agent-card.json",
+    "/api/v1/agents/echo/.well-known/.well-known/agent-card.json"])
+def test_the_card_where_clients_given_another_url_look(app, path):
+    # A client given the endpoint, the REST base or the card URL as its base
+    # URL (docs/cards.md): the same card, in the form asked for.
+    client = app.test_client()
+    assert get(client, path) == get(client, AGENT_PATHS[0])
+    pure = get(client, path, headers={"A2A-Version": "1.0"})
+    proto.validate("AgentCard", pure)
+
+
+def test_the_agentless_card_path_says_what_to_give(app):
+    response = app.test_client().get("/api/v1/agents/.well-known/agent-card.json")
+    assert response.status_code == 404
+    body = response.get_json()
+    assert body["code"] == -32600 and "trailing slash" in body["message"]
+    assert "/api/v1/agents/<name>/" in body["message"]
