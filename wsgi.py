@@ -1,5 +1,5 @@
 """The demo service: ``gunicorn wsgi:app``. Every A2A_* environment variable
-becomes a setting (see the README); the demo's default agent is ``chat``."""
+becomes a setting (docs/reference/settings.md); the demo's default agent is ``chat``."""
 
 from flask import Flask
 
@@ -8,6 +8,7 @@ from a2a_flask.demo import register_demo_agents
 
 app = Flask(__name__)
 app.config["A2A_DEFAULT_AGENT"] = "chat"
+app.config["A2A_TRY_PAGE"] = True  # open /api/v1/agents/echo/ in a browser
 app.config.update(config_from_env())
 a2a = A2A(app)
 register_demo_agents(a2a)

@@ -128,7 +128,15 @@ def agent_message(parts: List[JSONObject], task_id: Optional[str] = None,
                   metadata: Optional[JSONObject] = None) -> JSONObject:
     """A new message of the agent (a status message, a reply) with ``parts``;
     ``taskId``/``contextId`` when given, ``metadata`` when not empty."""
-    message = {"kind": "message", "role": "agent", "messageId": new_id("msg_"),
+    return new_message("agent", new_id("msg_"), parts, task_id, context_id, metadata)
+
+
+def new_message(role: str, message_id: str, parts: List[JSONObject],
+                task_id: Optional[str] = None, context_id: Optional[str] = None,
+                metadata: Optional[JSONObject] = None) -> JSONObject:
+    """A message (0.3 form) of ``role`` (the agent's, or a client's ``user``
+    message); ``taskId``/``contextId`` when given, ``metadata`` when not empty."""
+    message = {"kind": "message", "role": role, "messageId": message_id,
                "parts": parts}
     if task_id is not None:
         message["taskId"] = task_id

@@ -8,11 +8,14 @@ Flask's test client.
     assert task["status"]["state"] == "completed"
 """
 
-import uuid
 from typing import Any, Dict, Iterable, List, Optional
 
 from flask import Flask
 from flask.testing import FlaskClient
+
+from .client.errors import A2ACallError, rpc_result
+from .client.protocols import rpc_request
+from .client.shapes import user_message
 
 
 def _app_state(app: Flask):
@@ -30,15 +33,10 @@ def make_key(app: Flask, label: Optional[str] = "test",
     return _app_state(app).credentials.create_key(agents, label)[1]
 
 
-class A2AClientError(Exception):
-    """A JSON-RPC error answer: its ``code``, ``message``, ``data`` and the
-    HTTP ``status``."""
-
-    def __init__(self, code: int, message: str, data: Any = None,
-                 status: int = 200):
-        self.code, self.message, self.data, self.status = (
-            code, message, data, status)
-        super().__init__("%d %s (HTTP %d)" % (code, message, status))
+#: A JSON-RPC error answer: ``code``, ``message``, ``data``, HTTP ``status``
+#: (the class ``a2a_flask.client`` raises; subclasses by code, such as
+#: ``TaskNotFoundError``).
+A2AClientError = A2ACallError
 
 
 class A2AClient:
@@ -73,18 +71,10 @@ class A2AClient:
 
     def call(self, method: str, params: Any, agent: Optional[str] = None) -> Any:
         """One JSON-RPC call: its result, or ``A2AClientError``."""
-        response = self.client.post(self.path(agent), headers=self.headers, json={
-            "jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method,
-            "params": params})
-        answer = response.get_json(silent=True)
-        if not isinstance(answer, dict):
-            raise A2AClientError(-32603, "Not a JSON answer: %r"
-                                 % response.data[:200], status=response.status_code)
-        error = answer.get("error", answer if "result" not in answer else None)
-        if error is not None:
-            raise A2AClientError(error.get("code"), error.get("message"),
-                                 error.get("data"), response.status_code)
-        return answer["result"]
+        response = self.client.post(self.path(agent), headers=self.headers,
+                                    json=rpc_request(method, params))
+        return rpc_result(response.status_code, response.get_json(silent=True),
+                          response.data)
 
     def send(self, text: Optional[str] = None, agent: Optional[str] = None,
              task_id: Optional[str] = None, context_id: Optional[str] = None,
@@ -93,15 +83,8 @@ class A2AClient:
              metadata: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """``message/send`` of a user message (``text``, or ``parts``); the
         task. A ``task_id`` continues a task waiting for input."""
-        message = {"kind": "message", "role": "user",
-                   "messageId": message_id or uuid.uuid4().hex,
-                   "parts": parts if parts is not None
-                   else [{"kind": "text", "text": text or ""}]}
-        if task_id is not None:
-            message["taskId"] = task_id
-        if context_id is not None:
-            message["contextId"] = context_id
-        params = {"message": message}
+        params = {"message": user_message(text, parts, message_id, task_id,
+                                          context_id)}
         if metadata is not None:
             params["metadata"] = metadata
         return self.call("message/send", params, agent)

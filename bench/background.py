@@ -24,7 +24,9 @@ in a finally block; every load is bounded in count and time.
 """
 
 import argparse
+import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -191,6 +193,18 @@ def throughput(args):
     for name, sends, turns, bad in rows[1:]:
         print("%s: completed turns/s = %.0f%% of DURABLE CEILING sends/s"
               % (name, 100 * turns / ceiling))
+    meta = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": "%s, %d CPUs" % (platform.machine(), os.cpu_count()),
+            "turns": args.turns, "connections": args.connections,
+            "threads": args.threads}
+    found = [{"row": name, "sends_per_s": sends, "turns_per_s": turns, "bad": bad}
+             for name, sends, turns, bad in rows]
+    with open(args.out, "w") as f:
+        json.dump({"meta": meta, "background": found}, f, indent=1)
+    print("results: %s" % args.out)
+    from charts import write_charts
+
+    write_charts(args.figures, [], background_rows=found, background_meta=meta)
 
 
 def slow60(args):
@@ -262,6 +276,9 @@ def main():
     t.add_argument("--turns", type=int, default=600)
     t.add_argument("--connections", type=int, default=16)
     t.add_argument("--threads", type=int, default=4, help="threads per worker")
+    t.add_argument("--out", default=os.path.join(HERE, "results-background.json"))
+    t.add_argument("--figures", default=os.path.join(HERE, "results-figures"),
+                   help="folder of background.png (bench/charts.py)")
     s = sub.add_parser("slow60")
     s.add_argument("--callers", type=int, default=20)
     s.add_argument("--seconds", type=int, default=60)

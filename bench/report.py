@@ -1,5 +1,5 @@
 """Reporting: the per-row table, means (and the PEER's best round), ratios,
-targets, and the PNG chart."""
+targets (the PNG charts: charts.py)."""
 
 from configs import LABELS, method_label
 from measure import NOISY
@@ -207,37 +207,3 @@ def print_summary(rows, scale_rows, ratios, targets, scale_info):
         for t in targets:
             log(f"{'PASS' if t['pass'] else 'FAIL'}  {t['target']}: {t['shown']}")
 
-
-def chart(path, rows, scale_rows):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log("chart: skipped (matplotlib not installed; `pip install -e .[bench]`)")
-        return None
-    groups = [("message/send (1.0: SendMessage)", rows, "send"), ("tasks/get (1.0: GetTask)", rows, "get")]
-    if scale_rows:
-        groups += [("scale: message/send", scale_rows, "send"), ("scale: tasks/get", scale_rows, "get")]
-    fig, axes = plt.subplots(1, len(groups), figsize=(7 * len(groups), 4.5))
-    for ax, (title, rs, m) in zip(axes, groups):
-        cfgs = [c for c in dict.fromkeys(r["config"] for r in rs if r["method"] == m and not r.get("skipped"))]
-        rounds = sorted({r["round"] for r in rs})
-        width = 0.8 / max(1, len(rounds))
-        for i, rd in enumerate(rounds):
-            vals = [next((r["rps"] for r in rs if r["config"] == c and r["method"] == m and r["round"] == rd
-                          and not r.get("skipped")), 0) for c in cfgs]
-            bars = ax.bar([x + i * width for x in range(len(cfgs))], vals, width, label=f"round {rd}")
-        if hasattr(ax, "bar_label"):
-            ax.bar_label(bars, fmt="%.0f", fontsize=7)
-        ax.set_xticks([x + width * (len(rounds) - 1) / 2 for x in range(len(cfgs))])
-        ax.set_xticklabels([LABELS[c].replace(" ", "\n", 1) for c in cfgs], fontsize=7, rotation=30)
-        ax.set_title(title)
-        ax.set_ylabel("requests/s")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    log(f"chart: {path}")
-    return path

@@ -11,8 +11,8 @@ block; the PostgreSQL rows share one throwaway cluster, stopped at the end.
 
 The modules: configs.py (the rows and how each server starts), processes.py
 (server processes), measure.py (checked requests and loads), report.py
-(tables, ratios, targets, chart), prefill.py (the scale run), postgres.py
-(the throwaway PostgreSQL cluster), sdk13.py (the a2a-sdk 1.3 venv).
+(tables, ratios, targets), charts.py (the PNG charts), prefill.py (the scale
+run), postgres.py (the throwaway PostgreSQL cluster), sdk13.py (the a2a-sdk 1.3 venv).
 """
 
 import argparse
@@ -34,11 +34,12 @@ sys.path.insert(0, HERE)
 import postgres  # noqa: E402
 import processes  # noqa: E402
 import sdk13  # noqa: E402
+from charts import write_charts  # noqa: E402
 from configs import BY_KEY, CONFIGS, LABELS, PER_PROCESS, make_server, release, unavailable  # noqa: E402
 from measure import drive, make_pool, probe  # noqa: E402
 from prefill import scale_run  # noqa: E402
 from processes import Auth, cpu_busy, log, on_signal, stop_all  # noqa: E402
-from report import chart, header, make_row, print_summary, print_table, skipped_row, summarize  # noqa: E402
+from report import header, make_row, print_summary, print_table, skipped_row, summarize  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -69,7 +70,10 @@ def parse_args(argv=None):
     p.add_argument("--sdk13-venv", default=sdk13.DEFAULT_VENV,
                    help="venv of a2a-sdk 1.3 for the PEER 1.3 rows, created when missing (default bench/.cache/sdk13)")
     p.add_argument("--quick", action="store_true", help="smoke run: 3 s loads, 20,000 prefilled tasks")
-    p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="JSON results (PNG chart beside it)")
+    p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="JSON results")
+    p.add_argument("--figures", default=os.path.join(HERE, "results-figures"),
+                   help="folder of the PNG charts (bench/charts.py); bench/figures holds "
+                        "the ones the documentation shows")
     p.add_argument("--gunicorn-args", default="", metavar="ARGS",
                    help="more gunicorn flags for CEILING, DURABLE CEILING and US alike "
                         "(e.g. '-k sync'); all three read the project's gunicorn.conf.py")
@@ -223,7 +227,7 @@ def main(argv=None):
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
     log(f"\nresults: {args.out}")
-    chart(os.path.splitext(args.out)[0] + ".png", rows, scale_rows)
+    write_charts(args.figures, rows, scale_rows, meta=out["meta"])
     log(f"wall time: {time.time() - started:.0f} s; load average now {os.getloadavg()[0]:.2f}")
     if failures:
         log("\n!!! FAILED: wrong or missing answers:")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Replays the README's curl session against a running demo service and prints
-# it as Markdown: `bash docs/curl_session.sh http://127.0.0.1:8000 "$KEY"`.
+# Replays the curl session of docs/curl-session.md against a running demo
+# service and prints it as Markdown: `bash docs/curl_session.sh
+# http://127.0.0.1:8000 "$KEY"` (tests/docs/test_docs_examples.py checks the page).
 set -euo pipefail
 BASE=${1:-http://127.0.0.1:8000}
 KEY=${2:?usage: curl_session.sh BASE_URL API_KEY}

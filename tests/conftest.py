@@ -2,6 +2,8 @@
 answer against the official A2A 0.3.0 JSON schema (tests/helpers.py), real
 gunicorn servers (tests/serving.py), PostgreSQL (tests/pgfixtures.py)."""
 
+import os
+
 import pytest
 from flask import Flask
 
@@ -106,3 +108,27 @@ def make_rpc(make_app):
 def script(make_rpc):
     """An Rpc on agent ``script`` (see ``scripted``); ``script.a2a.turns``."""
     return make_rpc(register_scripted, agent="script")
+
+
+#: Files tests keep for people to look at (screenshots), by the ``kept_files``
+#: fixture; the run's summary names their folders.
+_KEPT = pytest.StashKey[list]()
+
+
+def pytest_configure(config):
+    config.stash[_KEPT] = []
+
+
+@pytest.fixture(scope="session")
+def kept_files(pytestconfig):
+    """A list: append the path of each file a test keeps as an artifact."""
+    return pytestconfig.stash[_KEPT]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    kept = config.stash.get(_KEPT, [])
+    if kept:
+        terminalreporter.write_sep("-", "test artifacts")
+        for folder in sorted({os.path.dirname(path) for path in kept}):
+            terminalreporter.write_line("%s (%d files)" % (folder, sum(
+                os.path.dirname(path) == folder for path in kept)))

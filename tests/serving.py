@@ -39,6 +39,7 @@ DEFAULT_AUTH = os.environ.get("A2A_TEST_SERVER_AUTH", "off")
 APPS = {
     "wsgi:app": REPO_DIR,             # the demo: agents echo and chat
     "server_app:app": TESTS_DIR,      # demo agents + crash, slow
+    "client_app:app": TESTS_DIR,      # demo agents + counted, OAuth tokens
     "hostapp:app": os.path.join(TESTS_DIR, "host"),  # a host app (tests/host)
 }
 

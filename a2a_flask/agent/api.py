@@ -87,6 +87,7 @@ class Turn:
         self._seq = message_seq
         self._history = None
         self._context_history = None
+        self._calls = 0
 
     @property
     def parts(self) -> List[JSONObject]:
@@ -135,6 +136,20 @@ class Turn:
     def canceled(self) -> bool:
         """True once the task was canceled: stop early, the result is discarded."""
         return self._store.task_state(self.task_id) == "canceled"
+
+    def call(self, agent: Any, text: Optional[str] = None, **options: Any) -> Any:
+        """Send ``text`` to another A2A agent and wait for its task to be done
+        or to wait for input; the ``Task`` (``a2a_flask.client``, the
+        ``client`` extra). ``agent``: a ``Client`` (make one per remote agent,
+        once, and share it) or a URL (``client_options`` then holds the
+        Client's arguments, e.g. ``{"key": ...}``). The remote task's id is
+        noted in this task's metadata: a retried turn continues it instead
+        of sending again. ``key`` names the call (default: its rank in the
+        turn); ``wait``: False returns after the send, a number bounds the
+        wait; other options go to ``Client.send`` (``parts``,
+        ``context_id``, ``metadata``...)."""
+        from ..client.calls import call_agent
+        return call_agent(self, agent, text, **options)
 
     def progress(self, text: str) -> bool:
         """Show ``text`` as the task's status message while it is ``working``

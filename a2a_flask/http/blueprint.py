@@ -11,7 +11,7 @@ from flask import Blueprint, request
 from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
-from . import discovery
+from . import discovery, try_page
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
 
@@ -67,6 +67,9 @@ def make_blueprint(settings):
                         discovery.card, methods=["GET"])
     bp.add_url_rule(urls.agents_tree(settings) + urls.CARD_PATHS[0],
                     "agentless_card", discovery.agentless_card, methods=["GET"])
+    if settings.try_page:
+        bp.add_url_rule(urls.agent_rule(settings) + "/", "try_page", try_page.view,
+                        methods=["GET"])
     bp.add_url_rule(urls.agents_tree(settings), "agent_list", discovery.agent_list,
                     methods=["GET"])
     bp.add_url_rule(urls.health_path(settings), "health", discovery.health,

@@ -14,6 +14,16 @@ log = logging.getLogger("a2a_flask")
 PROTOCOL_VERSION = "0.3.0"
 #: What 1.0 clients read in ``supportedInterfaces`` (Major.Minor, section 3.6).
 PROTOCOL_VERSION_V10 = "1.0"
+#: The A2A extension (``capabilities.extensions``) by which an agent says
+#: that a message sent again with the same ``messageId`` by the same caller
+#: runs once and answers the same task: a client may retry a send whose
+#: answer it lost (a2a_flask.client does, and only then).
+MESSAGE_ID_ONCE = "urn:a2a-flask:ext:message-id-once:v1"
+MESSAGE_ID_ONCE_EXTENSION = {
+    "uri": MESSAGE_ID_ONCE, "required": False,
+    "description": "A message sent again with the same messageId by the same "
+                   "caller runs once and answers the task it started or "
+                   "continued: retrying a send is safe."}
 
 
 def base_url(settings):
@@ -72,7 +82,8 @@ def card_v10(app_state, agent, at_root=False, extended=False):
             app_state.settings, agent.name, at_root, url),
         "version": agent.version,
         "capabilities": {"streaming": False, "pushNotifications": False,
-                         "extendedAgentCard": _offers_extended(app_state, agent)},
+                         "extendedAgentCard": _offers_extended(app_state, agent),
+                         "extensions": [MESSAGE_ID_ONCE_EXTENSION]},
         "defaultInputModes": agent.input_modes,
         "defaultOutputModes": agent.output_modes,
         "skills": agent.skills + (agent.extended_skills if extended else []),
@@ -94,22 +105,34 @@ def compatible_card(app_state, agent, v10_card, at_root=False):
     a 1.0 reader ignores them."""
     url = v10_card["supportedInterfaces"][0]["url"]
     schemes, security = security_requirements(app_state)
-    card = {"protocolVersion": PROTOCOL_VERSION}
-    card.update(v10_card)
-    card.update({
+    capabilities = v10_card["capabilities"]
+    # The 0.3 reader's order: its own members first, as the 0.3 schema lists them.
+    card = {
+        "protocolVersion": PROTOCOL_VERSION,
+        "name": v10_card["name"],
+        "description": v10_card["description"],
         "url": url,
         "preferredTransport": "JSONRPC",
         # The spec asks the main URL to be repeated here; some clients (and
         # conformance kits) find the JSON-RPC endpoint only through it.
         "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}],
-        "capabilities": dict(v10_card["capabilities"],
-                             stateTransitionHistory=False),
+        "version": v10_card["version"],
+        "capabilities": dict({"streaming": capabilities["streaming"],
+                              "pushNotifications": capabilities["pushNotifications"],
+                              "stateTransitionHistory": False}, **capabilities),
+        "defaultInputModes": v10_card["defaultInputModes"],
+        "defaultOutputModes": v10_card["defaultOutputModes"],
+        "skills": v10_card["skills"],
         "supportsAuthenticatedExtendedCard": _offers_extended(app_state, agent),
-    })
+    }
+    for key, value in v10_card.items():
+        if key not in ("securitySchemes", "securityRequirements"):
+            card.setdefault(key, value)
     if schemes:
         card["securitySchemes"] = {name: _both_forms(scheme)
                                    for name, scheme in schemes.items()}
         card["security"] = security
+        card["securityRequirements"] = v10_card["securityRequirements"]
     card.update(agent.card)
     return card
 

@@ -45,8 +45,11 @@ def test_a_1_0_caller_gets_the_pure_1_0_card(app, path, how):
         card = get(client, path, query_string={"A2A-Version": "1.0"})
     proto.validate("AgentCard", card)  # strict: no 0.3 member passes
     assert "protocolVersion" not in card and "url" not in card
-    assert card["capabilities"] == {"streaming": False, "pushNotifications": False,
-                                    "extendedAgentCard": card["name"] == "chat"}
+    capabilities = dict(card["capabilities"])
+    assert [e["uri"] for e in capabilities.pop("extensions")] == [
+        "urn:a2a-flask:ext:message-id-once:v1"]
+    assert capabilities == {"streaming": False, "pushNotifications": False,
+                            "extendedAgentCard": card["name"] == "chat"}
     assert card["securitySchemes"]["apiKey"] == {"apiKeySecurityScheme": {
         "location": "header", "name": "X-API-Key",
         "description": "An API key made with `flask a2a keys create`."}}

@@ -4,6 +4,7 @@
 
 import pytest
 
+from a2a_flask.protocol.cards import MESSAGE_ID_ONCE_EXTENSION
 from helpers import check_answer
 from v1 import proto
 
@@ -46,7 +47,8 @@ def test_capabilities_are_honest(make_app):
         body = card(client, "/api/v1/agents/%s/.well-known/agent-card.json" % name)
         assert body["capabilities"] == {
             "streaming": False, "pushNotifications": False,
-            "stateTransitionHistory": False, "extendedAgentCard": extended}
+            "stateTransitionHistory": False, "extendedAgentCard": extended,
+            "extensions": [MESSAGE_ID_ONCE_EXTENSION]}
         assert body["supportsAuthenticatedExtendedCard"] is extended
 
 

@@ -179,8 +179,10 @@ def test_worker_sigkilled_mid_turn_fails_its_task_once_stale(start_server, tmp_p
     # SIGKILL (out of memory, a graceful timeout run out) leaves no chance to
     # store anything: the task is failed by the first tasks/get once it has
     # been working for longer than A2A_STALE_TURN_SECONDS.
+    # 6 s: time for the master to start a new worker on a busy machine before
+    # the turn is stale (the first get below must find it still working).
     server = start_server("server_app:app", workers=1,
-                          env={"A2A_STALE_TURN_SECONDS": "2"})
+                          env={"A2A_STALE_TURN_SECONDS": "6"})
     request, task_id = _start_slow_turn(server, tmp_path, "sleep 15")
     workers = subprocess.run(["pgrep", "-P", str(server.process.pid)],
                              capture_output=True, text=True).stdout.split()
@@ -200,7 +202,7 @@ def test_worker_sigkilled_mid_turn_fails_its_task_once_stale(start_server, tmp_p
             assert time.monotonic() < deadline
             time.sleep(0.1)
     assert task["status"]["state"] == "working"
-    time.sleep(2.2)
+    time.sleep(6.2)
     task = rpc.result("tasks/get", {"id": task_id})
     assert task["status"]["state"] == "failed"
     assert task["status"]["message"]["parts"] == [

@@ -173,6 +173,21 @@ def test_progress_sets_the_status_message_while_working(queue):
     assert task.history == [start.message]  # progress is not history
 
 
+def test_note_metadata_while_working_is_seen_by_a_retried_turn(queue):
+    start = queue.enqueue_turn("alice", "bg", msg(), retry=True, metadata={"a": 1})
+    queue.claim_turns("w1", 1, 30)
+    calls = {"a": 1, "a2a_flask.calls": {"1.0": {"taskId": "remote-1"}}}
+    assert queue.note_metadata(start.task_id, calls)
+    assert queue.get_task(start.task_id, "alice", "bg").metadata == calls
+    expire_lease(queue, start.task_id)
+    assert queue.expire_leases() == [(start.task_id, "requeued")]
+    [again] = queue.claim_turns("w2", 1, 30)
+    assert again.metadata == calls  # the retried turn finds the remote task
+    queue.cancel_task(start.task_id, "alice", "bg")
+    assert not queue.note_metadata(start.task_id, {"late": True})
+    assert queue.get_task(start.task_id, "alice", "bg").metadata == calls
+
+
 def test_renew_keeps_a_lease_and_expiry_fails_a_turn_once(queue):
     kept = queue.enqueue_turn("alice", "bg", msg("kept"))
     lost = queue.enqueue_turn("alice", "bg", msg("lost"))

@@ -34,6 +34,8 @@ PY_REQUIREMENTS = ["a2a-sdk[http-server,signing]>=1.3,<2", "uvicorn>=0.30"]
 JS_PACKAGE = "@a2a-js/sdk@^1.3.0"
 #: The 0.3 JS client, for the base-URL tests (js_client_03.mjs).
 JS_PACKAGE_03 = "@a2a-js/sdk@~0.3.14"
+#: What js_server.mjs needs besides the SDK (the SDK's peer dependency).
+JS_SERVER_PACKAGES = ["express@^4.21.2"]
 TRANSPORTS = ("jsonrpc", "rest")
 
 
@@ -52,36 +54,50 @@ def _run(cmd, timeout, **kw):
     return r.stdout
 
 
-def _py_sdk_version(python):
+def _py_sdk_version(python, probe="a2a"):
+    """The a2a-sdk version in ``python``'s venv, None unless ``probe`` imports
+    (1.x: ``a2a.utils.signing``, so a venv made before the signing extra was
+    asked for is made again)."""
     if not os.access(python, os.X_OK):
         return None
-    # A venv made before the signing extra was asked for is made again.
-    r = subprocess.run([python, "-c", "import a2a.utils.signing, importlib.metadata as m; "
+    r = subprocess.run([python, "-c", f"import {probe}, importlib.metadata as m; "
                         "print(m.version('a2a-sdk'))"],
                        capture_output=True, text=True, timeout=60)
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-_py_sdk = None
+PY_03_REQUIREMENTS = ["a2a-sdk[http-server]==0.3.26", "uvicorn>=0.30"]
+_py_sdks = {}
+
+
+def _py_venv(name, requirements, major, probe="a2a"):
+    """``(python, version)`` of the cached venv ``name`` holding a2a-sdk
+    ``major``.x (``requirements`` installed on first use)."""
+    if name not in _py_sdks:
+        venv = os.path.join(CACHE, name)
+        python = os.path.join(venv, "bin", "python")
+        with _locked(name):
+            version = _py_sdk_version(python, probe)
+            if not (version or "").startswith(major):
+                shutil.rmtree(venv, ignore_errors=True)
+                _run([sys.executable, "-m", "venv", venv], 300)
+                _run([python, "-m", "pip", "install", "-q"] + requirements, 900)
+                version = _py_sdk_version(python, probe)
+                if not (version or "").startswith(major):
+                    raise RuntimeError(f"a2a-sdk {major}x not importable in {venv} after install")
+        _py_sdks[name] = (python, version)
+    return _py_sdks[name]
 
 
 def py_sdk():
     """``(python, version)`` of the venv holding a2a-sdk 1.x; made on first use."""
-    global _py_sdk
-    if _py_sdk is None:
-        venv = os.path.join(CACHE, "py-a2a-sdk-1")
-        python = os.path.join(venv, "bin", "python")
-        with _locked("py-a2a-sdk-1"):
-            version = _py_sdk_version(python)
-            if not (version or "").startswith("1."):
-                shutil.rmtree(venv, ignore_errors=True)
-                _run([sys.executable, "-m", "venv", venv], 300)
-                _run([python, "-m", "pip", "install", "-q"] + PY_REQUIREMENTS, 900)
-                version = _py_sdk_version(python)
-                if not (version or "").startswith("1."):
-                    raise RuntimeError(f"a2a-sdk 1.x not importable in {venv} after install")
-        _py_sdk = (python, version)
-    return _py_sdk
+    return _py_venv("py-a2a-sdk-1", PY_REQUIREMENTS, "1.", "a2a.utils.signing")
+
+
+def py_sdk_03():
+    """``(python, version)`` of the venv holding the a2a-sdk 0.3.26 server
+    (the test venv has the 0.3 SDK without its ``http-server`` extra)."""
+    return _py_venv("py-a2a-sdk-0.3", PY_03_REQUIREMENTS, "0.3.")
 
 
 def node_missing():
@@ -107,12 +123,13 @@ def js_sdk(major="1"):
         return _js_install("js-a2a-sdk-" + major, JS_PACKAGE_03, major + ".")
     global _js_sdk
     if _js_sdk is None:
-        _js_sdk = _js_install("js-a2a-sdk-1", JS_PACKAGE, "1.")
+        _js_sdk = _js_install("js-a2a-sdk-1", JS_PACKAGE, "1.", JS_SERVER_PACKAGES)
     return _js_sdk
 
 
-def _js_install(name, package, prefix):
-    """``(node_modules, version)`` of ``package`` installed once in CACHE/name."""
+def _js_install(name, package, prefix, extra=()):
+    """``(node_modules, version)`` of ``package`` (and the ``extra``
+    packages) installed once in CACHE/name."""
     folder = os.path.join(CACHE, name)
     manifest = os.path.join(folder, "node_modules", "@a2a-js", "sdk", "package.json")
     with _locked(name):
@@ -122,6 +139,9 @@ def _js_install(name, package, prefix):
                 json.dump({"private": True, "type": "module"}, f)
             _run(["npm", "install", "--no-audit", "--no-fund", "--silent", package], 900,
                  cwd=folder)
+        if extra and not os.path.exists(os.path.join(folder, "node_modules", "express")):
+            _run(["npm", "install", "--no-audit", "--no-fund", "--silent"] + list(extra),
+                 900, cwd=folder)
         with open(manifest) as f:
             version = json.load(f)["version"]
     if not version.startswith(prefix):
@@ -227,16 +247,24 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def sdk_server(key=None, header="X-API-Key", port=None, rest_prefix="/a2a/rest"):
-    """The official SDK 1.x server of ``sdk_server.py`` (the reference the
-    scenarios were proven against); yields its card URL."""
+def sign_with_py_sdk(card, private_pem, kid):
+    """The ``signatures`` the official Python SDK 1.x signer makes for
+    ``card`` (ES256, ``kid``) with the private key ``private_pem``."""
     python, _ = py_sdk()
-    port = port or _free_port()
-    cmd = [python, os.path.join(HERE, "sdk_server.py"), str(port), "--header", header,
-           "--rest-prefix", rest_prefix] + (["--key", key] if key else [])
+    r = subprocess.run([python, os.path.join(HERE, "sign_card.py"), kid],
+                       input=json.dumps(card), capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, SIGNING_KEY=private_pem))
+    if r.returncode != 0:
+        raise RuntimeError(f"sign_card.py failed: {r.stderr[-2000:]}")
+    return json.loads(r.stdout)
+
+
+@contextlib.contextmanager
+def _serving(cmd, port, env=None):
+    """Run ``cmd`` (a server on ``port``) until the block ends; yields the
+    URL of its card at the host root."""
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     url = f"http://127.0.0.1:{port}/.well-known/agent-card.json"
     try:
         deadline = time.monotonic() + 30
@@ -245,7 +273,7 @@ def sdk_server(key=None, header="X-API-Key", port=None, rest_prefix="/a2a/rest")
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"sdk_server.py did not start: {proc.stderr.read()[-2000:]}")
+                raise RuntimeError(f"{cmd[1]} did not start: {proc.stderr.read()[-2000:]}")
             time.sleep(0.1)
         yield url
     finally:
@@ -256,3 +284,39 @@ def sdk_server(key=None, header="X-API-Key", port=None, rest_prefix="/a2a/rest")
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+@contextlib.contextmanager
+def sdk_server(key=None, header="X-API-Key", port=None, rest_prefix="/a2a/rest"):
+    """The official SDK 1.x server of ``sdk_server.py`` (the reference the
+    scenarios were proven against); yields its card URL."""
+    python, _ = py_sdk()
+    port = port or _free_port()
+    cmd = [python, os.path.join(HERE, "sdk_server.py"), str(port), "--header", header,
+           "--rest-prefix", rest_prefix] + (["--key", key] if key else [])
+    with _serving(cmd, port) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def sdk03_server(key=None, header="X-API-Key", port=None):
+    """The official SDK 0.3.26 server of ``sdk03_server.py``; yields its card URL."""
+    python, _ = py_sdk_03()
+    port = port or _free_port()
+    cmd = [python, os.path.join(HERE, "sdk03_server.py"), str(port), "--header",
+           header] + (["--key", key] if key else [])
+    with _serving(cmd, port) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def js_server(key=None, header="X-API-Key", port=None, sign_jwk=None, kid="key-1"):
+    """The official JS SDK 1.x server of ``js_server.mjs`` (``sign_jwk``: a
+    private EC P-256 JWK (a dict) it signs its card with); yields its card URL."""
+    node_modules, _ = js_sdk()
+    port = port or _free_port()
+    cmd = ["node", os.path.join(HERE, "js_server.mjs"), str(port), "--header", header]
+    cmd += ["--key", key] if key else []
+    cmd += ["--sign-jwk", json.dumps(sign_jwk), "--kid", kid] if sign_jwk else []
+    with _serving(cmd, port, dict(os.environ, NODE_PATH=node_modules)) as url:
+        yield url

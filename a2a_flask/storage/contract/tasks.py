@@ -115,6 +115,13 @@ class TaskStorage(abc.ABC):
         timestamp moves): ``UPDATE ... WHERE id AND state = 'working'``.
         False when the task is no longer working."""
 
+    @abc.abstractmethod
+    def note_metadata(self, task_id: str, metadata: dict) -> bool:
+        """Replace a ``working`` task's metadata with what its running agent
+        records (``turn.call`` notes the remote tasks it started, so that a
+        retried turn continues them): ``UPDATE ... WHERE id AND state =
+        'working'``. False when the task is no longer working."""
+
     # -- listing -----------------------------------------------------------------
 
     @abc.abstractmethod

@@ -200,3 +200,9 @@ class QueueOperations:
                 "UPDATE a2a_tasks SET status_message = %s, updated_at = " + NOW +
                 " WHERE id = %s AND state = 'working'",
                 (dumps(status_message), task_id)).rowcount)
+
+    def note_metadata(self, task_id, metadata):
+        with self.connection() as conn:
+            return bool(conn.execute(
+                "UPDATE a2a_tasks SET metadata = %s WHERE id = %s AND state = 'working'",
+                (dumps(metadata), task_id)).rowcount)

@@ -168,3 +168,9 @@ class QueueOperations:
                 "UPDATE a2a_tasks SET status_message = ?, updated_at = ?"
                 " WHERE id = ? AND state = 'working'",
                 (dumps(status_message), self._now(), task_id)).rowcount)
+
+    def note_metadata(self, task_id, metadata):
+        with self.transaction() as conn:
+            return bool(conn.execute(
+                "UPDATE a2a_tasks SET metadata = ? WHERE id = ? AND state = 'working'",
+                (dumps(metadata), task_id)).rowcount)

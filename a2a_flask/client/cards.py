@@ -1,0 +1,123 @@
+"""Finding an agent's card from the URL a user gives, and the interface to
+call from what the card lists.
+
+URL forms (``card_urls``): the card's own URL (``...json``); a base the
+card is below (``https://host``, ``https://host/api/v1/agents/echo`` with or
+without the trailing slash: it is always read as a folder, unlike the JS
+SDK's ``new URL(path, base)``, which drops the last segment without one);
+an endpoint (``.../agents/echo/a2a``, ``.../rest``), whose card is below its
+folder or the host's root. A card found anywhere but below the URL itself
+counts only if it lists that URL as one of its interfaces: an endpoint never
+resolves to another agent's card.
+"""
+
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from ..protocol.cards import MESSAGE_ID_ONCE  # what a2a_flask's own cards declare
+from .errors import CardError
+
+JSONObject = Dict[str, Any]
+
+CARD_PATHS = (".well-known/agent-card.json", ".well-known/agent.json")
+#: (version, binding) pairs this client speaks, in no order of preference:
+#: the card's order decides.
+SPOKEN = (("1.0", "JSONRPC"), ("1.0", "HTTP+JSON"), ("0.3", "JSONRPC"))
+
+
+@dataclass(frozen=True)
+class Interface:
+    """One way to call the agent: ``version`` ("1.0" / "0.3"), ``binding``
+    ("JSONRPC" / "HTTP+JSON"), ``url``, and the 1.0 ``tenant`` if any."""
+
+    version: str
+    binding: str
+    url: str
+    tenant: Optional[str] = None
+
+
+def card_urls(url: str) -> List[str]:
+    """Where to look for the card of ``url``, in order; the first is the one
+    below ``url`` itself (the others must list ``url`` as an interface)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CardError("Not an http(s) URL: %r" % url)
+    if parts.path.endswith(".json"):
+        return [url]
+    origin = "%s://%s" % (parts.scheme, parts.netloc)
+    path = parts.path.rstrip("/")
+    folders = [path]
+    if path:
+        folders.append(path.rsplit("/", 1)[0])
+    if "" not in folders:
+        folders.append("")
+    return ["%s%s/%s" % (origin, folder, name) for folder in folders
+            for name in CARD_PATHS]
+
+
+def major_minor(version: Any) -> str:
+    return ".".join(str(version or "").strip().split(".")[:2])
+
+
+def interfaces(card: JSONObject, signed_only: bool = False) -> List[Interface]:
+    """Every interface the card lists, in its order of preference: 1.0
+    ``supportedInterfaces``, then 0.3 ``url``/``preferredTransport`` and
+    ``additionalInterfaces`` (at the card's ``protocolVersion``), which a
+    card's signature does not cover (``signed_only``: not those)."""
+    found: List[Interface] = []
+    for item in card.get("supportedInterfaces") or ():
+        if isinstance(item, dict) and item.get("url"):
+            found.append(Interface(major_minor(item.get("protocolVersion") or "1.0"),
+                                   str(item.get("protocolBinding", "")).upper(),
+                                   item["url"], item.get("tenant") or None))
+    version = major_minor(card.get("protocolVersion") or "0.3")
+    if signed_only:
+        return found
+    if card.get("url"):
+        found.append(Interface(version, str(card.get("preferredTransport")
+                                             or "JSONRPC").upper(), card["url"]))
+    for item in card.get("additionalInterfaces") or ():
+        if isinstance(item, dict) and item.get("url"):
+            found.append(Interface(version, str(item.get("transport", "")).upper(),
+                                   item["url"]))
+    unique: List[Interface] = []
+    for item in found:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def choose(card: JSONObject, version: Optional[str] = None,
+           binding: Optional[str] = None, signed_only: bool = False) -> Interface:
+    """The first interface of the card this client speaks (and that matches
+    ``version``/``binding`` when given)."""
+    listed = interfaces(card, signed_only)
+    for item in listed:
+        if (item.version, item.binding) not in SPOKEN:
+            continue
+        if version and item.version != major_minor(version):
+            continue
+        if binding and item.binding != binding.upper():
+            continue
+        return item
+    offered = ", ".join("%s %s" % (i.version, i.binding) for i in listed) or "none"
+    raise CardError("The card of %r lists no interface this client speaks%s "
+                    "(it lists: %s; this client speaks 1.0 JSONRPC, 1.0 "
+                    "HTTP+JSON, 0.3 JSONRPC)." % (
+                        card.get("name"), " as asked" if version or binding else "",
+                        offered))
+
+
+def lists_url(card: JSONObject, url: str) -> bool:
+    """Whether ``url`` is one of the card's interfaces (or below one)."""
+    wanted = url.rstrip("/")
+    return any(wanted == i.url.rstrip("/") or wanted.startswith(i.url.rstrip("/") + "/")
+               for i in interfaces(card))
+
+
+def runs_message_id_once(card: JSONObject) -> bool:
+    """Whether the agent declares ``MESSAGE_ID_ONCE``: a send may be retried."""
+    extensions = (card.get("capabilities") or {}).get("extensions") or ()
+    return any(isinstance(e, dict) and e.get("uri") == MESSAGE_ID_ONCE
+               for e in extensions)

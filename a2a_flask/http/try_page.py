@@ -1,0 +1,91 @@
+"""The try page (``A2A_TRY_PAGE``): ``GET PREFIX/agents/<name>/`` asked for
+by a browser answers one self-contained page to try the agent, its card, a
+message form, the answer and the caller's recent tasks (docs/try-page.md).
+
+The page is static: its HTML and script are package data, the same for
+every agent, and everything it shows comes from the agent's own routes
+beside it (the card, A2A 1.0 JSON-RPC), read by the script and put in the
+page as text. So nothing an agent or a caller wrote is ever rendered as
+HTML here, and the Content-Security-Policy can be strict: only this page's
+own script and style (by hash), calls to this origin only, no frames, no
+forms posted anywhere, Trusted Types required for any HTML sink.
+"""
+
+import base64
+import hashlib
+import os
+import re
+from functools import lru_cache
+
+from flask import Response, request
+from werkzeug.exceptions import NotFound
+
+from .. import errors
+from .pipeline import current_app_state
+
+_INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
+
+
+def _read(name):
+    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+        return f.read()
+
+
+@lru_cache(maxsize=1)
+def page():
+    """(the page's HTML, its Content-Security-Policy), built once."""
+    html, script = (_read("try_page.html"), _read("try_page.js"))
+    html = html.replace("/*SCRIPT*/", script, 1)
+    hashes = {"script": [], "style": []}
+    for kind, text in _INLINE.findall(html):
+        digest = hashlib.sha256(text.encode("utf-8")).digest()
+        hashes[kind].append("'sha256-%s'" % base64.b64encode(digest).decode("ascii"))
+    policy = "; ".join([
+        "default-src 'none'",
+        "script-src " + " ".join(hashes["script"]),
+        "style-src " + " ".join(hashes["style"]),
+        "connect-src 'self'",
+        "img-src data:",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "require-trusted-types-for 'script'",
+        "trusted-types 'none'",
+    ])
+    return html, policy
+
+
+def wants_page():
+    """Whether the request is a browser's asking for a page: text/html named
+    (not only ``*/*``, as curl sends) and preferred to JSON."""
+    accept = request.accept_mimetypes
+    if not any(value == "text/html" and quality > 0 for value, quality in accept):
+        return False
+    return accept.best_match(["text/html", "application/json"]) == "text/html"
+
+
+def page_response():
+    html, policy = page()
+    response = Response(html, mimetype="text/html")
+    response.headers["Content-Security-Policy"] = policy
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Vary"] = "Accept"
+    return response
+
+
+def view(name):
+    """``GET PREFIX/agents/<name>/``: the page for a browser; anything else
+    is answered as an unrouted path (the JSON 404). Where cards are public,
+    only a reachable agent has a page; where they are not, every name has
+    the same one (the page says nothing by itself)."""
+    if not wants_page():
+        raise NotFound()
+    app_state = current_app_state()
+    if app_state.settings.public_cards:
+        try:
+            app_state.reachable_agent(name)
+        except errors.AgentNotFoundError:
+            raise NotFound() from None
+    return page_response()

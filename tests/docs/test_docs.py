@@ -1,0 +1,122 @@
+"""The documentation site (docs/, Sphinx): it builds with warnings as errors,
+every internal link of the result leads to a page and an anchor that exist,
+and the references generated from the code cover every setting and command."""
+
+import html
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from urllib.parse import unquote, urlsplit
+
+import click
+import pytest
+
+from a2a_flask.cli import a2a_cli
+from a2a_flask.config import DEFAULTS, DOCS
+from serving import REPO_DIR as REPO
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site built once for this module: (its folder, sphinx's output)."""
+    out = tmp_path_factory.mktemp("docs") / "html"
+    build = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         os.path.join(REPO, "docs"), str(out)],
+        capture_output=True, text=True, timeout=600)
+    return out, build
+
+
+def test_the_site_builds_without_a_warning(site):
+    out, build = site
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert build.stderr == ""
+    assert (out / "index.html").is_file()
+
+
+class _Links(HTMLParser):
+    """The ids of a page and the targets of its href and src attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids, self.targets = set(), []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "id" and value:
+                self.ids.add(value)
+            if name in ("href", "src") and value is not None:
+                self.targets.append(value)
+
+
+def _parse(path):
+    links = _Links()
+    links.feed(path.read_text(encoding="utf-8"))
+    return links
+
+
+def test_every_internal_link_leads_somewhere(site):
+    out, build = site
+    assert build.returncode == 0, build.stdout + build.stderr
+    pages = {page: _parse(page) for page in out.rglob("*.html")}
+    broken = []
+    for page, links in pages.items():
+        for target in links.targets:
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc or target.startswith("mailto:"):
+                continue  # external: not checked (no network here)
+            path = page if not parts.path else (page.parent / unquote(parts.path))
+            path = path.resolve()
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.exists():
+                broken.append("%s: %s (no such file)" % (page.relative_to(out), target))
+            elif parts.fragment and path.suffix == ".html":
+                ids = pages[path].ids if path in pages else _parse(path).ids
+                if unquote(parts.fragment) not in ids:
+                    broken.append("%s: %s (no such anchor)"
+                                  % (page.relative_to(out), target))
+    assert broken == []
+    assert len(pages) > 5
+
+
+def test_every_setting_has_its_line():
+    assert sorted(DEFAULTS) == sorted(DOCS)
+    assert all(DOCS[key].strip() for key in DOCS)
+
+
+def test_the_settings_reference_shows_every_setting(site):
+    out, _ = site
+    page = (out / "reference" / "settings.html").read_text(encoding="utf-8")
+    for key in DEFAULTS:
+        assert "<code class=\"docutils literal notranslate\"><span class=\"pre\">%s</span></code>" % key in page
+
+
+def _commands(group, prefix):
+    for name, command in group.commands.items():
+        yield prefix + " " + name, command
+        if isinstance(command, click.Group):
+            yield from _commands(command, prefix + " " + name)
+
+
+def test_the_cli_reference_shows_every_command_and_option(site):
+    out, _ = site
+    links = _parse(out / "reference" / "cli.html")
+    page = (out / "reference" / "cli.html").read_text(encoding="utf-8")
+    commands = dict(_commands(a2a_cli, "flask a2a"))
+    assert "flask a2a worker" in commands
+    for name, command in commands.items():
+        assert name.replace(" ", "-") in links.ids
+        for param in command.params:
+            if getattr(param, "help", None):
+                assert html.escape(" ".join(param.help.split()[:6]), quote=False) in page
+
+
+def test_the_readme_links_to_files_that_exist():
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", f.read())
+    local = [t for t in targets if not urlsplit(t).scheme]
+    assert "docs/quickstart.md" in local
+    assert [t for t in local if not os.path.exists(os.path.join(REPO, t))] == []
