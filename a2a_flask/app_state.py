@@ -4,6 +4,7 @@
 from . import errors
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
+from .logs import RefusalBudget
 
 
 class AppState:
@@ -14,11 +15,32 @@ class AppState:
     def __init__(self, extension, settings, storage, session_cookie_name):
         self.extension = extension
         self.settings = settings
+        #: The OpenTelemetry spans (A2A_OTEL), else None.
+        self.tracing = None
+        if settings.otel:
+            from .tracing import Tracing  # the optional `otel` extra
+            self.tracing = Tracing()
+            storage = self.tracing.storage(storage)
         self.storage = storage
         self.credentials = Credentials(storage)
         #: Failed HTTP Basic logins counted in this process.
-        self.login_throttle = LoginThrottle(settings.login_failures_per_minute)
+        self.login_throttle = LoginThrottle(
+            settings.login_failures_per_minute,
+            name_limit=settings.login_failures_per_name)
         self.session_cookie_name = session_cookie_name
+        #: How many records of anonymous refusals the access log takes.
+        self.refusals = RefusalBudget(settings.log_refusals_per_minute,
+                                      trusted_proxies=settings.trusted_proxies)
+        #: The OIDC access-token verifier (A2A_OIDC_ISSUER), else None.
+        self.tokens = None
+        if settings.oidc_issuer and not settings.auth_off:
+            try:
+                from .auth.oidc import TokenVerifier  # the optional `jose` extra
+            except ImportError:
+                raise RuntimeError("A2A_OIDC_ISSUER needs PyJWT with "
+                                   "cryptography: pip install 'a2a_flask[jose]'"
+                                   ) from None
+            self.tokens = TokenVerifier(settings)
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
         #: Signs the Agent Cards (A2A_CARD_SIGNING_KEY), else None.
@@ -61,8 +83,8 @@ class AppState:
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
             raise errors.AgentNotFoundError(
-                "No agent named %r can be talked to here." % name,
-                data={"agent": name})
+                "No agent named %r can be talked to here." % errors.echo(name),
+                data={"agent": errors.echo(name)})
         return agent
 
     def reachable_agents(self):

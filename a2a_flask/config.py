@@ -3,6 +3,11 @@
 import os
 from datetime import timedelta
 
+#: Algorithms a bearer token may be signed with: asymmetric ones only (a
+#: public key is no HMAC secret; ``none`` is no signature).
+ASYMMETRIC = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
+                        "ES256", "ES384", "ES512", "EdDSA"})
+
 DEFAULTS = {
     "A2A_DATABASE": None,  # None: a2a.sqlite3 in the Flask instance folder
     "A2A_URL_PREFIX": "/api/v1",
@@ -24,12 +29,39 @@ DEFAULTS = {
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
+    # The most bytes of JSON one answer holds (a task, a ListTasks page): a
+    # page stops early (nextPageToken); a task's oldest messages are left
+    # out (metadata "a2a_flask.historyOmitted" says how many).
+    "A2A_MAX_ANSWER_BYTES": 8 * 1024 * 1024,
+    # The most bytes one turn may write (status message and artifacts); an
+    # agent answering more fails the turn, saying so in its status.
+    "A2A_MAX_TURN_OUTPUT_BYTES": 3 * 1024 * 1024,
+    # Failed HTTP Basic logins a minute for one name from one address...
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
+    # ...and for one name from all addresses, before further tries get 429.
+    "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": 100,
+    # Proxies whose X-Forwarded-For names the client (comma-separated
+    # addresses; deploy/ sets nginx's 127.0.0.1). None: the peer is the client.
+    "A2A_TRUSTED_PROXIES": "",
+    # Access records of calls refused with no caller authenticated, per
+    # client address: 20 at once, then this many a minute; the rest are
+    # dropped and counted (the next record's ``dropped``).
+    "A2A_LOG_REFUSALS_PER_MINUTE": 60,
+    # Enterprise identity (docs/securing.md).
+    "A2A_OIDC_ISSUER": None,  # OpenID provider whose access tokens are taken
+    "A2A_OIDC_AUDIENCE": None,  # the aud a token must name (needed with the issuer)
+    "A2A_OIDC_REQUIRED_SCOPES": "",  # scopes every agent requires by default
+    "A2A_OIDC_NAME_CLAIM": "name",  # claim naming the caller (else its sub)
+    "A2A_OIDC_ALGORITHMS": "RS256,ES256",  # asymmetric signing algorithms taken
+    "A2A_OIDC_LEEWAY_SECONDS": 30,  # clock skew allowed on exp, nbf, iat
+    "A2A_OIDC_TOKEN_URL": None,  # a client-credentials token URL for the cards
+    "A2A_MTLS_HEADER": None,  # header where the proxy puts a verified cert subject
     # Operations (docs/operating.md).
     "A2A_AUTO_MIGRATE": True,  # False: only `flask a2a db upgrade` migrates
     "A2A_LOG_FORMAT": "plain",  # or "json": read by gunicorn.conf.py
     "A2A_RETENTION": None,  # e.g. "30d": what `flask a2a tasks prune` keeps
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
+    "A2A_OTEL": False,  # OpenTelemetry spans per call and turn (the `otel` extra)
     "A2A_TRY_PAGE": False,  # a page to try each agent (docs/try-page.md)
     # Background agents (docs/background.md).
     "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
@@ -101,9 +133,50 @@ DOCS = {
         "asks none (`message/send`, `tasks/get`): a number of messages, or `all` "
         "(None: all). A long task's answer grows with its history; e.g. `20` "
         "bounds it.",
+    "A2A_MAX_ANSWER_BYTES": "The most bytes of JSON one answer holds (8 MiB): "
+        "a ListTasks page ends early with a `nextPageToken`, a task shows its "
+        "newest messages that fit (its metadata `a2a_flask.historyOmitted` says "
+        "how many were left out); see [Hardening](../hardening.md).",
+    "A2A_MAX_TURN_OUTPUT_BYTES": "The most bytes one turn may write, its status "
+        "message and artifacts together (3 MiB); an agent answering more fails "
+        "the turn, saying so. At most half of `A2A_MAX_ANSWER_BYTES`.",
     "A2A_LOGIN_FAILURES_PER_MINUTE": "Failed HTTP Basic logins a minute "
-        "allowed per username and per client address (in each worker); more are "
-        "refused with 429 and `Retry-After`, without hashing anything.",
+        "allowed per username from one client address (in each worker); more are "
+        "refused with 429 and `Retry-After`, without hashing anything. Other "
+        "users at the same address are not affected.",
+    "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": "The same, per username from all "
+        "addresses (much higher, so that guessing at a name from many addresses "
+        "is bounded too; a password the worker already verified keeps working).",
+    "A2A_TRUSTED_PROXIES": "Comma-separated addresses of the proxies in front "
+        "(`deploy/a2a.env`: `127.0.0.1`, the shipped nginx): their "
+        "`X-Forwarded-For` names the client address, for the login throttle and "
+        "the log. Empty: the peer is the client, the header is ignored.",
+    "A2A_LOG_REFUSALS_PER_MINUTE": "Access records of anonymous refusals per "
+        "client address: 20 at once, then this many a minute; the rest are "
+        "dropped and counted in the next record (`dropped=N`).",
+    "A2A_OIDC_ISSUER": "The OpenID provider whose access tokens are taken as "
+        "bearer tokens: its issuer identifier (the tokens' `iss`); discovery at "
+        "`<issuer>/.well-known/openid-configuration`. Needs the `jose` extra and "
+        "`A2A_OIDC_AUDIENCE`; see [OpenID Connect](../securing.md#openid-connect-and-oauth2-access-tokens).",
+    "A2A_OIDC_AUDIENCE": "The `aud` an access token must name (this service's "
+        "identifier at the provider); required with `A2A_OIDC_ISSUER`.",
+    "A2A_OIDC_REQUIRED_SCOPES": "OAuth scopes (space- or comma-separated) an "
+        "access token must grant to talk to an agent registered without "
+        "`required_scopes`; none by default. API keys are not concerned.",
+    "A2A_OIDC_NAME_CLAIM": "The token claim that names the caller "
+        "(`caller.name`: `preferred_username`, `client_id`...); its `sub` when "
+        "the claim is absent.",
+    "A2A_OIDC_ALGORITHMS": "Signing algorithms an access token may use, "
+        "comma-separated, among RS/PS/ES 256/384/512 and EdDSA; `none` and "
+        "`HS*` are refused at start.",
+    "A2A_OIDC_LEEWAY_SECONDS": "Clock skew allowed on a token's `exp`, `nbf` "
+        "and `iat`, in seconds.",
+    "A2A_OIDC_TOKEN_URL": "The provider's token endpoint: the cards then also "
+        "declare an `oauth2` scheme with a client-credentials flow there.",
+    "A2A_MTLS_HEADER": "The request header in which the TLS proxy passes the "
+        "subject of a client certificate it verified (the caller "
+        "`mtls:<subject>`); set it only behind that proxy, see "
+        "[Client certificates](../securing.md#client-certificates-mutual-tls-behind-nginx).",
     "A2A_AUTO_MIGRATE": "`False`: the app never changes the schema at start; "
         "on an old schema it answers every call `-32603` (HTTP 503) and `/health` "
         "503, naming `flask a2a db upgrade`, until that command has run.",
@@ -114,6 +187,9 @@ DOCS = {
         "None: prune needs `--older-than`.",
     "A2A_METRICS": "`True`: serve `GET PREFIX/metrics` (needs the `metrics` "
         "extra).",
+    "A2A_OTEL": "`True`: OpenTelemetry spans per call, storage operation, "
+        "agent turn and worker turn, exported over OTLP/HTTP (needs the `otel` "
+        "extra); see [Tracing](../tracing.md).",
     "A2A_TRY_PAGE": "`True`: a browser opening `PREFIX/agents/<name>/` gets a "
         "page to try the agent: its card, a message form (the API key stays in "
         "the page), the answer and the caller's recent tasks; see "
@@ -178,6 +254,13 @@ def _names(value):
     return set(value or ())
 
 
+def scope_set(value):
+    """OAuth scopes given as "a b", "a,b" or a list, as a frozenset."""
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return frozenset(value or ())
+
+
 def _history_length(value):
     """None (the whole history) for no value or "all", else a count >= 0."""
     if value is None or str(value).strip().lower() in ("", "all"):
@@ -239,10 +322,26 @@ class Settings:
             raise ValueError("A2A_STALE_TURN_SECONDS=%r: expected a number of "
                              "seconds above 0" % self.stale_turn_seconds)
         self.history_length_default = _history_length(get("A2A_HISTORY_LENGTH_DEFAULT"))
+        self.max_answer_bytes = _at_least(
+            "A2A_MAX_ANSWER_BYTES", get("A2A_MAX_ANSWER_BYTES"), 64 * 1024)
+        self.max_turn_output_bytes = _at_least(
+            "A2A_MAX_TURN_OUTPUT_BYTES", get("A2A_MAX_TURN_OUTPUT_BYTES"), 1024)
+        if self.max_turn_output_bytes * 2 > self.max_answer_bytes:
+            raise ValueError(
+                "A2A_MAX_TURN_OUTPUT_BYTES=%d: expected at most half of "
+                "A2A_MAX_ANSWER_BYTES (%d), so that any task fits an answer"
+                % (self.max_turn_output_bytes, self.max_answer_bytes))
         self.login_failures_per_minute = int(get("A2A_LOGIN_FAILURES_PER_MINUTE"))
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
                              "above 0" % self.login_failures_per_minute)
+        self.login_failures_per_name = _at_least(
+            "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE",
+            get("A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE"), 1)
+        self.trusted_proxies = frozenset(_names(get("A2A_TRUSTED_PROXIES")))
+        self.log_refusals_per_minute = _at_least(
+            "A2A_LOG_REFUSALS_PER_MINUTE", get("A2A_LOG_REFUSALS_PER_MINUTE"), 1)
+        self._identity(get)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("A2A_SQLITE_SYNCHRONOUS=%r: expected NORMAL, FULL, "
@@ -260,6 +359,7 @@ class Settings:
         if self.retention is not None:
             parse_age(self.retention, "A2A_RETENTION")
         self.metrics = bool(get("A2A_METRICS"))
+        self.otel = bool(get("A2A_OTEL"))
         self.try_page = bool(get("A2A_TRY_PAGE"))
         self.blocking_wait_seconds = _at_least("A2A_BLOCKING_WAIT_SECONDS",
                                                get("A2A_BLOCKING_WAIT_SECONDS"), 0)
@@ -267,6 +367,27 @@ class Settings:
                                               get("A2A_WORKER_LEASE_SECONDS"), 1)
         self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",
                                              get("A2A_WORKER_MAX_ATTEMPTS"), 1)
+
+    def _identity(self, get):
+        """The OIDC and client-certificate settings (docs/securing.md)."""
+        self.oidc_issuer = get("A2A_OIDC_ISSUER") or None
+        self.oidc_audience = get("A2A_OIDC_AUDIENCE") or None
+        if self.oidc_issuer and not self.oidc_audience:
+            raise ValueError("A2A_OIDC_ISSUER is set but A2A_OIDC_AUDIENCE is "
+                             "not: name the audience tokens must be issued for")
+        self.oidc_required_scopes = scope_set(get("A2A_OIDC_REQUIRED_SCOPES"))
+        self.oidc_name_claim = get("A2A_OIDC_NAME_CLAIM") or "sub"
+        self.oidc_algorithms = frozenset(_names(get("A2A_OIDC_ALGORITHMS")))
+        refused = sorted(a for a in self.oidc_algorithms if a not in ASYMMETRIC)
+        if refused or not self.oidc_algorithms:
+            raise ValueError("A2A_OIDC_ALGORITHMS=%r: only asymmetric algorithms "
+                             "(%s) are taken, never none or HS*"
+                             % (get("A2A_OIDC_ALGORITHMS"),
+                                ", ".join(sorted(ASYMMETRIC))))
+        self.oidc_leeway_seconds = _at_least(
+            "A2A_OIDC_LEEWAY_SECONDS", get("A2A_OIDC_LEEWAY_SECONDS"), 0)
+        self.oidc_token_url = get("A2A_OIDC_TOKEN_URL") or None
+        self.mtls_header = get("A2A_MTLS_HEADER") or None
 
     @property
     def auth_off(self):

@@ -9,6 +9,20 @@ into these). How each is answered (HTTP status, the 1.0 reason) is
 from typing import Dict, Optional
 
 
+#: The most of a caller's own text an answer repeats (a method name, a
+#: member, a version): enough to recognise it, never a whole body back.
+ECHO_CHARS = 64
+
+
+def echo(text) -> str:
+    """``text`` as an answer may repeat it: its first ECHO_CHARS characters,
+    then how long it was when longer."""
+    text = text if isinstance(text, str) else str(text)
+    if len(text) <= ECHO_CHARS:
+        return text
+    return "%s... (%d characters)" % (text[:ECHO_CHARS], len(text))
+
+
 class A2AError(Exception):
     """Base class: a JSON-RPC error with a code, a sentence and optional data."""
 
@@ -132,6 +146,39 @@ class ForbiddenError(InvalidRequestError):
     default_message = "These credentials may not talk to this agent."
 
 
+def bearer_challenge(error, description, scope=None):
+    """An RFC 6750 ``WWW-Authenticate`` value (section 3): its quoted strings
+    may not hold a quote or a backslash."""
+    clean = "".join(c for c in description if c not in '"\\' and " " <= c <= "~")
+    challenge = 'Bearer realm="a2a", error="%s", error_description="%s"' % (
+        error, clean)
+    if scope:
+        challenge += ', scope="%s"' % " ".join(sorted(scope))
+    return challenge
+
+
+class InvalidTokenError(UnauthenticatedError):
+    """A bearer access token refused: expired, forged, not for this service
+    (RFC 6750 ``invalid_token``, HTTP 401)."""
+
+    default_message = "The access token is not valid."
+
+    def __init__(self, message=None, data=None):
+        super().__init__(message, data)
+        self.headers = {"WWW-Authenticate": bearer_challenge("invalid_token",
+                                                             self.message)}
+
+
+class InsufficientScopeError(ForbiddenError):
+    """A valid access token without a scope the agent requires (RFC 6750
+    ``insufficient_scope``, HTTP 403)."""
+
+    def __init__(self, message, required):
+        super().__init__(message, data={"requiredScopes": " ".join(sorted(required))})
+        self.headers = {"WWW-Authenticate": bearer_challenge(
+            "insufficient_scope", self.message, required)}
+
+
 class AgentNotFoundError(InvalidRequestError):
     """No reachable agent of that name: HTTP 404."""
 
@@ -162,6 +209,16 @@ class SchemaOutdatedError(InternalError):
     http_status = 503
     default_message = ("The database schema is out of date: run "
                        "`flask a2a db upgrade`.")
+
+
+class IdentityProviderUnavailableError(InternalError):
+    """The OpenID provider could not be reached to check a bearer token: HTTP
+    503; API keys and the other ways in work all the same."""
+
+    http_status = 503
+    default_message = ("identity provider unavailable: the bearer token cannot "
+                       "be checked now. The call may be retried.")
+    headers = {"Retry-After": "5"}
 
 
 class TooManyRequestsError(InvalidRequestError):

@@ -16,6 +16,7 @@ from typing import Optional
 from . import errors
 from .agent import Turn, run_turn
 from .auth.callers import KEY_REFUSED, confirm_remembered_key
+from .storage import sizes
 from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
 from .messages import agent_message, text_part
 
@@ -40,6 +41,41 @@ class CallContext:
     def history_length(self, asked):
         """``asked``, else A2A_HISTORY_LENGTH_DEFAULT (None: all)."""
         return self.app_state.settings.history_length_default if asked is None else asked
+
+
+#: Task metadata key of an answer that left out the oldest messages of the
+#: task's history to fit A2A_MAX_ANSWER_BYTES: how many it left out.
+HISTORY_OMITTED = "a2a_flask.historyOmitted"
+#: Room kept in an answer for what surrounds the task (JSON-RPC envelope,
+#: the page's own members).
+ENVELOPE_BYTES = 1024
+
+
+def fit(record: TaskRecord, budget: int) -> TaskRecord:
+    """``record`` as an answer of at most ``budget`` bytes may show it: its
+    newest messages that fit, the rest of the history left out and counted
+    in its metadata (``HISTORY_OMITTED``); status and artifacts whole. A
+    task well under the budget is left as it is, measured cheaply."""
+    history = record.history
+    if not history or not sizes.may_exceed(sizes.rough_task_size(record), budget):
+        return record
+    room = budget - sizes.OVERHEAD - sizes.size(record.status_message) - sum(
+        sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata) - 64
+    kept = 0
+    for message in reversed(history):
+        room -= sizes.size(message)
+        if room < 0:
+            break
+        kept += 1
+    if kept < len(history):
+        record.history = history[len(history) - kept:]
+        record.metadata = dict(record.metadata or {},
+                               **{HISTORY_OMITTED: len(history) - kept})
+    return record
+
+
+def _answer(context, record):
+    return fit(record, context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES)
 
 
 def clamp_history(history, limit):
@@ -80,22 +116,24 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
     if start.replayed:
-        return storage.get_task(start.task_id, owner, agent_name, history_length,
-                                remembered_key=remembered_key)
+        return _answer(context, storage.get_task(
+            start.task_id, owner, agent_name, history_length,
+            remembered_key=remembered_key))
     context.caller.remembered_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
-                            metadata))
+                            metadata), tracing=context.app_state.tracing,
+                       max_output_bytes=context.app_state.settings.max_turn_output_bytes)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
-        return storage.get_task(start.task_id, owner, agent_name, history_length)
+        return _answer(context, storage.get_task(start.task_id, owner, agent_name,
+                                                 history_length))
     # A new task holds exactly what this turn wrote: no need to read it back.
     state, status_message, artifacts, timestamp = outcome
-    return TaskRecord(start.task_id, start.context_id, agent_name, owner, state,
-                      timestamp, status_message, artifacts,
-                      clamp_history([start.message, status_message],
-                                    history_length),
-                      metadata)
+    return _answer(context, TaskRecord(
+        start.task_id, start.context_id, agent_name, owner, state, timestamp,
+        status_message, artifacts,
+        clamp_history([start.message, status_message], history_length), metadata))
 
 
 #: A blocking send polls the task's state, without a transaction, every
@@ -106,14 +144,17 @@ POLL_FIRST, POLL_MOST = 0.02, 0.2
 def _send_to_queue(context, message, metadata, history_length, return_immediately):
     owner, agent_name, storage = context.caller.id, context.agent.name, context.storage
     queued = agent_message([text_part(QUEUED_TEXT)])
+    tracing = context.app_state.tracing
     start = storage.enqueue_turn(
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
-        retry=context.agent.retry, status_message=queued)
+        retry=context.agent.retry, status_message=queued,
+        trace_context=tracing.current_context() if tracing else None)
     if not start.replayed and not return_immediately:
         wait_while_working(storage, start.task_id,
                            context.app_state.settings.blocking_wait_seconds)
-    return storage.get_task(start.task_id, owner, agent_name, history_length)
+    return _answer(context, storage.get_task(start.task_id, owner, agent_name,
+                                             history_length))
 
 
 def wait_while_working(storage, task_id, seconds):
@@ -132,24 +173,33 @@ def wait_while_working(storage, task_id, seconds):
 def get(context: CallContext, task_id: str,
         history_length: Optional[int] = None) -> TaskRecord:
     # A key taken on trust (auth.authenticate) is checked by the read itself.
-    return context.storage.get_task(task_id, context.caller.id, context.agent.name,
-                                context.history_length(history_length),
-                                remembered_key=context.caller.remembered_key)
+    return _answer(context, context.storage.get_task(
+        task_id, context.caller.id, context.agent.name,
+        context.history_length(history_length),
+        remembered_key=context.caller.remembered_key))
 
 
 def cancel(context: CallContext, task_id: str) -> TaskRecord:
     context.storage.cancel_task(task_id, context.caller.id, context.agent.name)
-    return context.storage.get_task(task_id, context.caller.id, context.agent.name)
+    return _answer(context, context.storage.get_task(task_id, context.caller.id,
+                                                     context.agent.name))
 
 
 def list_tasks(context: CallContext, context_id=None, state=None, updated_after=None,
                limit=50, cursor=None, history_length=0,
                include_artifacts=False) -> TaskPage:
-    """The caller's tasks of this agent only, newest first, one page."""
-    return context.storage.list_tasks(
+    """The caller's tasks of this agent only, newest first, one page: it
+    ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
+    size, its history trimmed to fit: ``fit``)."""
+    budget = context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES
+    page = context.storage.list_tasks(
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,
-        history_length=history_length, include_artifacts=include_artifacts)
+        history_length=history_length, include_artifacts=include_artifacts,
+        max_bytes=budget)
+    if page.tasks:
+        fit(page.tasks[0], budget)
+    return page
 
 
 def count_tasks(context: CallContext, context_id=None, state=None,

@@ -158,8 +158,18 @@ class Worker:
         started = time.monotonic()
         try:
             agent = self.app_state.extension.agents[claimed.agent]
-            outcome = run_turn(BackgroundTurn(self.storage, agent, claimed),
-                               store=self._store_outcome)
+            turn = BackgroundTurn(self.storage, agent, claimed)
+            tracing = self.app_state.tracing
+            limit = self.app_state.settings.max_turn_output_bytes
+            if tracing is None:
+                outcome = run_turn(turn, store=self._store_outcome,
+                                   max_output_bytes=limit)
+            else:
+                with tracing.worker_span(claimed) as span:
+                    outcome = run_turn(turn, store=self._store_outcome,
+                                       tracing=tracing, max_output_bytes=limit)
+                    span.set_attribute("a2a.outcome", outcome[0] if outcome
+                                       else "discarded")
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,
                      claimed.task_id, outcome[0] if outcome else
                      "discarded (canceled, or the lease was lost)",
@@ -193,4 +203,7 @@ class Worker:
                     self.max_attempts) or ():
                 log.warning("worker %s: stopped before task %s finished: %s",
                             self.id, task_id, outcome)
+        if self.app_state.tracing is not None:
+            from .tracing import flush
+            flush()
         log.info("worker %s: stopped", self.id)

@@ -8,11 +8,18 @@ few repeats is reported.
     python bench/inproc.py [--app us|floor|durable|ceiling] [-n 2000] [--repeat 3]
                            [--profile send|get]
     python bench/inproc.py --limit     # every app below, each in its own process
+    python bench/inproc.py --auth      # US with an API key, then an OIDC token
 
 ``--limit`` prints the price of each requirement of the contract
 (bench/README.md, "The limit"): CEILING, DURABLE CEILING with one and two
 commits per send, FLOOR (``servers/floor.py``) with and without the key
 lookup and the marshmallow validation, and US.
+
+``--auth`` prints what a call costs with an API key (the bench's usual
+caller) and with an OIDC access token (RS256, checked against the JWKS of a
+throwaway OpenID provider on 127.0.0.1, tests/oidc_issuer.py), and the
+difference: the token check per call (``BENCH_AUTH=token`` makes any run
+use a token).
 
 Run from the repository whose ``wsgi.py`` and ``a2a_flask`` to measure (the
 current directory comes first on ``sys.path``).
@@ -46,6 +53,11 @@ LIMIT_ROWS = [
     ("FLOOR", "floor", {}),
     ("US", "us", {}),
 ]
+#: The rows of ``--auth``.
+AUTH_ROWS = [
+    ("US, API key", "us", {}),
+    ("US, OIDC access token", "us", {"BENCH_AUTH": "token"}),
+]
 
 
 def build(which, tmp):
@@ -56,6 +68,8 @@ def build(which, tmp):
         key = Auth.create_key(db)
         os.environ["A2A_DATABASE"] = db
         if which == "us":
+            if os.environ.get("BENCH_AUTH") == "token":
+                key = _oidc_token()
             import wsgi
             return wsgi.app, US_PATH, key
         sys.path.insert(0, os.path.join(HERE, "servers"))
@@ -66,6 +80,16 @@ def build(which, tmp):
     sys.path.insert(0, os.path.join(HERE, "servers"))
     import ceiling
     return ceiling.app, "/rpc", "unused"
+
+
+def _oidc_token():
+    """An access token of a throwaway OpenID provider (running until the
+    process ends), the service set up to take its tokens."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    from oidc_issuer import AUDIENCE, Issuer
+    issuer = Issuer().start()
+    os.environ.update(A2A_OIDC_ISSUER=issuer.url, A2A_OIDC_AUDIENCE=AUDIENCE)
+    return issuer.token(sub="bench", lifetime=3600)
 
 
 def caller(app, path, key):
@@ -132,15 +156,86 @@ def measure(which, n, repeat, profile):
         return result
 
 
-def limit(n, repeat):
+def limit(n, repeat, rows=LIMIT_ROWS):
     print("%-42s %10s %10s" % ("CPU per call in process", "send", "get"))
-    for label, which, env in LIMIT_ROWS:
+    measured = []
+    for label, which, env in rows:
         out = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--app", which, "-n", str(n),
              "--repeat", str(repeat), "--json"],
             env=dict(os.environ, **env), check=True, capture_output=True, text=True).stdout
         got = json.loads(out.splitlines()[-1])
+        measured.append(got)
         print("%-42s %8.0f us %8.0f us" % (label, got["send"], got["get"]))
+    return measured
+
+
+def first_checks(n, repeat):
+    """CPU per check of a token seen for the first time (its signature
+    verified; a token seen before costs a dictionary lookup)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    sys.path.insert(0, os.getcwd())
+    from a2a_flask.config import Settings
+    from a2a_flask.auth.oidc import TokenVerifier
+    from oidc_issuer import AUDIENCE, Issuer
+    with Issuer() as issuer:
+        verifier = TokenVerifier(Settings({"A2A_OIDC_ISSUER": issuer.url,
+                                           "A2A_OIDC_AUDIENCE": AUDIENCE}, HERE))
+        best = None
+        for _ in range(repeat):
+            tokens = [issuer.token(sub="s%d" % i) for i in range(n)]
+            verifier.claims(tokens[0])  # the keys fetched
+            start = time.process_time()
+            for token in tokens[1:]:
+                verifier.claims(token)
+            per = (time.process_time() - start) / (n - 1) * 1e6
+            best = per if best is None else min(best, per)
+    return best
+
+
+def authenticate_alone(n, repeat):
+    """CPU per ``authenticate`` of one request alone: an API key (looked up,
+    then remembered), an access token (verified, then remembered)."""
+    sys.path.insert(0, os.getcwd())
+    with tempfile.TemporaryDirectory() as tmp:
+        app, _, key = build("us", tmp)
+        token = _oidc_token()
+        from a2a_flask.auth.callers import authenticate
+        from a2a_flask.config import Settings
+        app_state = app.extensions["a2a"]
+        # The app was made before the issuer: give it the token verifier now.
+        from a2a_flask.auth.oidc import TokenVerifier
+        app_state.tokens = TokenVerifier(Settings({
+            name: os.environ[name] for name in ("A2A_OIDC_ISSUER",
+                                                "A2A_OIDC_AUDIENCE")}, tmp))
+        rows = {}
+        for label, secret, remembered in (
+                ("authenticate: an API key, looked up", key, False),
+                ("authenticate: an API key, remembered", key, True),
+                ("authenticate: a token seen before", token, False)):
+            headers = {"Authorization": "Bearer " + secret}
+            with app.test_request_context("/", headers=headers) as ctx:
+                authenticate(app_state, ctx.request, remembered)  # warm
+                best = None
+                for _ in range(repeat):
+                    start = time.process_time()
+                    for _ in range(n):
+                        authenticate(app_state, ctx.request, remembered)
+                    per = (time.process_time() - start) / n * 1e6
+                    best = per if best is None else min(best, per)
+            rows[label] = best
+    return rows
+
+
+def auth(n, repeat):
+    key, token = limit(n, repeat, AUTH_ROWS)
+    print("%-42s %8.0f us %8.0f us" % ("the token check, beyond the key's",
+                                       token["send"] - key["send"],
+                                       token["get"] - key["get"]))
+    print("%-42s %8.0f us" % ("a token's first check (RS256 signature)",
+                              first_checks(min(n, 500), repeat)))
+    for label, per in authenticate_alone(n, repeat).items():
+        print("%-42s %8.1f us" % (label, per))
 
 
 def main():
@@ -150,10 +245,15 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", choices=("send", "get"))
     parser.add_argument("--limit", action="store_true", help="every app, each in its own process")
+    parser.add_argument("--auth", action="store_true",
+                        help="an API key against an OIDC token, each in its own process")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.limit:
-        return limit(args.n, args.repeat)
+        limit(args.n, args.repeat)
+        return None
+    if args.auth:
+        return auth(args.n, args.repeat)
     result = measure(args.app, args.n, args.repeat, args.profile)
     if result is None:
         return None

@@ -89,7 +89,7 @@ def token_user(token):
     return None
 
 
-@app.post("/oauth/token")
+@app.route("/oauth/token", methods=["POST"])
 def oauth_token():
     expected = "Basic " + base64.b64encode(("client:" + SECRET).encode()).decode()
     if request.headers.get("Authorization") != expected \
@@ -100,7 +100,7 @@ def oauth_token():
                    token_type="Bearer", expires_in=3600)
 
 
-@app.get("/oauth/.well-known/openid-configuration")
+@app.route("/oauth/.well-known/openid-configuration")
 def oidc_discovery():
     return jsonify(issuer=request.url_root + "oauth",
                    token_endpoint=request.url_root + "oauth/token")

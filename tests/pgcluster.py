@@ -37,6 +37,13 @@ def _stop_leftovers():
         cluster.stop()
 
 
+def _become_postgres():
+    account = pwd.getpwnam("postgres")
+    os.setgroups([])
+    os.setgid(account.pw_gid)
+    os.setuid(account.pw_uid)
+
+
 def find_bindir(given=None):
     """The folder with ``initdb``, ``pg_ctl`` and ``postgres``, or None."""
     given = given or os.environ.get("A2A_PG_BINDIR") or os.environ.get("BENCH_PG_BINDIR")
@@ -91,7 +98,7 @@ class Cluster:
     def _run(self, args, timeout=120):
         kw = {}
         if os.geteuid() == 0:  # the server refuses root: run it as postgres
-            kw["user"] = "postgres"
+            kw["preexec_fn"] = _become_postgres  # run(user=) is Python 3.9+
         out = subprocess.run([os.path.join(self.bindir, args[0])] + args[1:], cwd=self.dir,
                              capture_output=True, text=True, timeout=timeout,
                              stdin=subprocess.DEVNULL, **kw)

@@ -8,7 +8,7 @@ speaks HTTP to it, so every answer is checked against the A2A JSON schema.
 
 Authentication: ``DEFAULT_AUTH`` says how the servers are started. ``"off"``
 runs them with ``A2A_AUTH=off``; ``"key"`` creates an API key with
-``flask --app wsgi a2a keys create --quiet`` on the server's database before
+``FLASK_APP=wsgi flask a2a keys create --quiet`` on the server's database before
 it starts, and sends ``Authorization: Bearer <key>`` with every request (to
 switch: ``DEFAULT_AUTH = "key"``). Extra env and default request headers can
 be given per server too.
@@ -74,11 +74,13 @@ def free_port():
 
 
 def flask_cli(database, *args, env=None):
-    """``flask --app wsgi ARGS`` on ``database``; its standard output."""
-    run_env = dict(os.environ, **(env or {}), A2A_DATABASE=database)
+    """``FLASK_APP=wsgi flask ARGS`` on ``database``; its standard output.
+    FLASK_APP, not ``--app``: Flask before 2.2 has no ``--app``."""
+    run_env = dict(os.environ, **(env or {}), A2A_DATABASE=database,
+                   FLASK_APP="wsgi")
     run_env.pop("A2A_AUTH", None)
     out = subprocess.run(
-        [os.path.join(VENV_BIN, "flask"), "--app", "wsgi"] + list(args),
+        [os.path.join(VENV_BIN, "flask")] + list(args),
         cwd=REPO_DIR, env=run_env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, (args, out.stdout, out.stderr)
     return out.stdout
@@ -97,12 +99,13 @@ KEY_ID = re.compile(r"\bkey_[0-9a-f]+\b")
 
 
 def flask_a2a(database, *args, input="", env=None):
-    """Run ``flask --app wsgi a2a ARGS``; a session of its own, so a password
-    prompt reads standard input, not the terminal."""
+    """Run ``FLASK_APP=wsgi flask a2a ARGS`` (Flask before 2.2 has no
+    ``--app``); a session of its own, so a password prompt reads standard
+    input, not the terminal."""
     run_env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_")}
     run_env.update(env or {})
-    run_env["A2A_DATABASE"] = str(database)
-    return subprocess.run([os.path.join(VENV_BIN, "flask"), "--app", "wsgi", "a2a", *args], cwd=REPO_DIR,
+    run_env.update(A2A_DATABASE=str(database), FLASK_APP="wsgi")
+    return subprocess.run([os.path.join(VENV_BIN, "flask"), "a2a", *args], cwd=REPO_DIR,
                           env=run_env, input=input, capture_output=True, text=True,
                           timeout=30, start_new_session=True)
 
@@ -325,7 +328,7 @@ def assert_clean_log(text):
 
 
 class WorkerProcess:
-    """``flask --app APP a2a worker ARGS`` beside a ``GunicornServer``, on its
+    """``FLASK_APP=APP flask a2a worker ARGS`` beside a ``GunicornServer``, on its
     database and settings, in a process group of its own; its log in
     ``worker-N.log`` of the server's folder."""
 
@@ -342,11 +345,10 @@ class WorkerProcess:
 
     def start(self):
         env = dict(self.server._environ(), **self.env)
-        module = self.server.app.split(":")[0]
+        env["FLASK_APP"] = self.server.app.split(":")[0]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [os.path.join(VENV_BIN, "flask"), "--app", module, "a2a",
-                 "worker"] + self.args, cwd=APPS[self.server.app], env=env,
+                [os.path.join(VENV_BIN, "flask"), "a2a", "worker"] + self.args, cwd=APPS[self.server.app], env=env,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         _RUNNING.add(self.process.pid)

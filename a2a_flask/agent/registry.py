@@ -3,6 +3,7 @@
 from marshmallow import ValidationError
 
 from .. import errors
+from ..config import scope_set
 from ..validation import flatten_errors
 from .output import SKILLS
 
@@ -20,7 +21,7 @@ class Agent:
     def __init__(self, name, func, description=None, skills=None,
                  extended_skills=None, input_modes=("text/plain",),
                  output_modes=("text/plain",), version="1.0.0", enabled=True,
-                 card=None, background=False, retry=False):
+                 card=None, background=False, retry=False, required_scopes=None):
         if not name or "/" in name:
             raise ValueError("agent name %r must be non-empty, without '/'" % name)
         if retry and not background:
@@ -41,6 +42,11 @@ class Agent:
         self.output_modes = list(output_modes)
         self.version = version
         self.enabled = enabled
+        #: OAuth scopes an access token must grant to talk to this agent
+        #: (None: A2A_OIDC_REQUIRED_SCOPES); API keys and other callers are
+        #: not concerned. Not ``Caller.scope``, the agents a key may reach.
+        self.required_scopes = (None if required_scopes is None
+                                else scope_set(required_scopes))
         #: Extra AgentCard fields (provider, documentationUrl, iconUrl...).
         self.card = dict(card or {})
 

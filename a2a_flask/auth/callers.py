@@ -13,7 +13,10 @@ from typing import AbstractSet, Optional
 
 from .. import errors
 from .credentials import KEY_PREFIX
+from .proxies import client_address
 
+#: Where an OpenID provider publishes its configuration (OIDC Discovery 1.0).
+DISCOVERY_PATH = "/.well-known/openid-configuration"
 #: The refusal of a key that is unknown or revoked (auth, service).
 KEY_REFUSED = "The API key is not valid: unknown or revoked."
 
@@ -25,16 +28,21 @@ class Caller:
     ``scope`` is None for every agent, else the set of agent names allowed.
     """
 
-    __slots__ = ("id", "kind", "name", "scope", "authenticated", "remembered_key")
+    __slots__ = ("id", "kind", "name", "scope", "authenticated", "remembered_key",
+                 "token_scopes")
 
     def __init__(self, id: str, kind: str, name: str,
                  scope: Optional[AbstractSet[str]] = None,
-                 authenticated: bool = True) -> None:
+                 authenticated: bool = True,
+                 token_scopes: Optional[AbstractSet[str]] = None) -> None:
         self.id = id
         self.kind = kind
         self.name = name
         self.scope = scope
         self.authenticated = authenticated
+        #: The OAuth scopes an access token granted (an ``oidc`` caller),
+        #: checked against an agent's ``required_scopes``; None otherwise.
+        self.token_scopes = token_scopes
         #: The hash of an API key remembered live by this process but not
         #: looked up for this call: ``confirm``, or the call's first storage
         #: statement (``remembered_key`` of ``Storage.start_turn``/``get_task``),
@@ -81,6 +89,11 @@ def _key_caller(key, remembered=None):
 def authenticate(app_state, request, use_remembered_key=False):
     """The caller of ``request``, or ``Unauthenticated`` (HTTP 401).
 
+    Every credential the request presents must be valid: an API key header
+    beside an ``Authorization`` header is refused unless both are valid and
+    name the same caller (an invalid one is never passed over for a valid
+    one).
+
     ``use_remembered_key``: an API key this process found live lately is
     taken without a lookup; the caller's ``remembered_key`` is then set and
     must be checked before anything is answered (``confirm``, or the
@@ -90,38 +103,25 @@ def authenticate(app_state, request, use_remembered_key=False):
     if app_state.settings.auth_off:
         return ANONYMOUS
     authorization = request.headers.get("Authorization", "")
-    scheme, _, credentials = authorization.partition(" ")
-    scheme, credentials = scheme.lower(), credentials.strip()
-    key = request.headers.get(app_state.settings.api_key_header)
-    if scheme == "bearer":
-        key = credentials
-    if key:
-        if use_remembered_key:
-            remembered = app_state.credentials.remembered_key(key)
-            if remembered is not None:
-                return _key_caller(*remembered)
-        found = app_state.credentials.find_key(key)
-        if found is not None:
-            return _key_caller(found)
-        if scheme == "bearer" and _takes_host_token(app_state, key):
-            caller = _host_caller(app_state.extension.hooks.token_caller(key), "token")
-            if caller is None:
-                raise errors.UnauthenticatedError(
-                    "The bearer token is not valid: neither an API key nor "
-                    "a token of this application.")
-            return caller
-        raise errors.UnauthenticatedError(KEY_REFUSED)
-    if scheme == "basic":
-        pair = _basic(credentials)
-        if pair is None:
-            raise errors.UnauthenticatedError("The HTTP Basic credentials are malformed.")
-        caller = _check_password(app_state, request, *pair)
-        if caller is None:
-            raise errors.UnauthenticatedError("Wrong username or password.")
-        return caller
+    header_key = request.headers.get(app_state.settings.api_key_header)
     if authorization:
-        raise errors.UnauthenticatedError(
-            "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
+        caller = _from_authorization(app_state, request, authorization,
+                                     use_remembered_key and not header_key)
+        if header_key and header_key != authorization.partition(" ")[2].strip():
+            other = _from_key(app_state, header_key, False, bearer=False)
+            if other.id != caller.id:
+                raise errors.UnauthenticatedError(
+                    "The %s header and the Authorization header name different "
+                    "callers: send one credential." % app_state.settings.api_key_header)
+        return caller
+    if header_key:
+        return _from_key(app_state, header_key, use_remembered_key, bearer=False)
+    subject = (request.headers.get(app_state.settings.mtls_header)
+               if app_state.settings.mtls_header else None)
+    if subject:
+        # Set by the TLS proxy alone, from a certificate it verified (it
+        # replaces any such header a client sends: deploy/nginx-a2a-mtls.conf).
+        return Caller("mtls:" + subject, "mtls", _common_name(subject))
     loader = app_state.extension.hooks.session_caller
     # A session rides on a cookie the browser sends by itself: only a JSON body
     # (which a cross-site form cannot send without a CORS preflight) may use it.
@@ -135,6 +135,47 @@ def authenticate(app_state, request, use_remembered_key=False):
         "the %s header) or HTTP Basic credentials." % app_state.settings.api_key_header)
 
 
+def _from_authorization(app_state, request, authorization, use_remembered_key):
+    scheme, _, credentials = authorization.partition(" ")
+    scheme, credentials = scheme.lower(), credentials.strip()
+    if scheme == "bearer" and credentials:
+        if app_state.tokens is not None and looks_like_jwt(credentials):
+            caller = _token_caller(app_state, credentials)
+            if caller is not None:
+                return caller
+        return _from_key(app_state, credentials, use_remembered_key, bearer=True)
+    if scheme == "basic":
+        pair = _basic(credentials)
+        if pair is None:
+            raise errors.UnauthenticatedError("The HTTP Basic credentials are malformed.")
+        caller = _check_password(app_state, request, *pair)
+        if caller is None:
+            raise errors.UnauthenticatedError("Wrong username or password.")
+        return caller
+    raise errors.UnauthenticatedError(
+        "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
+
+
+def _from_key(app_state, key, use_remembered_key, bearer):
+    """The caller of an API key (or, as a bearer token, of the host's token
+    hook), or ``Unauthenticated``."""
+    if use_remembered_key:
+        remembered = app_state.credentials.remembered_key(key)
+        if remembered is not None:
+            return _key_caller(*remembered)
+    found = app_state.credentials.find_key(key)
+    if found is not None:
+        return _key_caller(found)
+    if bearer and _takes_host_token(app_state, key):
+        caller = _host_caller(app_state.extension.hooks.token_caller(key), "token")
+        if caller is None:
+            raise errors.UnauthenticatedError(
+                "The bearer token is not valid: neither an API key nor "
+                "a token of this application.")
+        return caller
+    raise errors.UnauthenticatedError(KEY_REFUSED)
+
+
 def basic_in_use(app_state):
     """HTTP Basic is offered: the host's password hook is set, or users exist."""
     return (app_state.extension.hooks.password_check is not None
@@ -144,15 +185,16 @@ def basic_in_use(app_state):
 def _check_password(app_state, request, name, password):
     """The caller for these Basic credentials, or None.
 
-    No password is hashed unless Basic is in use, nor once this user or this
-    address failed too often lately (429); a built-in user's password already
-    verified in this process is accepted without either.
+    No password is hashed unless Basic is in use, nor once this name failed
+    too often lately from this address, or from all (429); a built-in user's
+    password already verified in this process is accepted without either.
     """
     if not basic_in_use(app_state):
         raise errors.UnauthenticatedError(
             "HTTP Basic is not accepted here (no users are set up): send an "
             "API key.")
-    keys = ("user:" + name, "address:%s" % request.remote_addr)
+    keys = (client_address(app_state.settings.trusted_proxies, request.environ),
+            name)
 
     throttle = app_state.login_throttle
 
@@ -190,24 +232,85 @@ def confirm_remembered_key(app_state, caller):
     caller.remembered_key = None
 
 
-def authorize(caller, agent):
+def looks_like_jwt(token):
+    """A compact JWS: three base64url segments. No API key of ours has a dot."""
+    return token.count(".") == 2
+
+
+def _token_caller(app_state, token):
+    """The caller of an access token of the OIDC issuer; None for a JWT of
+    another issuer when the host's token hook may judge it instead."""
+    if (app_state.extension.hooks.token_caller is not None
+            and not app_state.tokens.issued(token)):
+        return None
+    id, name, scopes = app_state.tokens.caller_fields(token)
+    return Caller(id, "oidc", name, token_scopes=scopes)
+
+
+def _common_name(subject):
+    """The CN of a certificate subject (RFC 2253 ``CN=a,O=b`` or OpenSSL's
+    ``/O=b/CN=a``), else the whole subject."""
+    for part in reversed(subject.replace("/", ",").split(",")):
+        name, sep, value = part.strip().partition("=")
+        if sep and name.upper() == "CN" and value:
+            return value
+    return subject
+
+
+def authorize(caller, agent, default_scopes=frozenset()):
+    """``ForbiddenError`` unless ``caller`` may talk to ``agent``: a key's
+    agents include it; an access token grants the scopes the agent requires
+    (its ``required_scopes``, else ``default_scopes``:
+    A2A_OIDC_REQUIRED_SCOPES)."""
     if not caller.may_reach(agent.name):
         raise errors.ForbiddenError(
             "These credentials may not talk to agent %s." % agent.name,
             data={"agent": agent.name})
+    if caller.token_scopes is not None:
+        required = (default_scopes if agent.required_scopes is None
+                    else agent.required_scopes)
+        if not required <= caller.token_scopes:
+            raise errors.InsufficientScopeError(
+                "The access token lacks a scope agent %s requires: %s."
+                % (agent.name, " ".join(sorted(required - caller.token_scopes))),
+                required)
 
 
-def security_requirements(app_state):
-    """(securitySchemes, security) for the cards: what this service accepts."""
-    if app_state.settings.auth_off:
+def security_requirements(app_state, agent=None):
+    """(securitySchemes, security) for the cards: what this service accepts
+    (an access token with the scopes ``agent`` requires)."""
+    settings = app_state.settings
+    if settings.auth_off:
         return {}, []
     schemes = {
         "apiKey": {"type": "apiKey", "in": "header",
-                   "name": app_state.settings.api_key_header,
+                   "name": settings.api_key_header,
                    "description": "An API key made with `flask a2a keys create`."},
         "bearer": {"type": "http", "scheme": "bearer",
                    "description": "The same API key, as a bearer token."},
     }
+    scopes = {}
+    if settings.oidc_issuer:
+        required = settings.oidc_required_scopes
+        if agent is not None and agent.required_scopes is not None:
+            required = agent.required_scopes
+        scopes = dict.fromkeys(("oidc", "oauth2"), sorted(required))
+        schemes["oidc"] = {
+            "type": "openIdConnect",
+            "openIdConnectUrl": settings.oidc_issuer.rstrip("/") + DISCOVERY_PATH,
+            "description": "An access token of the organisation's identity "
+                           "provider (Authorization: Bearer)."}
+        if settings.oidc_token_url:
+            schemes["oauth2"] = {
+                "type": "oauth2", "description": "The same access token, "
+                "got with the client-credentials grant.",
+                "flows": {"clientCredentials": {
+                    "tokenUrl": settings.oidc_token_url,
+                    "scopes": {scope: scope for scope in scopes["oauth2"]}}}}
+    if settings.mtls_header:
+        schemes["mtls"] = {"type": "mutualTLS",
+                           "description": "A client certificate the service's "
+                                          "TLS proxy verifies."}
     if basic_in_use(app_state):
         schemes["basic"] = {"type": "http", "scheme": "basic",
                             "description": "A username and password."}
@@ -220,4 +323,4 @@ def security_requirements(app_state):
                               "name": app_state.session_cookie_name,
                               "description": "A logged-in session of the host "
                                              "application (JSON bodies only)."}
-    return schemes, [{name: []} for name in schemes]
+    return schemes, [{name: scopes.get(name, [])} for name in schemes]

@@ -2,7 +2,8 @@
 
 Secrets never reach the database in clear: a key is stored as its SHA-256
 (a 256-bit random key needs no slow hash) and found by it, so a wrong key
-costs the same lookup as a right one; passwords are hashed with werkzeug.
+costs the same lookup as a right one; passwords are hashed as
+passwords.py says.
 """
 
 import hashlib
@@ -11,8 +12,7 @@ import secrets
 import time
 from datetime import datetime, timedelta, timezone
 
-from werkzeug.security import check_password_hash, generate_password_hash
-
+from . import passwords
 from ..storage.base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 from ..storage.common import now_iso
 
@@ -26,8 +26,8 @@ def _check_dummy_password(password):
     """Spend a password check when the user does not exist, so that the answer
     takes as long and tells nothing about which users exist."""
     if not _dummy_hash:
-        _dummy_hash.append(generate_password_hash("not a password"))
-    check_password_hash(_dummy_hash[0], password)
+        _dummy_hash.append(passwords.hash_password("not a password"))
+    passwords.check_password(_dummy_hash[0], password)
 
 
 _cutoff = [None, None]  # (second, text): moves once a second, read per request
@@ -166,7 +166,7 @@ class Credentials:
         if not password:
             raise CredentialError("the password must not be empty")
         try:
-            self.storage.insert_user(name, generate_password_hash(password))
+            self.storage.insert_user(name, passwords.hash_password(password))
         except UserExistsError:
             raise CredentialError("a user named %r already exists" % name) from None
 
@@ -186,7 +186,7 @@ class Credentials:
     def check_user(self, name, password, before_slow_check=None):
         """True when ``password`` is ``name``'s.
 
-        A slow hash (scrypt) on every request would cost each Basic call tens
+        A slow hash (pbkdf2, scrypt) on every request would cost each Basic call tens
         of milliseconds, so a success is remembered in this process, keyed by
         the stored hash: a deleted user or a new password is refused at once.
         ``before_slow_check()`` runs before any hash is computed (and may
@@ -202,7 +202,7 @@ class Credentials:
         proof = _proof(stored, password)
         if _verified.get(name) == proof:
             return True
-        if not check_password_hash(stored, password):
+        if not passwords.check_password(stored, password):
             return False
         if len(_verified) >= _VERIFIED_MAX:
             _verified.clear()

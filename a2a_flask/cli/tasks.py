@@ -1,4 +1,4 @@
-"""``flask a2a tasks ...``: list, show and prune tasks.
+"""``flask a2a tasks ...``: list, show, prune and reassign tasks.
 
 Safe while the service runs: reads are plain reads, deletions run in small
 transactions (``Storage.prune``).
@@ -15,7 +15,7 @@ from ..storage.base import TERMINAL_STATES, WAITING_STATES
 from ..storage.common import now_iso
 from .common import app_storage, echo_json, app_state, table
 
-tasks_cli = AppGroup("tasks", help="List, show and prune tasks.")
+tasks_cli = AppGroup("tasks", help="List, show, prune and reassign tasks.")
 
 STATES = sorted(TERMINAL_STATES | WAITING_STATES | {"working"})
 
@@ -125,3 +125,32 @@ def tasks_prune(older_than, dry_run):
     click.echo("Removed %(tasks)d finished tasks, %(messages)d messages, "
                "%(artifacts)d artifacts and %(deliveries)d retry records" % total
                + " last updated before %s." % cutoff)
+
+
+#: The callers' ids: kind:name (auth/callers.py makes them).
+CALLER_KINDS = ("key", "user", "host", "oidc", "mtls")
+
+
+def _caller_id(ctx, param, value):
+    kind, sep, name = value.partition(":")
+    if not (sep and name and kind in CALLER_KINDS):
+        raise click.BadParameter(
+            "%r is not a caller id: expected one of %s followed by ':' and the "
+            "name (e.g. key:key_1a2b3c4d5e6f, oidc:SUBJECT)"
+            % (value, ", ".join(CALLER_KINDS)))
+    return value
+
+
+@tasks_cli.command("reassign")
+@click.option("--from", "from_owner", required=True, callback=_caller_id,
+              help="The caller whose tasks move (e.g. key:ID).")
+@click.option("--to", "to_owner", required=True, callback=_caller_id,
+              help="The caller they move to (e.g. oidc:SUB).")
+def tasks_reassign(from_owner, to_owner):
+    """Give every task of one caller to another, with their history: for a
+    caller that changed how it authenticates (an API key to an OIDC token)."""
+    if from_owner == to_owner:
+        raise click.BadParameter("--from and --to name the same caller")
+    moved = app_storage().reassign_tasks(from_owner, to_owner)
+    click.echo("Moved %d task%s from %s to %s." % (moved, "" if moved == 1 else "s",
+                                                  from_owner, to_owner))

@@ -12,6 +12,7 @@ from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
 from . import discovery, try_page
+from .headers import add_headers
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
 
@@ -52,8 +53,8 @@ def _add_rest_routes(bp, settings):
 def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
-    @bp.post(urls.rpc_rule(settings))
-    @bp.post(urls.rpc_rule(settings) + "/")
+    @bp.route(urls.rpc_rule(settings), methods=["POST"])
+    @bp.route(urls.rpc_rule(settings) + "/", methods=["POST"])
     def rpc(name):
         # Also with a trailing slash: a client that joins "/" to the card's
         # URL (httpx with the endpoint as base_url, the 1.0-dev kit) posts there.
@@ -80,14 +81,14 @@ def make_blueprint(settings):
                         methods=["GET"])
 
     if settings.metrics:
-        @bp.get(urls.metrics_path(settings))
+        @bp.route(urls.metrics_path(settings), methods=["GET"])
         def metrics():
             return current_app_state().metrics.response()
 
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
-        @bp.post(urls.ROOT_RPC)
-        @bp.post(urls.ROOT_RPC + "/")
+        @bp.route(urls.ROOT_RPC, methods=["POST"])
+        @bp.route(urls.ROOT_RPC + "/", methods=["POST"])
         def default_rpc():
             return _rpc(current_app_state().settings.default_agent, at_root=True)
 
@@ -106,4 +107,5 @@ def make_blueprint(settings):
     add_fallbacks(bp, urls.owned_paths(settings),
                   rest=lambda path: urls.is_rest_path(settings, path),
                   rest_error=rest.rest_error)
+    add_headers(bp)
     return bp

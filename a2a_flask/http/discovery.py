@@ -33,7 +33,7 @@ def card(name, at_root=False):
                   else authenticate(app_state, request))
         agent = app_state.reachable_agent(name)
         if caller is not None:
-            authorize(caller, agent)
+            authorize(caller, agent, app_state.settings.oidc_required_scopes)
         card = agent_card(app_state, agent, at_root, form=asked_form(request))
         return card_response(app_state, card, public=caller is None)
     except errors.A2AError as exc:

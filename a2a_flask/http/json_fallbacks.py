@@ -16,6 +16,7 @@ from werkzeug.exceptions import (HTTPException, MethodNotAllowed, NotFound,
 from werkzeug.routing import Rule
 
 from .. import errors
+from ..compat import registered_name
 from ..protocol.jsonrpc import error_response, json_response
 
 log = logging.getLogger("a2a_flask")
@@ -72,7 +73,7 @@ def add_fallbacks(bp, paths, rest=None, rest_error=None):
         return response
 
     def register(setup_state):
-        endpoint = "%s.%s" % (setup_state.name, UNROUTED)
+        endpoint = "%s.%s" % (registered_name(setup_state), UNROUTED)
 
         def unrouted(**_):
             allowed = _allowed_methods(endpoint)

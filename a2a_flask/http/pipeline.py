@@ -90,7 +90,7 @@ def _answer(app_state, call, agent_name, at_root):
         call.start(inbound)
         caller = authenticate(app_state, request, call.checks_remembered_key)
         agent = app_state.reachable_agent(agent_name)
-        authorize(caller, agent)
+        authorize(caller, agent, app_state.settings.oidc_required_scopes)
         params = call.params(inbound)
         result = call.run(CallContext(app_state, agent, caller, at_root), params)
         access.note_result(result)
@@ -119,4 +119,5 @@ def answer_call(call, agent_name, at_root=False):
         return _answer(app_state, call, agent_name, at_root)
 
     return access.logged_call(
-        agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None)
+        agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None,
+        app_state.tracing, app_state.refusals)

@@ -4,10 +4,10 @@ import logging
 
 from flask import current_app, request
 from werkzeug.exceptions import SecurityError
-from werkzeug.sansio.utils import host_is_trusted
 
 from .. import urls
 from ..auth.callers import security_requirements
+from ..compat import host_is_trusted
 
 log = logging.getLogger("a2a_flask")
 
@@ -71,7 +71,7 @@ def card_v10(app_state, agent, at_root=False, extended=False):
     """The AgentCard of ``agent`` in pure A2A 1.0 form (unsigned);
     ``at_root``: as the default agent at /a2a."""
     url = agent_url(app_state.settings, agent.name, at_root)
-    schemes, security = security_requirements(app_state)
+    schemes, security = security_requirements(app_state, agent)
     description = agent.description
     if app_state.settings.auth_off:
         description += " (Authentication is off on this service.)"
@@ -104,7 +104,7 @@ def compatible_card(app_state, agent, v10_card, at_root=False):
     SDK's compatible form): a 0.3 reader finds ``url``/``preferredTransport``,
     a 1.0 reader ignores them."""
     url = v10_card["supportedInterfaces"][0]["url"]
-    schemes, security = security_requirements(app_state)
+    schemes, security = security_requirements(app_state, agent)
     capabilities = v10_card["capabilities"]
     # The 0.3 reader's order: its own members first, as the 0.3 schema lists them.
     card = {

@@ -99,7 +99,7 @@ V03 = Wording("tasks/get", str)
 def outcome_error(exc: storage.StorageError, wording: Wording) -> errors.A2AError:
     """The A2A error for a neutral storage outcome the caller caused."""
     if isinstance(exc, storage.NoSuchTaskError):
-        return errors.TaskNotFoundError(data={"taskId": exc.task_id})
+        return errors.TaskNotFoundError(data={"taskId": errors.echo(exc.task_id)})
     if isinstance(exc, storage.MessageIdReusedError):
         return errors.InvalidParamsError(
             "message.messageId: this messageId was already used for a "

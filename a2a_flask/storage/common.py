@@ -1,5 +1,6 @@
-"""Helpers every backend shares: timestamps, digests, list cursors, and the
-rows of a bulk import (ids are ``a2a_flask.ids``'s, re-exported here)."""
+"""Helpers every backend shares: timestamps, digests, list cursors, the
+rows of a bulk import (ids are ``a2a_flask.ids``'s, re-exported here), and
+statements alike in both backends but for the driver's placeholder."""
 
 import base64
 import hashlib
@@ -11,7 +12,10 @@ from ..ids import new_id  # noqa: F401  (the backends' ids)
 def now_iso(moment=None):
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
     now = moment or datetime.now(timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    text = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    if now.year < 1000:  # strftime writes year 5 as "5": compared as text, wrong
+        text = "%04d%s" % (now.year, text[text.index("-"):])
+    return text
 
 
 def dumps(value):
@@ -57,7 +61,9 @@ def decode_cursor(cursor):
         updated_at, task_id = base64.urlsafe_b64decode(
             cursor.encode("ascii")).decode("utf-8").split("|")
     except (UnicodeError, ValueError, TypeError) as exc:
-        raise ValueError("not a cursor of this list: %r" % cursor) from exc
+        raise ValueError("not a cursor of this list") from exc
+    if "\x00" in updated_at or "\x00" in task_id:  # no backend stores one
+        raise ValueError("not a cursor of this list")
     return updated_at, task_id
 
 
@@ -83,3 +89,19 @@ def import_rows(records, deliveries=True):
         artifacts.extend((task.id, a["artifactId"], dumps(a))
                          for a in task.artifacts or ())
     return tasks, messages, artifacts, retries
+
+
+def reassign_owner(conn, mark, from_owner, to_owner):
+    """``Storage.reassign_tasks`` in the caller's transaction on ``conn``
+    (``mark``: the driver's placeholder); the number of tasks moved. Each
+    UPDATE is conditional on the old owner: a second run moves nothing."""
+    def run(sql, args):
+        return conn.execute(sql.replace("?", mark), args).rowcount
+
+    run("UPDATE a2a_deliveries SET owner = ? WHERE owner = ? AND NOT EXISTS"
+        " (SELECT 1 FROM a2a_deliveries d WHERE d.owner = ? AND d.agent ="
+        " a2a_deliveries.agent AND d.message_id = a2a_deliveries.message_id)",
+        (to_owner, from_owner, to_owner))
+    for table in ("a2a_messages", "a2a_turns"):
+        run("UPDATE " + table + " SET owner = ? WHERE owner = ?", (to_owner, from_owner))
+    return run("UPDATE a2a_tasks SET owner = ? WHERE owner = ?", (to_owner, from_owner))

@@ -65,10 +65,10 @@ class ClaimedTurn:
     """A background turn leased to a worker by ``claim_turns``."""
 
     __slots__ = ("task_id", "context_id", "owner", "agent", "message",
-                 "message_seq", "metadata", "attempts", "retry")
+                 "message_seq", "metadata", "attempts", "retry", "trace_context")
 
     def __init__(self, task_id, context_id, owner, agent, message, message_seq,
-                 metadata=None, attempts=1, retry=False):
+                 metadata=None, attempts=1, retry=False, trace_context=None):
         self.task_id = task_id
         self.context_id = context_id
         self.owner = owner
@@ -80,6 +80,8 @@ class ClaimedTurn:
         #: 1 on the first claim; more when an expired lease re-queued it.
         self.attempts = attempts
         self.retry = retry
+        #: The trace context of the call that queued it (``enqueue_turn``).
+        self.trace_context = trace_context
 
     def __repr__(self):
         return "ClaimedTurn(%s, %s, attempt %d)" % (self.task_id, self.agent,

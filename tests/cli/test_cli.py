@@ -1,4 +1,4 @@
-"""``flask --app wsgi a2a ...`` end to end: real subprocesses in the repository,
+"""``flask a2a ...`` end to end: real subprocesses in the repository,
 ``A2A_DATABASE`` pointing at a temporary file; what they create is then used
 against an app on the same file."""
 
@@ -6,8 +6,14 @@ import base64
 import os
 import re
 
+import pytest
+
 from helpers import bearer, check_answer, message
 from serving import KEY, assert_fails, created_key, flask_a2a
+
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
 
 def rpc_status(client, agent, headers):
     response = client.post("/api/v1/agents/%s/a2a" % agent, headers=headers, json={

@@ -7,6 +7,8 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime
 
+import pytest
+
 from helpers import Rpc, message, register_scripted
 from serving import assert_fails, flask_a2a
 
@@ -48,6 +50,7 @@ def _ok(result):
     return result.stdout
 
 
+@pytest.mark.compat
 def test_tasks_list_filters_newest_first_and_json(tmp_path, make_app):
     db = tmp_path / "ops.sqlite3"
     _, rpc = _app_rpc(make_app, db)
@@ -152,13 +155,14 @@ def test_prune_takes_a2a_retention_and_refuses_bad_ages(tmp_path, make_app):
     assert gone.startswith("Removed 1 finished tasks")
 
 
+@pytest.mark.compat
 def test_db_check_backup_upgrade(tmp_path, make_app):
     db = tmp_path / "ops.sqlite3"
     _, rpc = _app_rpc(make_app, db)
     task = rpc.send("keep me", agent="echo")
 
     checked = _ok(flask_a2a(db, "db", "check"))
-    assert "Integrity: ok" in checked and "Schema version: 5" in checked
+    assert "Integrity: ok" in checked and "Schema version: 6" in checked
 
     copy = tmp_path / "backup.sqlite3"
     backed = _ok(flask_a2a(db, "db", "backup", str(copy)))
@@ -226,9 +230,9 @@ def test_auto_migrate_off_refuses_until_db_upgrade(tmp_path, make_app):
     checked = flask_a2a(db, "db", "check", env={"A2A_AUTO_MIGRATE": "0"})
     assert checked.returncode == 1 and "db upgrade" in checked.stdout
     upgraded = _ok(flask_a2a(db, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
-    assert "from version 0 to 5" in upgraded
+    assert "from version 0 to 6" in upgraded
 
     # The same app, without a restart: serves now.
     assert app.test_client().get("/api/v1/health").get_json() == {
-        "status": "ok", "database": "ok", "schemaVersion": 5}
+        "status": "ok", "database": "ok", "schemaVersion": 6}
     assert rpc.send("hi")["status"]["state"] == "completed"

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from a2a_flask.client import (
-    A2ACallError, AmbiguousOutcome, AuthenticationError, Basic, CardError, Client,
+    A2ACallError, AmbiguousOutcome, AuthenticationError, CardError, Client,
     ClientCredentials, TaskNotCancelableError, TaskNotFoundError, TransportError,
     UnsupportedOperationError, WaitTimeout,
 )
@@ -88,6 +88,7 @@ def test_the_host_root_is_the_default_agent(service):
     assert agent.send("hi").state == "input-required"
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("version,binding", INTERFACES)
 def test_operations_on_each_interface(service, version, binding):
     agent = Client(agent_url(service, "chat"), key=service.key, version=version,
@@ -176,10 +177,11 @@ def test_key_in_the_header_the_card_names(service):
         proxy.close()
 
 
+@pytest.mark.compat
 def test_basic_credentials(service):
-    env = dict(os.environ, A2A_DATABASE=service.database)
+    env = dict(os.environ, A2A_DATABASE=service.database, FLASK_APP="wsgi")
     env.pop("A2A_AUTH", None)
-    subprocess.run([os.path.join(VENV_BIN, "flask"), "--app", "wsgi", "a2a", "users",
+    subprocess.run([os.path.join(VENV_BIN, "flask"), "a2a", "users",
                     "create", "robot", "--password-stdin"], input="correct horse\n",
                    text=True, env=env, cwd=REPO_DIR, check=True, capture_output=True)
     agent = Client(agent_url(service), basic=("robot", "correct horse"))
@@ -340,6 +342,7 @@ def test_a_retried_turn_continues_the_remote_task(service):
             worker.stop(signal.SIGKILL)
 
 
+@pytest.mark.compat
 def test_flask_a2a_call(service, make_app):
     runner = make_app()[0].test_cli_runner()
     url = agent_url(service, "chat")

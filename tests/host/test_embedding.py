@@ -17,6 +17,10 @@ from helpers import check_answer, message
 CARD = "/.well-known/agent-card.json"
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def host_app(tmp_path, **config):
     """A bare host app (not yet mounted), with a page at ``/``."""
     app = Flask("host", instance_path=str(tmp_path / "instance"))
@@ -24,7 +28,7 @@ def host_app(tmp_path, **config):
                       A2A_AUTH="off", A2A_DEFAULT_AGENT="chat")
     app.config.update(config)
 
-    @app.get("/")
+    @app.route("/")
     def home():
         return "<p>home</p>"
 
@@ -276,7 +280,7 @@ def test_csrf_protect_leaves_our_calls_alone(tmp_path, csrf_first):
     flask_wtf = pytest.importorskip("flask_wtf.csrf")
     app = host_app(tmp_path, SECRET_KEY="host secret")
 
-    @app.post("/form")
+    @app.route("/form", methods=["POST"])
     def form():
         return "saved"
 
@@ -376,7 +380,7 @@ def test_empty_default_agent_is_unset_and_warned(tmp_path, caplog):
             "/.well-known/agent-card.json stay the host app's."
             in [r.getMessage() for r in caplog.records])
 
-    @app.post("/a2a")
+    @app.route("/a2a", methods=["POST"])
     def hosts_own():
         return "the host's /a2a"
 

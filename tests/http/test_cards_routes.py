@@ -8,6 +8,10 @@ CARD = "/.well-known/agent-card.json"
 LEGACY = "/.well-known/agent.json"
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def get_json(client, path, status=200, **kwargs):
     response = client.get(path, **kwargs)
     assert response.status_code == status, response.data
@@ -230,7 +234,7 @@ def test_wrong_http_method_is_json_405(app, method, path, allowed):
 def test_host_app_pages_are_left_alone(make_app):
     app, _ = make_app()
 
-    @app.get("/home")
+    @app.route("/home")
     def home():
         return "<p>home</p>"
 

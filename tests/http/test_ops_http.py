@@ -14,6 +14,10 @@ from helpers import Rpc, metric_growth, metric_sample
 ACCESS = "a2a_flask.access"
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def access_records(caplog):
     return [r for r in caplog.records if r.name == ACCESS]
 
@@ -24,7 +28,7 @@ def test_health_ok_without_credentials(make_app):
     assert response.status_code == 200
     assert response.mimetype == "application/json"
     assert response.get_json() == {"status": "ok", "database": "ok",
-                                   "schemaVersion": 5}
+                                   "schemaVersion": 6}
 
 
 def test_health_503_tells_no_detail_when_the_database_is_unavailable(

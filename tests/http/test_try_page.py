@@ -12,6 +12,10 @@ BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,"
                      "*/*;q=0.8"}
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def _get(app, path, headers=None):
     return app.test_client().get(path, headers=headers or {})
 

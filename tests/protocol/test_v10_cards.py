@@ -9,6 +9,10 @@ from helpers import check_answer
 from v1 import proto
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def card(client, path):
     response = client.get(path)
     assert response.status_code == 200

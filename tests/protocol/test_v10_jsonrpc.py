@@ -10,6 +10,10 @@ from helpers import Rpc, check_answer
 from v1.inprocess import Caller, detail, user_message
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 @pytest.fixture
 def service(make_app):
     app, a2a = make_app(A2A_AUTH="required")

@@ -8,6 +8,10 @@ from helpers import metric_growth
 from v1.inprocess import Caller, detail, user_message
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 @pytest.fixture
 def service(make_app):
     def build(**config):

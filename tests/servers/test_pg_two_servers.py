@@ -57,8 +57,8 @@ def test_a_task_created_on_one_server_is_continued_read_and_canceled_on_the_othe
 
 def _flask(database, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_")}
-    env["A2A_DATABASE"] = database
-    out = subprocess.run([os.path.join(VENV_BIN, "flask"), "--app", "wsgi", "a2a"] + list(args),
+    env.update(A2A_DATABASE=database, FLASK_APP="wsgi")
+    out = subprocess.run([os.path.join(VENV_BIN, "flask"), "a2a"] + list(args),
                          cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, (out.stdout, out.stderr)
     return out.stdout

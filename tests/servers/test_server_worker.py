@@ -68,6 +68,7 @@ def state(rpc, task_id):
     return rpc.result("tasks/get", {"id": task_id})["status"]
 
 
+@pytest.mark.compat
 def test_blocking_caller_gets_the_outcome_of_a_short_turn_in_one_call(setup):
     server, _, ledger = setup(workers=1)
     rpc = server.rpc("bg")
@@ -156,6 +157,7 @@ def test_sigkill_mid_turn_of_a_retry_agent_runs_it_again(setup, tmp_path, backen
     assert final["status"]["message"]["parts"][0]["text"] == "ran poll 3"
 
 
+@pytest.mark.compat
 def test_cancel_of_a_queued_turn_then_of_a_running_one(setup, tmp_path):
     server, workers, ledger = setup(workers=0)
     rpc = server.rpc("bg")

@@ -100,6 +100,31 @@ def test_show_prune_counts_and_check(make_storage):
     assert storage.start_turn("alice", "echo", msg()).created
 
 
+def test_reassign_tasks_moves_a_caller_s_tasks_history_and_retries(storage):
+    done = finished(storage, owner="key:k1", text="a")
+    waiting = finished(storage, "input-required", owner="key:k1", text="b")
+    queued = storage.enqueue_turn("key:k1", "slow", msg("q"))
+    others = finished(storage, owner="bob", text="c")
+    # The new identity already sent a message with the id "m-a": that retry
+    # record stays the old owner's, the others move.
+    storage.start_turn("oidc:s", "echo", msg("a"))
+    assert storage.reassign_tasks("key:k1", "oidc:s") == 3
+    assert storage.reassign_tasks("key:k1", "oidc:s") == 0
+    with pytest.raises(NoSuchTaskError):
+        storage.get_task(done.task_id, "key:k1", "echo")
+    moved = storage.get_task(waiting.task_id, "oidc:s", "echo")
+    assert moved.owner == "oidc:s" and len(moved.history) == 2
+    assert storage.context_history("oidc:s", "echo", waiting.context_id)
+    assert storage.count_tasks(owner="oidc:s") == 4
+    assert storage.get_task(others.task_id, "bob", "echo").owner == "bob"
+    # A retry by the new owner of the continued message replays.
+    replay = storage.start_turn("oidc:s", "echo", msg("b"))
+    assert replay.replayed and replay.task_id == waiting.task_id
+    # The queued turn is claimed as the new owner's.
+    [claimed] = storage.claim_turns("w1", 1, 30)
+    assert (claimed.task_id, claimed.owner) == (queued.task_id, "oidc:s")
+
+
 # -- bulk copy --------------------------------------------------------------------
 
 def test_export_then_import_copies_whole_tasks(make_storage, tmp_path):

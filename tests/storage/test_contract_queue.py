@@ -104,6 +104,14 @@ def test_claims_are_oldest_first_bounded_and_by_agent(queue):
     assert queue.claim_turns("w3", 5, 30) == []
 
 
+def test_a_turn_s_trace_context_comes_back_with_its_claim(queue):
+    context = '{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}'
+    traced = queue.enqueue_turn("alice", "bg", msg("t"), trace_context=context)
+    untraced = queue.enqueue_turn("alice", "bg", msg("u"))
+    claimed = {c.task_id: c.trace_context for c in queue.claim_turns("w1", 5, 30)}
+    assert claimed == {traced.task_id: context, untraced.task_id: None}
+
+
 def test_two_workers_racing_never_hold_the_same_turn(make_queue):
     first = make_queue()
     second = make_queue()  # its own connections, as another process

@@ -5,6 +5,8 @@ artifacts, keys, users) to PostgreSQL."""
 
 import base64
 
+import pytest
+
 from a2a_flask.storage import open_storage
 from helpers import Rpc, message, register_scripted
 from serving import assert_fails, flask_a2a
@@ -25,6 +27,7 @@ def _ok(result):
     return result.stdout
 
 
+@pytest.mark.compat
 def test_the_protocol_on_postgres(make_rpc, postgres_url):
     rpc = make_rpc(register_scripted, agent="script", A2A_DATABASE=postgres_url)
     task = rpc.send("ask")
@@ -82,11 +85,12 @@ def test_a_database_that_does_not_exist_is_unavailable_until_created(
         postgres_server.drop_db(name)
 
 
+@pytest.mark.compat
 def test_health_on_postgres(make_app, postgres_url):
     app, _ = make_app(A2A_DATABASE=postgres_url)
     response = app.test_client().get("/api/v1/health")
     assert (response.status_code, response.get_json()) == (
-        200, {"status": "ok", "database": "ok", "schemaVersion": 4})
+        200, {"status": "ok", "database": "ok", "schemaVersion": 5})
     app, _ = make_app(A2A_DATABASE="postgresql://nobody:pw@127.0.0.1:1/none")
     response = app.test_client().get("/api/v1/health")
     assert (response.status_code, response.get_json()) == (
@@ -99,14 +103,15 @@ def test_auto_migrate_off_refuses_until_db_upgrade(make_rpc, postgres_url):
         "kind": "message", "role": "user", "messageId": "m1",
         "parts": [{"kind": "text", "text": "hi"}]}})
     assert status == 503 and "flask a2a db upgrade" in error["message"]
-    assert "Upgraded the schema from version 0 to 4" in _ok(
+    assert "Upgraded the schema from version 0 to 5" in _ok(
         flask_a2a(postgres_url, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
     assert rpc.send("hi")["status"]["state"] == "completed"
 
 
+@pytest.mark.compat
 def test_db_check_and_backup_on_postgres(tmp_path, postgres_url):
     checked = _ok(flask_a2a(postgres_url, "db", "check"))
-    assert "Integrity: ok" in checked and "Schema version: 4 (this a2a_flask: 4)" in checked
+    assert "Integrity: ok" in checked and "Schema version: 5 (this a2a_flask: 5)" in checked
     dump = tmp_path / "a2a.dump"
     backed = _ok(flask_a2a(postgres_url, "db", "backup", str(dump)))
     assert str(dump) in backed

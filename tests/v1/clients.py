@@ -171,12 +171,16 @@ def _scenario_args(card_url, key, header, transport, steps, base_url=None):
 
 
 def run_py(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120,
-           base_url=None):
+           base_url=None, oidc_client=None):
     """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``;
-    ``base_url`` (card_url None): the card found from it the SDK's default way."""
+    ``base_url`` (card_url None): the card found from it the SDK's default way.
+    ``oidc_client`` ("ID:SECRET"): the SDK's AuthInterceptor sends an access
+    token got from the OpenID provider the card names."""
     python, _ = py_sdk()
     cmd = [python, os.path.join(HERE, "py_client.py")] + _scenario_args(
         card_url, key, header, transport, steps, base_url)
+    if oidc_client:
+        cmd += ["--oidc-client", oidc_client]
     return _parse_steps(_run(cmd, timeout), "py_client.py")
 
 

@@ -164,7 +164,8 @@ CARD_03_MEMBERS = ("protocolVersion", "url", "preferredTransport",
                    "security")
 CAPABILITIES_03_MEMBERS = ("stateTransitionHistory",)
 SCHEME_03_MEMBERS = ("type", "in", "name", "scheme", "description",
-                     "bearerFormat")
+                     "bearerFormat", "openIdConnectUrl", "flows",
+                     "oauth2MetadataUrl")
 
 
 def card_without_03(card):

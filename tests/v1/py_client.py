@@ -4,6 +4,7 @@ Runs under the SDK-1.x venv of ``clients.py`` (a2a-sdk 1.x cannot live beside
 the 0.3 of the test venv); ``clients.run_py`` is the usual way in:
 
     PY py_client.py --card-url URL [--key KEY] [--header X-API-Key]
+                    [--oidc-client CLIENT_ID:SECRET]
                     [--transport jsonrpc|rest] [--step all|send|multiturn|...]
 
 ``--base-url URL`` instead of ``--card-url``: the card is found the SDK's
@@ -28,6 +29,8 @@ from urllib.parse import urlsplit
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.auth.credentials import CredentialService
+from a2a.client.auth.interceptor import AuthInterceptor
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
                        SendMessageRequest)
 from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP
@@ -132,6 +135,31 @@ class Scenario:
         return {"ok": False, "unexpected_answer": as_json(answer)}
 
 
+class IssuerCredentials(CredentialService):
+    """The SDK asks this for a credential per scheme of the card: for its
+    OpenID Connect scheme, an access token got from the provider the scheme
+    names (discovery, then the client-credentials grant), once."""
+
+    def __init__(self, card, client):
+        self.card = card
+        self.client_id, _, self.secret = client.partition(":")
+        self.token = None
+
+    async def get_credentials(self, scheme_name, context):
+        scheme = self.card.security_schemes.get(scheme_name)
+        if scheme is None or not scheme.HasField("open_id_connect_security_scheme"):
+            return None
+        if self.token is None:
+            async with httpx.AsyncClient(timeout=30) as issuer:
+                found = await issuer.get(scheme.open_id_connect_security_scheme.open_id_connect_url)
+                answer = await issuer.post(found.json()["token_endpoint"],
+                                           data={"grant_type": "client_credentials"},
+                                           auth=(self.client_id, self.secret))
+                answer.raise_for_status()
+                self.token = answer.json()["access_token"]
+        return self.token
+
+
 async def main(args):
     wire = []
 
@@ -168,7 +196,9 @@ async def main(args):
     card_wire = list(wire)
     factory = ClientFactory(ClientConfig(httpx_client=http, streaming=False,
                                          supported_protocol_bindings=[BINDINGS[args.transport]]))
-    client = factory.create(card)
+    interceptors = ([AuthInterceptor(IssuerCredentials(card, args.oidc_client))]
+                    if args.oidc_client else None)
+    client = factory.create(card, interceptors=interceptors)
     scenario = Scenario(client, card, wire)
     steps = STEPS if args.step == "all" else args.step.split(",")
     for step in steps:
@@ -190,6 +220,9 @@ if __name__ == "__main__":
     where.add_argument("--base-url")
     p.add_argument("--key", default="")
     p.add_argument("--header", default="X-API-Key")
+    p.add_argument("--oidc-client", default="",
+                   help="CLIENT_ID:SECRET: call with an access token of the card's "
+                        "OpenID provider (client-credentials grant)")
     p.add_argument("--transport", choices=sorted(BINDINGS), default="jsonrpc")
     p.add_argument("--step", default="all", help=f"all or a comma list of {','.join(STEPS)}")
     sys.exit(asyncio.run(main(p.parse_args())))

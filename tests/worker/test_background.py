@@ -16,6 +16,10 @@ from a2a_flask.worker import Worker
 NON_BLOCKING = {"blocking": False}
 
 
+# In the compat subset: .ci/matrix runs it on every supported Python and Flask.
+pytestmark = pytest.mark.compat
+
+
 def _register(a2a):
     gate = a2a.gate = threading.Event()
 

@@ -56,10 +56,7 @@ def _body(inbound):
     raw = inbound.body()
     if not raw.strip():
         return {}
-    try:
-        return decode_json(raw)
-    except ValueError:
-        raise errors.ParseError("The request body is not valid UTF-8 JSON.") from None
+    return decode_json(raw)
 
 
 def _extended_card(app_state, card):

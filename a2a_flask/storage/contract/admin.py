@@ -59,6 +59,14 @@ class AdminStorage(abc.ABC):
         ``{"tasks", "messages", "artifacts", "deliveries"}`` counts per batch."""
 
     @abc.abstractmethod
+    def reassign_tasks(self, from_owner: str, to_owner: str) -> int:
+        """Give every task of ``from_owner`` to ``to_owner`` (a caller that
+        changed how it authenticates: ``key:ID`` to ``oidc:SUB``), with their
+        messages, queued turns and retry records, in one transaction; a retry
+        record ``to_owner`` already holds for the same message stays the old
+        owner's. Returns the number of tasks moved."""
+
+    @abc.abstractmethod
     def task_counts(self) -> Dict[str, int]:
         """{state: number of tasks}."""
 

@@ -22,9 +22,11 @@ class QueueStorage(abc.ABC):
                      task_id: Optional[str] = None,
                      metadata: Optional[dict] = None,
                      retry: bool = False,
-                     status_message: Optional[Message] = None) -> TurnStart:
+                     status_message: Optional[Message] = None,
+                     trace_context: Optional[str] = None) -> TurnStart:
         """``start_turn`` and, in the same transaction, a queued turn for the
-        task (message seq, agent, ``retry``, 0 attempts); the task's status
+        task (message seq, agent, ``retry``, 0 attempts, ``trace_context``
+        for the worker's span, returned with the claim); the task's status
         message becomes ``status_message`` (it may say it is queued; it does
         not join the history). A replay (``TurnStart.replayed``) queues
         nothing. Either both are stored or neither is."""

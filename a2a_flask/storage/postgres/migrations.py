@@ -105,4 +105,11 @@ CREATE TABLE a2a_turns (
 CREATE INDEX a2a_turns_leases ON a2a_turns (lease_expires) WHERE worker IS NOT NULL;
 """
 
-MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING, _V4_TURN_QUEUE]
+_V5_TURN_TRACE = """
+-- The trace context (W3C headers, JSON) of the call that queued a turn: the
+-- worker's span for the turn continues that trace (A2A_OTEL).
+ALTER TABLE a2a_turns ADD COLUMN trace_context text;
+"""
+
+MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING, _V4_TURN_QUEUE,
+              _V5_TURN_TRACE]

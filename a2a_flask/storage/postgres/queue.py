@@ -31,7 +31,8 @@ class QueueOperations:
     connections)."""
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
-                     metadata=None, retry=False, status_message=None):
+                     metadata=None, retry=False, status_message=None,
+                     trace_context=None):
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -60,8 +61,8 @@ class QueueOperations:
                 dumps(stored))).fetchone()[0]
             conn.execute(
                 "INSERT INTO a2a_turns (task_id, owner, agent, message_seq, retry,"
-                " queued_at) VALUES (%s, %s, %s, %s, %s, " + NOW + ")",
-                (task_id, owner, agent, seq, bool(retry)))
+                " queued_at, trace_context) VALUES (%s, %s, %s, %s, %s, " + NOW +
+                ", %s)", (task_id, owner, agent, seq, bool(retry), trace_context))
             if status_message is not None:
                 conn.execute("UPDATE a2a_tasks SET status_message = %s WHERE id = %s",
                              (dumps(dict(status_message, taskId=task_id,
@@ -85,9 +86,10 @@ class QueueOperations:
                 " UPDATE a2a_turns q SET worker = %(worker)s, lease_expires = " +
                 _lease_end(lease_seconds) + ", attempts = q.attempts + 1 FROM c"
                 " WHERE q.seq = c.seq AND q.worker IS NULL RETURNING q.seq,"
-                " q.task_id, q.owner, q.agent, q.message_seq, q.retry, q.attempts",
-                args).fetchall()
-            for _, task_id, owner, agent, seq, retry, attempts in sorted(rows):
+                " q.task_id, q.owner, q.agent, q.message_seq, q.retry, q.attempts,"
+                " q.trace_context", args).fetchall()
+            for (_, task_id, owner, agent, seq, retry, attempts,
+                 trace_context) in sorted(rows):
                 task = conn.execute(
                     "SELECT t.state, t.context_id, t.metadata, m.body FROM a2a_tasks t"
                     " JOIN a2a_messages m ON m.seq = %s WHERE t.id = %s",
@@ -99,7 +101,8 @@ class QueueOperations:
                 _, context_id, metadata, body = task
                 claimed.append(ClaimedTurn(
                     task_id, context_id, owner, agent, json.loads(body), seq,
-                    json.loads(metadata) if metadata else None, attempts, retry))
+                    json.loads(metadata) if metadata else None, attempts, retry,
+                    trace_context))
         return claimed
 
     def renew_leases(self, worker, task_ids, lease_seconds):

@@ -8,7 +8,8 @@ import os
 import sqlite3
 
 from ..base import TaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows
+from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
+from ..sizes import page_size
 from .tasks import (
     _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
@@ -60,7 +61,7 @@ class AdminOperations:
 
     def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
                    updated_after=None, limit=50, cursor=None, history_length=0,
-                   include_artifacts=False):
+                   include_artifacts=False, max_bytes=None):
         where, args = _filters(owner, agent, context_id, state, updated_after)
         if cursor is not None:
             where.append("(updated_at, id) < (?, ?)")
@@ -72,13 +73,20 @@ class AdminOperations:
         rows = self.connection().execute(sql, args + [limit + 1]).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
-        tasks = []
-        for row in rows:
+        tasks, used = [], 0
+        for index, row in enumerate(rows):
             history = [] if history_length == 0 else self.task_history(
                 row[0], limit=history_length)
-            tasks.append(_record(row, history,
-                                 self._artifacts(row[0]) if include_artifacts
-                                 else []))
+            task = _record(row, history,
+                           self._artifacts(row[0]) if include_artifacts else [])
+            if max_bytes is not None and tasks:
+                used += page_size(task)
+                if used > max_bytes:  # the rest on the next page
+                    more, rows = True, rows[:index]
+                    break
+            elif max_bytes is not None:
+                used = page_size(task)
+            tasks.append(task)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
         return TaskPage(tasks, next_cursor)
 
@@ -143,6 +151,10 @@ class AdminOperations:
                     "DELETE FROM a2a_tasks WHERE id IN a2a_pruned").rowcount
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
+
+    def reassign_tasks(self, from_owner, to_owner):
+        with self.transaction() as conn:
+            return reassign_owner(conn, "?", from_owner, to_owner)
 
     def task_counts(self):
         return dict(self.connection().execute(

@@ -116,8 +116,14 @@ def _v5_messages_once(db):
                " a2a_fingerprint16(fingerprint) WHERE typeof(fingerprint) = 'text'")
 
 
+def _v6_turn_trace(db):
+    # The trace context (W3C headers, JSON) of the call that queued a turn:
+    # the worker's span for the turn continues that trace (A2A_OTEL).
+    db.execute("ALTER TABLE a2a_turns ADD COLUMN trace_context TEXT")
+
+
 MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_turn_queue,
-              _v5_messages_once]
+              _v5_messages_once, _v6_turn_trace]
 
 
 def schema_version(db):

@@ -29,13 +29,14 @@ class QueueOperations:
         return now_iso(self.clock() + timedelta(seconds=lease_seconds))
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
-                     metadata=None, retry=False, status_message=None):
+                     metadata=None, retry=False, status_message=None,
+                     trace_context=None):
         def queue(conn, start):
             conn.execute(
                 "INSERT INTO a2a_turns (task_id, owner, agent, message_seq,"
-                " retry, queued_at) VALUES (?, ?, ?, ?, ?, ?)",
+                " retry, queued_at, trace_context) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (start.task_id, owner, agent, start.message_seq, int(retry),
-                 self._now()))
+                 self._now(), trace_context))
             if status_message is not None:
                 conn.execute(
                     "UPDATE a2a_tasks SET status_message = ? WHERE id = ?",
@@ -58,14 +59,14 @@ class QueueOperations:
             rows = conn.execute(
                 "SELECT q.task_id, q.owner, q.agent, q.message_seq, q.retry,"
                 " q.attempts, t.state, t.context_id, t.metadata, m.body,"
-                " m.message_id"
+                " m.message_id, q.trace_context"
                 " FROM a2a_turns q JOIN a2a_tasks t ON t.id = q.task_id"
                 " JOIN a2a_messages m ON m.seq = q.message_seq"
                 " WHERE q.%s ORDER BY q.seq LIMIT ?" % where.replace(
                     "agent IN", "q.agent IN"), args + [limit]).fetchall()
             lease_end = self._lease_end(lease_seconds)
             for (task_id, owner, agent, seq, retry, attempts, state, context_id,
-                 metadata, body, message_id) in rows:
+                 metadata, body, message_id, trace_context) in rows:
                 if state != "working":  # canceled or failed meanwhile
                     conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
                                  " worker IS NULL", (task_id,))
@@ -79,7 +80,7 @@ class QueueOperations:
                     task_id, context_id, owner, agent,
                     load_message(body, task_id, context_id, message_id), seq,
                     json.loads(metadata) if metadata else None, attempts + 1,
-                    bool(retry)))
+                    bool(retry), trace_context))
         return claimed
 
     def renew_leases(self, worker, task_ids, lease_seconds):

@@ -1,0 +1,280 @@
+"""OpenID Connect / OAuth2 access tokens (JWTs), validated in process.
+
+``A2A_OIDC_ISSUER`` names the identity provider; its discovery document
+(``<issuer>/.well-known/openid-configuration``) names its JWKS, the public
+keys its tokens are signed with. The keys are cached per process; a token
+signed with a key not in the cache (the issuer rotated its keys) fetches
+them again, at most once a minute, so a rotation needs no restart. The
+issuer being down never stops the service: API keys work as usual, and a
+token call answers ``IdentityProviderUnavailable`` (HTTP 503) until the
+issuer answers again.
+
+A token is taken when its signature verifies with one of those keys under an
+allow-listed asymmetric algorithm (never ``none``, never an HMAC: a public
+key is no shared secret), ``iss`` is the issuer, ``aud`` names
+``A2A_OIDC_AUDIENCE``, and ``exp``, ``nbf`` and ``iat`` hold, give or take
+``A2A_OIDC_LEEWAY_SECONDS``. The caller is ``oidc:<sub>``; its scopes (the
+``scope`` claim, or Azure's ``scp``) are checked against an agent's
+``required_scopes`` by ``auth.authorize``.
+
+Needs the ``jose`` extra (PyJWT with ``cryptography``).
+"""
+
+import base64
+import binascii
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Dict, FrozenSet, Optional
+
+import jwt
+
+from .. import errors
+from .callers import DISCOVERY_PATH
+
+log = logging.getLogger("a2a_flask")
+
+#: A token signed with a key not cached fetches the keys again, at most this
+#: often (seconds): a stream of forged ``kid`` values cannot hammer the issuer.
+REFRESH_INTERVAL = 60.0
+#: Cached keys older than this are fetched again before use, so that a key the
+#: issuer withdrew stops being accepted within the hour.
+MAX_AGE = 3600.0
+#: After the issuer failed to answer, token calls are refused at once (503)
+#: for this long before it is asked again.
+RETRY_INTERVAL = 2.0
+#: How long one request to the issuer may take (seconds).
+FETCH_TIMEOUT = 5.0
+#: Tokens verified lately, remembered per process (by the whole token) with
+#: their claims, at most this many: a client sends the same token for
+#: minutes, and its signature needs checking once. Only exp and nbf are
+#: checked again on each use; a refresh of the keys forgets them all.
+VERIFIED_MAX = 1024
+#: Claims every token must carry.
+REQUIRED_CLAIMS = ["exp", "iat", "iss", "aud", "sub"]
+
+
+class _IssuerUnreachable(Exception):
+    """The issuer's discovery document or JWKS could not be read."""
+
+
+def _fetch_json(url):
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as answer:
+            return json.loads(answer.read().decode("utf-8"))
+    except (OSError, ValueError) as exc:  # URLError, timeouts, bad JSON
+        raise _IssuerUnreachable("%s: %s" % (url, exc)) from None
+
+
+def token_scopes(claims: dict) -> FrozenSet[str]:
+    """The scopes granted: ``scope`` (space-separated) or ``scp`` (a list)."""
+    granted = claims.get("scope", claims.get("scp", ""))
+    if isinstance(granted, str):
+        granted = granted.split()
+    if not isinstance(granted, list):
+        return frozenset()
+    return frozenset(s for s in granted if isinstance(s, str))
+
+
+# PyJWT's refusals in the words of the answer; the first match wins.
+_REFUSALS = (
+    (jwt.ExpiredSignatureError, "The token has expired."),
+    (jwt.ImmatureSignatureError, "The token is not valid yet (nbf or iat is "
+                                 "in the future)."),
+    (jwt.InvalidAudienceError, "The token is not meant for this service (aud)."),
+    (jwt.InvalidIssuerError, "The token was not issued by this service's "
+                             "identity provider (iss)."),
+    (jwt.InvalidSignatureError, "The token's signature does not verify."),
+)
+
+
+def _refusal(exc):
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return "The token lacks the %s claim." % exc.claim
+    for kind, text in _REFUSALS:
+        if isinstance(exc, kind):
+            return text
+    return "The bearer token is malformed: %s." % str(exc).rstrip(".")
+
+
+def _header(token):
+    """The JOSE header of a compact JWS (unverified), or ``InvalidToken``:
+    read here, so that PyJWT parses the whole token once, in ``decode``."""
+    segment = token.partition(".")[0]
+    try:
+        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, binascii.Error):
+        header = None
+    if not isinstance(header, dict):
+        raise errors.InvalidTokenError("The bearer token is not a valid JWT.")
+    return header
+
+
+class TokenVerifier:
+    """Validates the access tokens of one issuer, its keys cached (thread-safe)."""
+
+    def __init__(self, settings, fetch=_fetch_json, clock=time.monotonic,
+                 wall_clock=time.time):
+        self.issuer = settings.oidc_issuer
+        self.audience = settings.oidc_audience
+        self.algorithms = settings.oidc_algorithms
+        self.leeway = settings.oidc_leeway_seconds
+        self.name_claim = settings.oidc_name_claim
+        self._fetch = fetch
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._lock = threading.Lock()
+        self._jwks_uri: Optional[str] = None
+        self._keys: Optional[Dict[str, dict]] = None  # kid -> JWK, once fetched
+        self._verifying: Dict[tuple, object] = {}  # (kid, alg) -> key object
+        self._fetched_at = None  # when the keys were last read
+        self._tried_at = None  # when the issuer was last asked
+        self._kid_refresh_at = None  # when an unknown kid last made it so
+        self._failed = False  # whether that last ask failed
+        self._verified: Dict[str, dict] = {}  # token -> its claims
+
+    # -- the issuer's keys ----------------------------------------------------
+
+    def _refresh(self):
+        """Read the discovery document (once) and the JWKS; ``_IssuerUnreachable``."""
+        self._tried_at = self._clock()
+        self._failed = True
+        if self._jwks_uri is None:
+            found = self._fetch(self.issuer.rstrip("/") + DISCOVERY_PATH)
+            if not isinstance(found, dict) or found.get("issuer") != self.issuer:
+                raise _IssuerUnreachable(
+                    "the discovery document names issuer %r, not %r"
+                    % (found.get("issuer") if isinstance(found, dict) else None,
+                       self.issuer))
+            if not isinstance(found.get("jwks_uri"), str):
+                raise _IssuerUnreachable("the discovery document has no jwks_uri")
+            self._jwks_uri = found["jwks_uri"]
+        jwks = self._fetch(self._jwks_uri)
+        keys = jwks.get("keys") if isinstance(jwks, dict) else None
+        if not isinstance(keys, list):
+            raise _IssuerUnreachable("%s holds no JWK set" % self._jwks_uri)
+        self._keys = {key.get("kid", ""): key for key in keys
+                      if isinstance(key, dict) and key.get("use", "sig") == "sig"}
+        self._verifying.clear()
+        self._verified.clear()
+        self._fetched_at = self._tried_at
+        self._failed = False
+
+    def _lookup(self, kid):
+        """The cached JWK ``kid``, or the only one for a token naming none."""
+        if self._keys is None:
+            return None
+        if kid == "" and len(self._keys) == 1:
+            return next(iter(self._keys.values()))
+        return self._keys.get(kid)
+
+    def _may_ask(self, now, unknown_kid):
+        """Whether to read the keys again now."""
+        if self._tried_at is None:
+            return True
+        if self._failed:
+            return now - self._tried_at >= RETRY_INTERVAL
+        if unknown_kid:
+            return (self._kid_refresh_at is None
+                    or now - self._kid_refresh_at >= REFRESH_INTERVAL)
+        return now - self._fetched_at >= MAX_AGE
+
+    def _jwk(self, kid):
+        """The issuer's JWK named ``kid`` ("" when the token names none)."""
+        with self._lock:
+            now = self._clock()
+            unknown = self._lookup(kid) is None
+            if self._may_ask(now, unknown):
+                if unknown and self._keys is not None:
+                    self._kid_refresh_at = now
+                try:
+                    self._refresh()
+                except _IssuerUnreachable as exc:
+                    log.warning("OIDC: the identity provider %s did not answer: "
+                                "%s", self.issuer, exc)
+            found = self._lookup(kid)
+            if found is None and (self._keys is None or self._failed):
+                raise errors.IdentityProviderUnavailableError(data={"retry": True})
+        if found is not None:
+            return found
+        raise errors.InvalidTokenError(
+            "The token is signed with a key the identity provider does not "
+            "publish (kid %r)." % kid)
+
+    def _verifying_key(self, kid, alg):
+        jwk = self._jwk(kid)
+        found = self._verifying.get((kid, alg))
+        if found is None:
+            if jwk.get("alg", alg) != alg:
+                raise errors.InvalidTokenError(
+                    "The token's algorithm %s is not its key's (%s)."
+                    % (alg, jwk["alg"]))
+            try:
+                found = jwt.PyJWK(jwk, algorithm=alg).key
+            except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+                raise errors.InvalidTokenError(
+                    "The token's algorithm %s does not fit its key." % alg) from None
+            self._verifying[(kid, alg)] = found
+        return found
+
+    # -- tokens -----------------------------------------------------------------
+
+    def issued(self, token: str) -> bool:
+        """Whether ``token`` claims to come from this issuer (unverified: only
+        to leave other issuers' tokens to the host's token hook)."""
+        try:
+            claims = jwt.decode(token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            return False
+        return claims.get("iss") == self.issuer
+
+    def claims(self, token: str) -> dict:
+        """The verified claims of ``token``; ``InvalidToken`` (401) or
+        ``IdentityProviderUnavailable`` (503) otherwise."""
+        claims = self._verified.get(token)
+        if claims is not None:
+            now = self._wall_clock()
+            if claims["exp"] + self.leeway < now:
+                raise errors.InvalidTokenError(_refusal(jwt.ExpiredSignatureError()))
+            if claims.get("nbf", 0) - self.leeway > now:
+                raise errors.InvalidTokenError(_refusal(jwt.ImmatureSignatureError()))
+            return claims
+        claims = self._verify(token)
+        if len(self._verified) >= VERIFIED_MAX:
+            self._verified.clear()
+        self._verified[token] = claims
+        return claims
+
+    def _verify(self, token):
+        header = _header(token)
+        alg = header.get("alg")
+        if alg not in self.algorithms:
+            raise errors.InvalidTokenError(
+                "The token is signed with %r; this service accepts %s."
+                % (alg, ", ".join(sorted(self.algorithms))))
+        kid = header.get("kid", "")
+        key = self._verifying_key(kid if isinstance(kid, str) else "", alg)
+        try:
+            claims = jwt.decode(token, key, algorithms=[alg], audience=self.audience,
+                                issuer=self.issuer, leeway=self.leeway,
+                                options={"require": REQUIRED_CLAIMS})
+        except jwt.PyJWTError as exc:
+            raise errors.InvalidTokenError(_refusal(exc)) from None
+        iat = claims["iat"]
+        if not isinstance(iat, (int, float)) or iat > self._wall_clock() + self.leeway:
+            raise errors.InvalidTokenError(_refusal(jwt.ImmatureSignatureError()))
+        if not isinstance(claims["sub"], str) or not claims["sub"]:
+            raise errors.InvalidTokenError("The token's sub claim is empty.")
+        return claims
+
+    def caller_fields(self, token: str):
+        """(id, name, scopes) of the caller this token authenticates."""
+        claims = self.claims(token)
+        name = claims.get(self.name_claim)
+        return ("oidc:" + claims["sub"],
+                name if isinstance(name, str) and name else claims["sub"],
+                token_scopes(claims))
