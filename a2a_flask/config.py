@@ -67,6 +67,7 @@ DEFAULTS = {
     "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
     "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
+    "A2A_QUEUE_LIMIT_PER_CALLER": 100,  # turns one caller may have queued; 0: no limit
 }
 
 # One line of documentation per setting, in MyST Markdown: the settings
@@ -203,6 +204,10 @@ DOCS = {
         "is failed, or queued again for `retry=True` agents.",
     "A2A_WORKER_MAX_ATTEMPTS": "How many times a `retry=True` agent's turn is "
         "run at most before it is failed.",
+    "A2A_QUEUE_LIMIT_PER_CALLER": "Background turns one caller may have waiting "
+        "for a worker; more are refused with HTTP 429, `Retry-After` and JSON-RPC "
+        "code `-32000`, storing nothing. `0`: no limit. See "
+        "[Background agents](../background.md).",
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -367,6 +372,9 @@ class Settings:
                                               get("A2A_WORKER_LEASE_SECONDS"), 1)
         self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",
                                              get("A2A_WORKER_MAX_ATTEMPTS"), 1)
+        #: None: no limit.
+        self.queue_limit_per_caller = _at_least(
+            "A2A_QUEUE_LIMIT_PER_CALLER", get("A2A_QUEUE_LIMIT_PER_CALLER"), 0) or None
 
     def _identity(self, get):
         """The OIDC and client-certificate settings (docs/securing.md)."""

@@ -232,6 +232,23 @@ class TooManyRequestsError(InvalidRequestError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
+class QueueFullError(A2AError):
+    """The caller already has A2A_QUEUE_LIMIT_PER_CALLER background turns
+    waiting for a worker: nothing was stored; HTTP 429 with Retry-After.
+    -32000 is JSON-RPC's implementation-defined server error, outside the
+    -32001..-32099 that A2A reserves for its own errors."""
+
+    code = -32000
+    http_status = 429
+    default_message = ("Too many background turns of this caller are waiting "
+                       "for a worker: nothing was stored. Retry later.")
+
+    def __init__(self, message=None, limit=None, retry_after=10):
+        super().__init__(message, data={"retryAfter": retry_after,
+                                        "queueLimit": limit})
+        self.headers = {"Retry-After": str(retry_after)}
+
+
 class IncompleteBodyError(InvalidRequestError):
     """The body ended before its ``Content-Length``: nothing is run."""
 

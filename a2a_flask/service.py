@@ -97,6 +97,9 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     a2a worker``; with ``return_immediately`` (0.3 ``blocking: false``, 1.0
     ``returnImmediately``) the task comes back at once, ``working``; else
     after the turn ended or A2A_BLOCKING_WAIT_SECONDS, whichever comes first.
+    A message to a task whose background turn is queued or running is queued
+    as the task's next turn (docs/background.md); a caller with
+    A2A_QUEUE_LIMIT_PER_CALLER turns queued is refused (``QueueFullError``).
     Any other agent runs inside the call, ``return_immediately`` or not."""
     context.agent.check_accepts(message, accepted_output_modes)
     owner, agent_name = context.caller.id, context.agent.name
@@ -149,6 +152,7 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
         retry=context.agent.retry, status_message=queued,
+        queue_limit=context.app_state.settings.queue_limit_per_caller,
         trace_context=tracing.current_context() if tracing else None)
     if not start.replayed and not return_immediately:
         wait_while_working(storage, start.task_id,

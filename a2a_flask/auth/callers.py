@@ -12,7 +12,7 @@ import binascii
 from typing import AbstractSet, Optional
 
 from .. import errors
-from .credentials import KEY_PREFIX
+from .credentials import KEY_PREFIX, key_owner
 from .proxies import client_address
 
 #: Where an OpenID provider publishes its configuration (OIDC Discovery 1.0).
@@ -81,7 +81,7 @@ def _basic(header):
 
 
 def _key_caller(key, remembered=None):
-    caller = Caller("key:" + key.id, "key", key.label or key.id, scope=key.scope)
+    caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope)
     caller.remembered_key = remembered
     return caller
 

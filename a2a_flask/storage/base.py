@@ -31,7 +31,7 @@ Rules every backend keeps:
 from .contract import AdminStorage, CredentialStorage, QueueStorage, TaskStorage
 from .errors import (  # noqa: F401
     ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
-    RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
+    QueueFullError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
     StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
     UserExistsError, UserNotFoundError,
 )

@@ -17,10 +17,12 @@ import psycopg
 
 from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
-from .tasks import TERMINAL_SQL, history_limit
+from .tasks import NOW, TERMINAL_SQL, history_limit
 
-#: Tasks deleted per statement by ``prune``.
+#: Tasks deleted per statement by ``prune`` (canceled by ``cancel_tasks``).
 PRUNE_BATCH = 500
+#: The states a task can be canceled in.
+_OPEN_STATES = ("auth-required", "input-required", "working")
 
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
             " metadata, created_at")
@@ -157,6 +159,35 @@ class AdminOperations:
                 return
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
+
+    def cancel_tasks(self, owner=None, agent=None, task_id=None, states=None,
+                     dry_run=False):
+        where, params = _filters(owner, agent, None, None, None)
+        if task_id is not None:
+            where.append("id = %(task_id)s")
+            params["task_id"] = task_id
+        params.update(states=sorted(states or _OPEN_STATES), batch=PRUNE_BATCH)
+        where.append("state = ANY(%(states)s::text[]) AND id > %(after)s")
+        select = ("SELECT " + _COLUMNS + " FROM a2a_tasks WHERE " +
+                  " AND ".join(where) + " ORDER BY id LIMIT %(batch)s")
+        # One batch, one statement: the tasks still open (locked), canceled,
+        # and the turns no worker claimed deleted.
+        cancel = (
+            "WITH c AS (" + select + " FOR UPDATE SKIP LOCKED),"
+            " u AS (UPDATE a2a_tasks t SET state = 'canceled', status_message ="
+            " NULL, updated_at = " + NOW + " FROM c WHERE t.id = c.id AND"
+            " t.state = ANY(%(states)s::text[]) RETURNING t.id),"
+            " q AS (DELETE FROM a2a_turns WHERE task_id IN (SELECT id FROM u)"
+            " AND worker IS NULL)"
+            " SELECT c.* FROM c JOIN u ON u.id = c.id ORDER BY c.id")
+        canceled, params["after"] = [], ""
+        while True:
+            with self.connection() as conn:
+                rows = conn.execute(select if dry_run else cancel, params).fetchall()
+            canceled += [_record(row) for row in rows]
+            if not rows:
+                return canceled
+            params["after"] = rows[-1][0]
 
     def reassign_tasks(self, from_owner, to_owner):
         with self.transaction() as conn:

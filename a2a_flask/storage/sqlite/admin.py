@@ -15,8 +15,10 @@ from .tasks import (
     stored_fingerprint,
 )
 
-#: Tasks deleted per transaction by ``prune``.
+#: Tasks deleted per transaction by ``prune`` (canceled by ``cancel_tasks``).
 PRUNE_BATCH = 100
+#: The states a task can be canceled in.
+_OPEN_STATES = ("auth-required", "input-required", "working")
 
 # The status message: its copy in the row (before schema v5, or not in the
 # history), else the history message the row points at.
@@ -152,6 +154,43 @@ class AdminOperations:
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
 
+    def cancel_tasks(self, owner=None, agent=None, task_id=None, states=None,
+                     dry_run=False):
+        where, args = _filters(owner, agent, None, None, None)
+        if task_id is not None:
+            where.append("id = ?")
+            args.append(task_id)
+        states = sorted(states or _OPEN_STATES)
+        where.append("state IN (%s)" % ", ".join("?" * len(states)))
+        args.extend(states)
+        select = ("SELECT %s FROM a2a_tasks WHERE %s AND id > ? ORDER BY id"
+                  " LIMIT %d" % (_COLUMNS, " AND ".join(where), PRUNE_BATCH))
+        canceled, after = [], ""
+        while True:
+            if dry_run:
+                rows = self.connection().execute(select, args + [after]).fetchall()
+                canceled += [_record(row) for row in rows]
+            else:
+                with self.transaction() as conn:
+                    rows = conn.execute(select, args + [after]).fetchall()
+                    canceled += self._cancel_rows(conn, rows, states)
+            if len(rows) < PRUNE_BATCH:
+                return canceled
+            after = rows[-1][0]
+
+    def _cancel_rows(self, conn, rows, states):
+        """Cancel the tasks of ``rows`` still in ``states``; their records."""
+        ids = [row[0] for row in rows]
+        marks = ", ".join("?" * len(ids))
+        done = {task_id for (task_id,) in conn.execute(
+            "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
+            " status_seq = NULL, updated_at = ? WHERE id IN (%s) AND state IN"
+            " (%s) RETURNING id" % (marks, ", ".join("?" * len(states))),
+            [self._now()] + ids + list(states)).fetchall()}
+        conn.executemany("DELETE FROM a2a_turns WHERE task_id = ? AND worker IS"
+                         " NULL", [(task_id,) for task_id in done])
+        return [_record(row) for row in rows if row[0] in done]
+
     def reassign_tasks(self, from_owner, to_owner):
         with self.transaction() as conn:
             return reassign_owner(conn, "?", from_owner, to_owner)
@@ -242,8 +281,11 @@ class AdminOperations:
 def _filters(owner, agent, context_id, state, updated_after):
     """The WHERE terms and arguments of ``list_tasks``' filters."""
     where, args = [], []
+    # With a context, its index (a conversation's few tasks), not the state's
+    # (every task of the caller in that state): "+state" is no index term.
     for column, value in (("owner", owner), ("agent", agent),
-                          ("context_id", context_id), ("state", state)):
+                          ("context_id", context_id),
+                          ("+state" if context_id else "state", state)):
         if value is not None:
             where.append("%s = ?" % column)
             args.append(value)
