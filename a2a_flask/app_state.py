@@ -46,6 +46,8 @@ class AppState:
             self.tokens = TokenVerifier(settings)
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
+        #: Signs the Agent Cards (A2A_CARD_SIGNING_KEY), else None.
+        self.card_signer = None
         #: The Prometheus metrics (A2A_METRICS), else None.
         self.metrics = None
         if settings.metrics:

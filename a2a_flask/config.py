@@ -19,6 +19,11 @@ DEFAULTS = {
     "A2A_AUTH": "required",
     "A2A_API_KEY_HEADER": "X-API-Key",
     "A2A_PUBLIC_CARDS": True,
+    "A2A_CARD_MAX_AGE": 300,  # seconds a public Agent Card may be cached
+    # Signed Agent Cards (docs/cards.md; the `jose` extra).
+    "A2A_CARD_SIGNING_KEY": None,  # PEM private key: EC P-256, RSA or Ed25519
+    "A2A_CARD_SIGNING_KID": None,  # None: the key's RFC 7638 thumbprint
+    "A2A_CARD_VERIFY_KEYS": "",  # old public keys still in the JWKS: path,kid=path
     "A2A_DISABLED_AGENTS": "",
     "A2A_BUSY_TIMEOUT_MS": 5000,  # a write waits this long in all, then "busy"
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
@@ -103,6 +108,19 @@ DOCS = {
     "A2A_API_KEY_HEADER": "The header that carries an API key (besides "
         "`Authorization: Bearer`), e.g. `X-Embabel-Api-Key`.",
     "A2A_PUBLIC_CARDS": "`False`: the card routes need credentials too.",
+    "A2A_CARD_MAX_AGE": "Seconds a public Agent Card may be cached "
+        "(`Cache-Control: public, max-age=N`; `0`: revalidate each time); see "
+        "[Agent Cards](../cards.md).",
+    "A2A_CARD_SIGNING_KEY": "Path of an unencrypted PEM private key that signs "
+        "every Agent Card (JWS, A2A 1.0 section 8.4): EC P-256 (`ES256`), RSA "
+        "(`RS256`) or Ed25519 (`EdDSA`). None: cards are unsigned. Needs "
+        "`A2A_PUBLIC_BASE_URL` (refused at start without it) and the `jose` "
+        "extra; see [Agent Cards](../cards.md).",
+    "A2A_CARD_SIGNING_KID": "The `kid` of the signing key; None: its RFC 7638 "
+        "thumbprint.",
+    "A2A_CARD_VERIFY_KEYS": "Older keys still published in the JWKS during a "
+        "rotation: comma-separated PEM paths, each maybe `kid=path` (only the "
+        "public part is published).",
     "A2A_DISABLED_AGENTS": "Comma-separated agent names (or a list) to switch "
         "off: they answer 404.",
     "A2A_BUSY_TIMEOUT_MS": "How long a write waits in all for other writers "
@@ -307,6 +325,14 @@ class Settings:
             raise ValueError("A2A_AUTH=%r: expected 'required' or 'off'" % self.auth)
         self.api_key_header = get("A2A_API_KEY_HEADER")
         self.public_cards = bool(get("A2A_PUBLIC_CARDS"))
+        self.card_max_age = _at_least("A2A_CARD_MAX_AGE", get("A2A_CARD_MAX_AGE"), 0)
+        self.card_signing_key = get("A2A_CARD_SIGNING_KEY") or None
+        self.card_signing_kid = get("A2A_CARD_SIGNING_KID") or None
+        self.card_verify_keys = get("A2A_CARD_VERIFY_KEYS") or ""
+        if self.card_signing_key and not self.public_base_url:
+            raise ValueError(
+                "A2A_CARD_SIGNING_KEY needs A2A_PUBLIC_BASE_URL: a signed card "
+                "must not carry URLs taken from a request's Host header.")
         self.disabled_agents = _names(get("A2A_DISABLED_AGENTS"))
         self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
         self.stale_turn_seconds = int(get("A2A_STALE_TURN_SECONDS"))

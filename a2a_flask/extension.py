@@ -5,6 +5,7 @@ from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
 
+from . import urls
 from .agent import Agent
 from .auth.callers import Caller
 from .cli import a2a_cli
@@ -22,6 +23,18 @@ log = logging.getLogger("a2a_flask")
 #: ``InputRequired``, ``AuthRequired`` or ``Reject``.
 AgentFunc = TypeVar("AgentFunc", bound=Callable[..., Any])
 HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
+
+
+def _card_signer(settings):
+    """The signer of A2A_CARD_SIGNING_KEY (the ``jose`` extra)."""
+    try:
+        from .protocol.signing import CardSigner
+    except ImportError as exc:
+        raise RuntimeError("A2A_CARD_SIGNING_KEY needs the jose extra: pip "
+                           "install 'a2a_flask[jose]' (%s)" % exc) from None
+    jku = settings.public_base_url + urls.jwks_path(settings)
+    return CardSigner(settings.card_signing_key, jku, settings.card_signing_kid,
+                      settings.card_verify_keys)
 
 
 class HostHooks:
@@ -75,6 +88,8 @@ class A2A:
         app_state = AppState(self, settings, storage,
                           app.config.get("SESSION_COOKIE_NAME", "session"))
         app_state.schema_current = settings.auto_migrate
+        if settings.card_signing_key:
+            app_state.card_signer = _card_signer(settings)
         app.extensions["a2a"] = app_state
         if not settings.auto_migrate:
             problem = app_state.schema_problem()

@@ -228,3 +228,20 @@ def wait_until(predicate, timeout=30.0, what="condition"):
             return value
         time.sleep(0.05)
     raise AssertionError("timed out waiting for " + what)
+
+
+def write_key(path, key, public=False):
+    """Write the PEM of ``key`` (a ``cryptography`` private key; ``public``:
+    its public key) to ``path``; return the path as a string."""
+    from cryptography.hazmat.primitives import serialization
+
+    if public:
+        data = key.public_key().public_bytes(
+            serialization.Encoding.PEM,
+            serialization.PublicFormat.SubjectPublicKeyInfo)
+    else:
+        data = key.private_bytes(serialization.Encoding.PEM,
+                                 serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+    path.write_bytes(data)
+    return str(path)
