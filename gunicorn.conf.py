@@ -21,17 +21,29 @@ from a2a_flask.config import DEFAULTS
 import a2a_flask.storage.sqlite  # noqa: E402,F401
 
 bind = "127.0.0.1:8000"  # behind nginx (deploy/nginx-a2a.conf)
-# Sync workers: each answers one call at a time, and a turn holds its worker
-# while the agent runs. Two per core plus one keeps the cores busy while some
-# workers wait on a model or a database.
-workers = multiprocessing.cpu_count() * 2 + 1
-# Measured against gthread with keep-alive (bench/README.md, "Profile"): on
-# 127.0.0.1 with keep-alive clients, gthread took 10-60% more CPU per call
-# than sync, for a bare Flask route and for this service alike (its poller,
-# thread pool and GIL hand-offs cost more than the TCP connect they save).
-worker_class = "sync"
-# A turn may take a while (a model, a remote service): a worker silent for
-# longer is killed, and its task failed by the next reader.
+# Threaded workers (gthread): a call holds a thread, not a process, while its
+# agent runs or while a blocking send waits for a background turn (A2A 1.0
+# section 3.2.2: until the turn ends, however long). One process per core
+# runs Python; 1,024 threads per process wait (sleeping threads cost no CPU, and
+# a thread is only started when every other one is busy). 1,000 callers
+# waiting at once need 1,000 threads: each worker could take them all, since
+# a burst of connections is not shared evenly between workers (with 512 per
+# worker, 1,000 callers of a 30 s agent saw a p99 of 61 s: calls queued
+# behind a full worker). Past that, calls wait in the listen backlog, then
+# nginx answers 502/504 (docs/serving.md). Measured in
+# bench/README.md ("Agents that wait"); the sync workers of before answered
+# one call per process, so 5 callers blocked the service.
+workers = max(multiprocessing.cpu_count(), 2)
+worker_class = "gthread"
+threads = 1024
+# A worker accepts this many connections at most: a few more than its
+# threads (nginx's kept-alive ones), so that a worker whose threads are all
+# waiting leaves new calls to another worker instead of queueing them.
+worker_connections = threads + 32
+# gthread's timeout is the heartbeat of a worker's main loop, not a limit on
+# a call: a blocking send may wait 10 minutes and more (nginx's
+# proxy_read_timeout is the limit, deploy/nginx-a2a-proxy.conf). A stuck worker is
+# still restarted after it.
 timeout = 120
 graceful_timeout = 30
 keepalive = 5  # nginx keeps connections to us open

@@ -4,6 +4,8 @@
 from . import errors
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
+from .logs import RefusalBudget
+from .waits import TaskWaits
 
 
 class AppState:
@@ -23,8 +25,15 @@ class AppState:
         self.storage = storage
         self.credentials = Credentials(storage)
         #: Failed HTTP Basic logins counted in this process.
-        self.login_throttle = LoginThrottle(settings.login_failures_per_minute)
+        self.login_throttle = LoginThrottle(
+            settings.login_failures_per_minute,
+            name_limit=settings.login_failures_per_name)
+        #: Blocking sends waiting on background turns (one watcher a process).
+        self.task_waits = TaskWaits(storage)
         self.session_cookie_name = session_cookie_name
+        #: How many records of anonymous refusals the access log takes.
+        self.refusals = RefusalBudget(settings.log_refusals_per_minute,
+                                      trusted_proxies=settings.trusted_proxies)
         #: The OIDC access-token verifier (A2A_OIDC_ISSUER), else None.
         self.tokens = None
         if settings.oidc_issuer and not settings.auth_off:
@@ -37,6 +46,8 @@ class AppState:
             self.tokens = TokenVerifier(settings)
         #: True once the database is known to be at this package's schema.
         self.schema_current = False
+        #: Signs the Agent Cards (A2A_CARD_SIGNING_KEY), else None.
+        self.card_signer = None
         #: The Prometheus metrics (A2A_METRICS), else None.
         self.metrics = None
         if settings.metrics:
@@ -75,8 +86,8 @@ class AppState:
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
             raise errors.AgentNotFoundError(
-                "No agent named %r can be talked to here." % name,
-                data={"agent": name})
+                "No agent named %r can be talked to here." % errors.echo(name),
+                data={"agent": errors.echo(name)})
         return agent
 
     def reachable_agents(self):

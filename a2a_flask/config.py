@@ -19,12 +19,34 @@ DEFAULTS = {
     "A2A_AUTH": "required",
     "A2A_API_KEY_HEADER": "X-API-Key",
     "A2A_PUBLIC_CARDS": True,
+    "A2A_CARD_MAX_AGE": 300,  # seconds a public Agent Card may be cached
+    # Signed Agent Cards (docs/cards.md; the `jose` extra).
+    "A2A_CARD_SIGNING_KEY": None,  # PEM private key: EC P-256, RSA or Ed25519
+    "A2A_CARD_SIGNING_KID": None,  # None: the key's RFC 7638 thumbprint
+    "A2A_CARD_VERIFY_KEYS": "",  # old public keys still in the JWKS: path,kid=path
     "A2A_DISABLED_AGENTS": "",
-    "A2A_BUSY_TIMEOUT_MS": 5000,
+    "A2A_BUSY_TIMEOUT_MS": 5000,  # a write waits this long in all, then "busy"
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
+    # The most bytes of JSON one answer holds (a task, a ListTasks page): a
+    # page stops early (nextPageToken); a task's oldest messages are left
+    # out (metadata "a2a_flask.historyOmitted" says how many).
+    "A2A_MAX_ANSWER_BYTES": 8 * 1024 * 1024,
+    # The most bytes one turn may write (status message and artifacts); an
+    # agent answering more fails the turn, saying so in its status.
+    "A2A_MAX_TURN_OUTPUT_BYTES": 3 * 1024 * 1024,
+    # Failed HTTP Basic logins a minute for one name from one address...
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
+    # ...and for one name from all addresses, before further tries get 429.
+    "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": 100,
+    # Proxies whose X-Forwarded-For names the client (comma-separated
+    # addresses; deploy/ sets nginx's 127.0.0.1). None: the peer is the client.
+    "A2A_TRUSTED_PROXIES": "",
+    # Access records of calls refused with no caller authenticated, per
+    # client address: 20 at once, then this many a minute; the rest are
+    # dropped and counted (the next record's ``dropped``).
+    "A2A_LOG_REFUSALS_PER_MINUTE": 60,
     # Enterprise identity (docs/securing.md).
     "A2A_OIDC_ISSUER": None,  # OpenID provider whose access tokens are taken
     "A2A_OIDC_AUDIENCE": None,  # the aud a token must name (needed with the issuer)
@@ -42,9 +64,12 @@ DEFAULTS = {
     "A2A_OTEL": False,  # OpenTelemetry spans per call and turn (the `otel` extra)
     "A2A_TRY_PAGE": False,  # a page to try each agent (docs/try-page.md)
     # Background agents (docs/background.md).
-    "A2A_BLOCKING_WAIT_SECONDS": 10,  # a blocking send waits this long
+    # None: a blocking send waits for the outcome (A2A 1.0 section 3.2.2); a
+    # number of seconds is an operator's cap, a deviation from the spec.
+    "A2A_BLOCKING_WAIT_SECONDS": None,
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
     "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
+    "A2A_QUEUE_LIMIT_PER_CALLER": 100,  # turns one caller may have queued; 0: no limit
 }
 
 # One line of documentation per setting, in MyST Markdown: the settings
@@ -83,11 +108,26 @@ DOCS = {
     "A2A_API_KEY_HEADER": "The header that carries an API key (besides "
         "`Authorization: Bearer`), e.g. `X-Embabel-Api-Key`.",
     "A2A_PUBLIC_CARDS": "`False`: the card routes need credentials too.",
+    "A2A_CARD_MAX_AGE": "Seconds a public Agent Card may be cached "
+        "(`Cache-Control: public, max-age=N`; `0`: revalidate each time); see "
+        "[Agent Cards](../cards.md).",
+    "A2A_CARD_SIGNING_KEY": "Path of an unencrypted PEM private key that signs "
+        "every Agent Card (JWS, A2A 1.0 section 8.4): EC P-256 (`ES256`), RSA "
+        "(`RS256`) or Ed25519 (`EdDSA`). None: cards are unsigned. Needs "
+        "`A2A_PUBLIC_BASE_URL` (refused at start without it) and the `jose` "
+        "extra; see [Agent Cards](../cards.md).",
+    "A2A_CARD_SIGNING_KID": "The `kid` of the signing key; None: its RFC 7638 "
+        "thumbprint.",
+    "A2A_CARD_VERIFY_KEYS": "Older keys still published in the JWKS during a "
+        "rotation: comma-separated PEM paths, each maybe `kid=path` (only the "
+        "public part is published).",
     "A2A_DISABLED_AGENTS": "Comma-separated agent names (or a list) to switch "
         "off: they answer 404.",
-    "A2A_BUSY_TIMEOUT_MS": "How long a write waits for another worker's write "
-        "transaction (PostgreSQL: its `lock_timeout`, and how long a call waits "
-        "for a pooled connection).",
+    "A2A_BUSY_TIMEOUT_MS": "How long a write waits in all for other writers "
+        "(SQLite: the writers' lock and SQLite's busy wait together, a host app's "
+        "transaction included; PostgreSQL: its `lock_timeout`, and how long a call "
+        "waits for a pooled connection); then it answers \"The storage is busy\", "
+        "retryable.",
     "A2A_SQLITE_SYNCHRONOUS": "SQLite `synchronous`: `NORMAL` survives a crash "
         "of any process; `FULL` also survives a power cut, at a cost per write "
         "(`EXTRA` and `OFF` too).",
@@ -98,9 +138,27 @@ DOCS = {
         "asks none (`message/send`, `tasks/get`): a number of messages, or `all` "
         "(None: all). A long task's answer grows with its history; e.g. `20` "
         "bounds it.",
+    "A2A_MAX_ANSWER_BYTES": "The most bytes of JSON one answer holds (8 MiB): "
+        "a ListTasks page ends early with a `nextPageToken`, a task shows its "
+        "newest messages that fit (its metadata `a2a_flask.historyOmitted` says "
+        "how many were left out); see [Hardening](../hardening.md).",
+    "A2A_MAX_TURN_OUTPUT_BYTES": "The most bytes one turn may write, its status "
+        "message and artifacts together (3 MiB); an agent answering more fails "
+        "the turn, saying so. At most half of `A2A_MAX_ANSWER_BYTES`.",
     "A2A_LOGIN_FAILURES_PER_MINUTE": "Failed HTTP Basic logins a minute "
-        "allowed per username and per client address (in each worker); more are "
-        "refused with 429 and `Retry-After`, without hashing anything.",
+        "allowed per username from one client address (in each worker); more are "
+        "refused with 429 and `Retry-After`, without hashing anything. Other "
+        "users at the same address are not affected.",
+    "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": "The same, per username from all "
+        "addresses (much higher, so that guessing at a name from many addresses "
+        "is bounded too; a password the worker already verified keeps working).",
+    "A2A_TRUSTED_PROXIES": "Comma-separated addresses of the proxies in front "
+        "(`deploy/a2a.env`: `127.0.0.1`, the shipped nginx): their "
+        "`X-Forwarded-For` names the client address, for the login throttle and "
+        "the log. Empty: the peer is the client, the header is ignored.",
+    "A2A_LOG_REFUSALS_PER_MINUTE": "Access records of anonymous refusals per "
+        "client address: 20 at once, then this many a minute; the rest are "
+        "dropped and counted in the next record (`dropped=N`).",
     "A2A_OIDC_ISSUER": "The OpenID provider whose access tokens are taken as "
         "bearer tokens: its issuer identifier (the tokens' `iss`); discovery at "
         "`<issuer>/.well-known/openid-configuration`. Needs the `jose` extra and "
@@ -142,14 +200,20 @@ DOCS = {
         "the page), the answer and the caller's recent tasks; see "
         "[The try page](../try-page.md). On in the demo's `wsgi.py`. Other "
         "clients get the same answer as with it off.",
-    "A2A_BLOCKING_WAIT_SECONDS": "How long a blocking `message/send` to a "
-        "background agent waits for the turn's outcome before answering the "
-        "`working` task (`0`: at once); keep it below gunicorn's `--timeout`.",
+    "A2A_BLOCKING_WAIT_SECONDS": "Unset: a blocking send to a background agent "
+        "waits until the turn ends or is interrupted (A2A 1.0 section 3.2.2; "
+        "[Serving agents that wait](../serving.md)). A number of seconds caps the "
+        "wait (`0`: at once), a deviation from the spec: the call then answers "
+        "the `working` task and the caller polls.",
     "A2A_WORKER_LEASE_SECONDS": "A worker renews the lease on each turn it runs "
         "every third of this; a turn whose lease expired (its worker was killed) "
         "is failed, or queued again for `retry=True` agents.",
     "A2A_WORKER_MAX_ATTEMPTS": "How many times a `retry=True` agent's turn is "
         "run at most before it is failed.",
+    "A2A_QUEUE_LIMIT_PER_CALLER": "Background turns one caller may have waiting "
+        "for a worker; more are refused with HTTP 429, `Retry-After` and JSON-RPC "
+        "code `-32000`, storing nothing. `0`: no limit. See "
+        "[Background agents](../background.md).",
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -233,6 +297,13 @@ def _at_least(key, value, minimum):
     return number
 
 
+def _cap(key, value):
+    """None (no cap) for no value or "none", else a whole number >= 0."""
+    if value is None or str(value).strip().lower() in ("", "none"):
+        return None
+    return _at_least(key, value, 0)
+
+
 class Settings:
     """The extension's settings, read once from ``app.config`` in ``init_app``."""
 
@@ -254,6 +325,14 @@ class Settings:
             raise ValueError("A2A_AUTH=%r: expected 'required' or 'off'" % self.auth)
         self.api_key_header = get("A2A_API_KEY_HEADER")
         self.public_cards = bool(get("A2A_PUBLIC_CARDS"))
+        self.card_max_age = _at_least("A2A_CARD_MAX_AGE", get("A2A_CARD_MAX_AGE"), 0)
+        self.card_signing_key = get("A2A_CARD_SIGNING_KEY") or None
+        self.card_signing_kid = get("A2A_CARD_SIGNING_KID") or None
+        self.card_verify_keys = get("A2A_CARD_VERIFY_KEYS") or ""
+        if self.card_signing_key and not self.public_base_url:
+            raise ValueError(
+                "A2A_CARD_SIGNING_KEY needs A2A_PUBLIC_BASE_URL: a signed card "
+                "must not carry URLs taken from a request's Host header.")
         self.disabled_agents = _names(get("A2A_DISABLED_AGENTS"))
         self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
         self.stale_turn_seconds = int(get("A2A_STALE_TURN_SECONDS"))
@@ -261,10 +340,25 @@ class Settings:
             raise ValueError("A2A_STALE_TURN_SECONDS=%r: expected a number of "
                              "seconds above 0" % self.stale_turn_seconds)
         self.history_length_default = _history_length(get("A2A_HISTORY_LENGTH_DEFAULT"))
+        self.max_answer_bytes = _at_least(
+            "A2A_MAX_ANSWER_BYTES", get("A2A_MAX_ANSWER_BYTES"), 64 * 1024)
+        self.max_turn_output_bytes = _at_least(
+            "A2A_MAX_TURN_OUTPUT_BYTES", get("A2A_MAX_TURN_OUTPUT_BYTES"), 1024)
+        if self.max_turn_output_bytes * 2 > self.max_answer_bytes:
+            raise ValueError(
+                "A2A_MAX_TURN_OUTPUT_BYTES=%d: expected at most half of "
+                "A2A_MAX_ANSWER_BYTES (%d), so that any task fits an answer"
+                % (self.max_turn_output_bytes, self.max_answer_bytes))
         self.login_failures_per_minute = int(get("A2A_LOGIN_FAILURES_PER_MINUTE"))
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "
                              "above 0" % self.login_failures_per_minute)
+        self.login_failures_per_name = _at_least(
+            "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE",
+            get("A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE"), 1)
+        self.trusted_proxies = frozenset(_names(get("A2A_TRUSTED_PROXIES")))
+        self.log_refusals_per_minute = _at_least(
+            "A2A_LOG_REFUSALS_PER_MINUTE", get("A2A_LOG_REFUSALS_PER_MINUTE"), 1)
         self._identity(get)
         self.sqlite_synchronous = str(get("A2A_SQLITE_SYNCHRONOUS")).upper()
         if self.sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
@@ -285,12 +379,15 @@ class Settings:
         self.metrics = bool(get("A2A_METRICS"))
         self.otel = bool(get("A2A_OTEL"))
         self.try_page = bool(get("A2A_TRY_PAGE"))
-        self.blocking_wait_seconds = _at_least("A2A_BLOCKING_WAIT_SECONDS",
-                                               get("A2A_BLOCKING_WAIT_SECONDS"), 0)
+        self.blocking_wait_seconds = _cap("A2A_BLOCKING_WAIT_SECONDS",
+                                          get("A2A_BLOCKING_WAIT_SECONDS"))
         self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",
                                               get("A2A_WORKER_LEASE_SECONDS"), 1)
         self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",
                                              get("A2A_WORKER_MAX_ATTEMPTS"), 1)
+        #: None: no limit.
+        self.queue_limit_per_caller = _at_least(
+            "A2A_QUEUE_LIMIT_PER_CALLER", get("A2A_QUEUE_LIMIT_PER_CALLER"), 0) or None
 
     def _identity(self, get):
         """The OIDC and client-certificate settings (docs/securing.md)."""

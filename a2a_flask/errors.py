@@ -9,6 +9,20 @@ into these). How each is answered (HTTP status, the 1.0 reason) is
 from typing import Dict, Optional
 
 
+#: The most of a caller's own text an answer repeats (a method name, a
+#: member, a version): enough to recognise it, never a whole body back.
+ECHO_CHARS = 64
+
+
+def echo(text) -> str:
+    """``text`` as an answer may repeat it: its first ECHO_CHARS characters,
+    then how long it was when longer."""
+    text = text if isinstance(text, str) else str(text)
+    if len(text) <= ECHO_CHARS:
+        return text
+    return "%s... (%d characters)" % (text[:ECHO_CHARS], len(text))
+
+
 class A2AError(Exception):
     """Base class: a JSON-RPC error with a code, a sentence and optional data."""
 
@@ -215,6 +229,23 @@ class TooManyRequestsError(InvalidRequestError):
 
     def __init__(self, message=None, retry_after=60):
         super().__init__(message, data={"retryAfter": retry_after})
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class QueueFullError(A2AError):
+    """The caller already has A2A_QUEUE_LIMIT_PER_CALLER background turns
+    waiting for a worker: nothing was stored; HTTP 429 with Retry-After.
+    -32000 is JSON-RPC's implementation-defined server error, outside the
+    -32001..-32099 that A2A reserves for its own errors."""
+
+    code = -32000
+    http_status = 429
+    default_message = ("Too many background turns of this caller are waiting "
+                       "for a worker: nothing was stored. Retry later.")
+
+    def __init__(self, message=None, limit=None, retry_after=10):
+        super().__init__(message, data={"retryAfter": retry_after,
+                                        "queueLimit": limit})
         self.headers = {"Retry-After": str(retry_after)}
 
 

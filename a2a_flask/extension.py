@@ -5,12 +5,14 @@ from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
 
+from . import urls
 from .agent import Agent
 from .auth.callers import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
 from .host_app import (FirstRequest, check_not_mounted, exempt_from_csrf,
                       warn_about_settings)
+from .logs import log_to_stderr
 from .app_state import AppState
 from .storage import open_storage
 from .http.blueprint import make_blueprint
@@ -21,6 +23,18 @@ log = logging.getLogger("a2a_flask")
 #: ``InputRequired``, ``AuthRequired`` or ``Reject``.
 AgentFunc = TypeVar("AgentFunc", bound=Callable[..., Any])
 HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
+
+
+def _card_signer(settings):
+    """The signer of A2A_CARD_SIGNING_KEY (the ``jose`` extra)."""
+    try:
+        from .protocol.signing import CardSigner
+    except ImportError as exc:
+        raise RuntimeError("A2A_CARD_SIGNING_KEY needs the jose extra: pip "
+                           "install 'a2a_flask[jose]' (%s)" % exc) from None
+    jku = settings.public_base_url + urls.jwks_path(settings)
+    return CardSigner(settings.card_signing_key, jku, settings.card_signing_kid,
+                      settings.card_verify_keys)
 
 
 class HostHooks:
@@ -61,6 +75,7 @@ class A2A:
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
+        log_to_stderr(settings.log_format, unless_root=True)
         storage = open_storage(settings)
         if settings.auto_migrate:
             try:
@@ -73,6 +88,8 @@ class A2A:
         app_state = AppState(self, settings, storage,
                           app.config.get("SESSION_COOKIE_NAME", "session"))
         app_state.schema_current = settings.auto_migrate
+        if settings.card_signing_key:
+            app_state.card_signer = _card_signer(settings)
         app.extensions["a2a"] = app_state
         if not settings.auto_migrate:
             problem = app_state.schema_problem()
@@ -82,6 +99,8 @@ class A2A:
         app.register_blueprint(blueprint)
         exempt_from_csrf(app, blueprint)
         app.before_request(FirstRequest(app, app_state, blueprint))
+        # Every request, the host app's too: a no-op unless it used ours.
+        app.teardown_request(lambda _exc: storage.release_connection())
         app.cli.add_command(a2a_cli)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "

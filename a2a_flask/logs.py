@@ -9,6 +9,8 @@ JSON object per line.
 
 import json
 import logging
+import re
+import threading
 import time
 
 #: The ``a2a_flask`` records gunicorn shows (INFO: access records too).
@@ -17,9 +19,60 @@ PLAIN_FORMAT = "%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 PLAIN_DATEFMT = "[%Y-%m-%d %H:%M:%S %z]"  # gunicorn's own
 FORMATS = ("plain", "json")
 
+#: The most characters of one field a record keeps (the length is noted).
+FIELD_CHARS = 200
+#: What would break a line or fool a terminal: C0/C1 controls, DEL, the
+#: Unicode line and paragraph separators, bidirectional overrides.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f"
+                     "\u202a-\u202e\u2066-\u2069]")
+#: What JSON may carry raw but a log reader may take for a line break.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f"
+                          "\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match):
+    code = ord(match.group())
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
+def escape(text: str) -> str:
+    """``text`` with every control character written as an escape: one
+    record is one line, whatever a caller sent."""
+    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
+
+
+def clean(value, limit: int = FIELD_CHARS):
+    """A field as a record may carry it: escaped (``escape``), and cut at
+    ``limit`` characters with the full length noted. Not a string: as is."""
+    if not isinstance(value, str):
+        return value
+    if len(value) > limit:
+        value = "%s...(%d chars)" % (value[:limit], len(value))
+    return escape(value)
+
+
+class CleanArgs(logging.Filter):
+    """Every string argument and extra field of a record, ``clean``: what a
+    caller sent (a path, an agent name, a task id) may reach a message."""
+
+    def filter(self, record):
+        if isinstance(record.args, tuple):
+            record.args = tuple(clean(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: clean(arg) for key, arg in record.args.items()}
+        for key, value in vars(record).items():
+            if key not in _STANDARD and isinstance(value, str):
+                setattr(record, key, clean(value))
+        return True
+
 # Attributes every LogRecord has: what is left are the fields given in extra=.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
     "message", "asctime", "taskName"}
+
+
+# Records of the package's own logger: cleaned whatever handler shows them
+# (the access logger cleans its fields itself, on the hot path: access.py).
+logging.getLogger("a2a_flask").addFilter(CleanArgs())
 
 
 class JsonFormatter(logging.Formatter):
@@ -40,12 +93,66 @@ class JsonFormatter(logging.Formatter):
             entry["traceback"] = self.formatException(record.exc_info)
         elif record.exc_text:
             entry["traceback"] = record.exc_text
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        text = json.dumps(entry, ensure_ascii=False, default=str)
+        return _JSON_UNSAFE.sub(_json_escaped, text) if _JSON_UNSAFE.search(
+            text) else text
 
     @staticmethod
     def _time(record):
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + (
             ".%03dZ" % record.msecs)
+
+
+class RefusalBudget:
+    """Records of anonymous refusals (no caller was authenticated, the call
+    was refused), per client address: at most ``burst`` at once, refilled at
+    ``per_minute``; past it they are dropped, and the next record logged for
+    that address says how many (``dropped``). A flood of bad calls costs the
+    log a bounded amount; authenticated calls are always recorded."""
+
+    MAX_ADDRESSES = 10000
+
+    def __init__(self, per_minute=60, burst=20, clock=time.monotonic,
+                 trusted_proxies=frozenset()):
+        #: A2A_TRUSTED_PROXIES: whose X-Forwarded-For names the address.
+        self.trusted_proxies = trusted_proxies
+        self.rate = per_minute / 60.0
+        self.burst = burst
+        self.clock = clock
+        self._buckets = {}  # address -> [tokens, last time, dropped]
+        self._lock = threading.Lock()
+
+    def admit(self, address):
+        """(logged?, how many were dropped before this one)."""
+        now = self.clock()
+        with self._lock:
+            bucket = self._buckets.get(address)
+            if bucket is None:
+                if len(self._buckets) >= self.MAX_ADDRESSES:
+                    self._buckets.clear()  # bounded memory; a fresh start
+                bucket = self._buckets[address] = [float(self.burst), now, 0]
+            bucket[0] = min(self.burst, bucket[0] + (now - bucket[1]) * self.rate)
+            bucket[1] = now
+            if bucket[0] < 1.0:
+                bucket[2] += 1
+                return False, 0
+            bucket[0] -= 1.0
+            dropped, bucket[2] = bucket[2], 0
+            return True, dropped
+
+
+
+def _json_escaped(match):
+    return "\\u%04x" % ord(match.group())
+
+
+class PlainFormatter(logging.Formatter):
+    """The plain format, the message escaped: one record, one line (a
+    traceback, when there is one, follows on its own lines as usual)."""
+
+    def formatMessage(self, record):
+        record.message = escape(record.message)
+        return super().formatMessage(record)
 
 
 def formatter(log_format):
@@ -55,7 +162,7 @@ def formatter(log_format):
         raise ValueError("A2A_LOG_FORMAT=%r: expected 'plain' or 'json'" % log_format)
     if log_format == "json":
         return JsonFormatter()
-    return logging.Formatter(PLAIN_FORMAT, PLAIN_DATEFMT)
+    return PlainFormatter(PLAIN_FORMAT, PLAIN_DATEFMT)
 
 
 class _SameStreamHandler(logging.Handler):
@@ -82,6 +189,23 @@ class _SameStreamHandler(logging.Handler):
                 target.release()
         except Exception:  # a log line must never break a request
             self.handleError(record)
+
+
+def log_to_stderr(log_format="plain", unless_root=False):
+    """``a2a_flask`` records (INFO: access records, agents' tracebacks) on
+    stderr in ``log_format``, unless a handler already takes them: one on
+    ``a2a_flask`` (gunicorn.conf.py's, the host's), or with ``unless_root``
+    one on the root logger (the host configured logging). Called at
+    ``init_app``, so that under uWSGI, Waitress or a gunicorn without the
+    shipped conf the records are not lost for want of a handler."""
+    logger = logging.getLogger("a2a_flask")
+    if logger.handlers or (unless_root and logging.getLogger().handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter(log_format))
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(LEVEL)
 
 
 def route_to_gunicorn(error_log, log_format="plain"):

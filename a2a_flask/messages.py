@@ -13,7 +13,7 @@ from marshmallow import (
 )
 
 from .ids import new_id
-from .validation import NON_EMPTY
+from .validation import NON_EMPTY, Text
 
 #: A message, part or artifact in its stored form: a plain JSON object.
 JSONObject = Dict[str, Any]
@@ -39,8 +39,8 @@ class _PartSchema(_StoredSchema):
 class TextPartSchema(_PartSchema):
     """A text part."""
 
-    kind = fields.String(required=True)
-    text = fields.String(required=True)
+    kind = Text(required=True)
+    text = Text(required=True)
 
 
 class FileContentSchema(_StoredSchema):
@@ -49,10 +49,10 @@ class FileContentSchema(_StoredSchema):
     class Meta:
         unknown = INCLUDE
 
-    bytes = fields.String()
-    uri = fields.String(validate=NON_EMPTY)
-    name = fields.String(allow_none=True)
-    mimeType = fields.String(allow_none=True)
+    bytes = Text()
+    uri = Text(validate=NON_EMPTY)
+    name = Text(allow_none=True)
+    mimeType = Text(allow_none=True)
 
     @validates_schema
     def _bytes_xor_uri(self, data, **kwargs):
@@ -68,14 +68,14 @@ class FileContentSchema(_StoredSchema):
 class FilePartSchema(_PartSchema):
     """A file part."""
 
-    kind = fields.String(required=True)
+    kind = Text(required=True)
     file = fields.Nested(FileContentSchema, required=True)
 
 
 class DataPartSchema(_PartSchema):
     """A data part (a JSON object)."""
 
-    kind = fields.String(required=True)
+    kind = Text(required=True)
     data = fields.Dict(required=True)
 
 
@@ -105,18 +105,18 @@ class MessageSchema(_StoredSchema):
     class Meta:
         unknown = INCLUDE  # other members: stored as sent
 
-    kind = fields.String(validate=validate.Equal("message", error='must be "message".'))
-    role = fields.String(
+    kind = Text(validate=validate.Equal("message", error='must be "message".'))
+    role = Text(
         required=True, validate=validate.Equal("user", error='must be "user".')
     )
     parts = fields.List(PartField(), required=True, validate=NON_EMPTY)
-    messageId = fields.String(required=True, validate=NON_EMPTY)
-    contextId = fields.String(allow_none=True, validate=NON_EMPTY)
-    taskId = fields.String(allow_none=True, validate=NON_EMPTY)
+    messageId = Text(required=True, validate=NON_EMPTY)
+    contextId = Text(allow_none=True, validate=NON_EMPTY)
+    taskId = Text(allow_none=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
     # Stored and shown as sent: they must be what the A2A schema says they are.
-    extensions = fields.List(fields.String())
-    referenceTaskIds = fields.List(fields.String())
+    extensions = fields.List(Text())
+    referenceTaskIds = fields.List(Text())
 
 
 def text_part(text: str) -> JSONObject:

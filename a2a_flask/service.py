@@ -10,12 +10,12 @@ Ownership: every call is keyed by (caller, agent); another caller's task is
 ``NoSuchTaskError``. The stale-turn policy is the storage's (``get_task``).
 """
 
-import time
 from typing import Optional
 
 from . import errors
 from .agent import Turn, run_turn
 from .auth.callers import KEY_REFUSED, confirm_remembered_key
+from .storage import sizes
 from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
 from .messages import agent_message, text_part
 
@@ -42,6 +42,41 @@ class CallContext:
         return self.app_state.settings.history_length_default if asked is None else asked
 
 
+#: Task metadata key of an answer that left out the oldest messages of the
+#: task's history to fit A2A_MAX_ANSWER_BYTES: how many it left out.
+HISTORY_OMITTED = "a2a_flask.historyOmitted"
+#: Room kept in an answer for what surrounds the task (JSON-RPC envelope,
+#: the page's own members).
+ENVELOPE_BYTES = 1024
+
+
+def fit(record: TaskRecord, budget: int) -> TaskRecord:
+    """``record`` as an answer of at most ``budget`` bytes may show it: its
+    newest messages that fit, the rest of the history left out and counted
+    in its metadata (``HISTORY_OMITTED``); status and artifacts whole. A
+    task well under the budget is left as it is, measured cheaply."""
+    history = record.history
+    if not history or not sizes.may_exceed(sizes.rough_task_size(record), budget):
+        return record
+    room = budget - sizes.OVERHEAD - sizes.size(record.status_message) - sum(
+        sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata) - 64
+    kept = 0
+    for message in reversed(history):
+        room -= sizes.size(message)
+        if room < 0:
+            break
+        kept += 1
+    if kept < len(history):
+        record.history = history[len(history) - kept:]
+        record.metadata = dict(record.metadata or {},
+                               **{HISTORY_OMITTED: len(history) - kept})
+    return record
+
+
+def _answer(context, record):
+    return fit(record, context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES)
+
+
 def clamp_history(history, limit):
     """The last ``limit`` messages (all of them when ``limit`` is None)."""
     if limit is None:
@@ -60,7 +95,11 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     An agent registered ``background=True``: the turn is queued for ``flask
     a2a worker``; with ``return_immediately`` (0.3 ``blocking: false``, 1.0
     ``returnImmediately``) the task comes back at once, ``working``; else
-    after the turn ended or A2A_BLOCKING_WAIT_SECONDS, whichever comes first.
+    once the turn ended or was interrupted (``input-required``...), or after
+    A2A_BLOCKING_WAIT_SECONDS when an operator set that cap.
+    A message to a task whose background turn is queued or running is queued
+    as the task's next turn (docs/background.md); a caller with
+    A2A_QUEUE_LIMIT_PER_CALLER turns queued is refused (``QueueFullError``).
     Any other agent runs inside the call, ``return_immediately`` or not."""
     context.agent.check_accepts(message, accepted_output_modes)
     owner, agent_name = context.caller.id, context.agent.name
@@ -80,27 +119,24 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
     if start.replayed:
-        return storage.get_task(start.task_id, owner, agent_name, history_length,
-                                remembered_key=remembered_key)
+        return _answer(context, storage.get_task(
+            start.task_id, owner, agent_name, history_length,
+            remembered_key=remembered_key))
     context.caller.remembered_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
-                            metadata), tracing=context.app_state.tracing)
+                            metadata), tracing=context.app_state.tracing,
+                       max_output_bytes=context.app_state.settings.max_turn_output_bytes)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
-        return storage.get_task(start.task_id, owner, agent_name, history_length)
+        return _answer(context, storage.get_task(start.task_id, owner, agent_name,
+                                                 history_length))
     # A new task holds exactly what this turn wrote: no need to read it back.
     state, status_message, artifacts, timestamp = outcome
-    return TaskRecord(start.task_id, start.context_id, agent_name, owner, state,
-                      timestamp, status_message, artifacts,
-                      clamp_history([start.message, status_message],
-                                    history_length),
-                      metadata)
-
-
-#: A blocking send polls the task's state, without a transaction, every
-#: POLL_FIRST seconds, growing by half up to POLL_MOST.
-POLL_FIRST, POLL_MOST = 0.02, 0.2
+    return _answer(context, TaskRecord(
+        start.task_id, start.context_id, agent_name, owner, state, timestamp,
+        status_message, artifacts,
+        clamp_history([start.message, status_message], history_length), metadata))
 
 
 def _send_to_queue(context, message, metadata, history_length, return_immediately):
@@ -111,47 +147,48 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
         owner, agent_name, message, context_id=message.get("contextId"),
         task_id=message.get("taskId"), metadata=metadata,
         retry=context.agent.retry, status_message=queued,
+        queue_limit=context.app_state.settings.queue_limit_per_caller,
         trace_context=tracing.current_context() if tracing else None)
-    if not start.replayed and not return_immediately:
-        wait_while_working(storage, start.task_id,
-                           context.app_state.settings.blocking_wait_seconds)
-    return storage.get_task(start.task_id, owner, agent_name, history_length)
-
-
-def wait_while_working(storage, task_id, seconds):
-    """Poll the task's state (a plain read each time) until it leaves
-    ``working`` or ``seconds`` pass; the state found."""
-    deadline = time.monotonic() + seconds
-    pause = POLL_FIRST
-    state = storage.task_state(task_id)
-    while state == "working" and time.monotonic() + pause < deadline:
-        time.sleep(pause)
-        pause = min(pause * 1.5, POLL_MOST)
-        state = storage.task_state(task_id)
-    return state
+    if not return_immediately:
+        # No transaction is open while waiting: the enqueue has committed. A
+        # replay waits too: blocking means the outcome, whoever sent it first.
+        storage.release_connection()  # 1,000 waiting calls need no 1,000
+        context.app_state.task_waits.wait(
+            start.task_id, context.app_state.settings.blocking_wait_seconds)
+    return _answer(context, storage.get_task(start.task_id, owner, agent_name,
+                                             history_length))
 
 
 def get(context: CallContext, task_id: str,
         history_length: Optional[int] = None) -> TaskRecord:
     # A key taken on trust (auth.authenticate) is checked by the read itself.
-    return context.storage.get_task(task_id, context.caller.id, context.agent.name,
-                                context.history_length(history_length),
-                                remembered_key=context.caller.remembered_key)
+    return _answer(context, context.storage.get_task(
+        task_id, context.caller.id, context.agent.name,
+        context.history_length(history_length),
+        remembered_key=context.caller.remembered_key))
 
 
 def cancel(context: CallContext, task_id: str) -> TaskRecord:
     context.storage.cancel_task(task_id, context.caller.id, context.agent.name)
-    return context.storage.get_task(task_id, context.caller.id, context.agent.name)
+    return _answer(context, context.storage.get_task(task_id, context.caller.id,
+                                                     context.agent.name))
 
 
 def list_tasks(context: CallContext, context_id=None, state=None, updated_after=None,
                limit=50, cursor=None, history_length=0,
                include_artifacts=False) -> TaskPage:
-    """The caller's tasks of this agent only, newest first, one page."""
-    return context.storage.list_tasks(
+    """The caller's tasks of this agent only, newest first, one page: it
+    ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
+    size, its history trimmed to fit: ``fit``)."""
+    budget = context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES
+    page = context.storage.list_tasks(
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,
-        history_length=history_length, include_artifacts=include_artifacts)
+        history_length=history_length, include_artifacts=include_artifacts,
+        max_bytes=budget)
+    if page.tasks:
+        fit(page.tasks[0], budget)
+    return page
 
 
 def count_tasks(context: CallContext, context_id=None, state=None,

@@ -5,6 +5,13 @@
 
 #: The Agent Card, and its pre-0.3 name, under an agent (and at the root).
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+#: Where clients look for an agent's card (below PREFIX/agents/<name>) when
+#: given another of its URLs as their base URL: its JSON-RPC endpoint or
+#: HTTP+JSON base (a resolver appending the card path), or the card URL
+#: itself (appended to: Python SDKs; resolved against, dropping its last
+#: segment: JS SDKs).
+CARD_ALIASES = ("/a2a" + CARD_PATHS[0], "/rest" + CARD_PATHS[0],
+                CARD_PATHS[0] + CARD_PATHS[0], "/.well-known" + CARD_PATHS[0])
 #: The JSON-RPC endpoint of the default agent at the host root.
 ROOT_RPC = "/a2a"
 
@@ -50,6 +57,11 @@ def health_path(settings):
     return settings.url_prefix + "/health"
 
 
+def jwks_path(settings):
+    """The public keys of signed cards (A2A_CARD_SIGNING_KEY), as a JWKS."""
+    return settings.url_prefix + "/jwks.json"
+
+
 def metrics_path(settings):
     return settings.url_prefix + "/metrics"
 
@@ -82,6 +94,8 @@ def owned_paths(settings):
     paths.append(health_path(settings))
     if settings.metrics:
         paths.append(metrics_path(settings))
+    if settings.card_signing_key:
+        paths.append(jwks_path(settings))
     return paths
 
 

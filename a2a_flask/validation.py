@@ -9,7 +9,34 @@ from . import errors
 NON_EMPTY = validate.Length(min=1, error="must not be empty.")
 
 
-class StrictInteger(fields.Integer):
+#: The largest integer a param may hold (a signed 32-bit integer, as the
+#: A2A proto's int32 fields): any more is refused, never overflows a column.
+INT_MAX = 2 ** 31 - 1
+
+
+class Text(fields.String):
+    """A string that every backend can store: no NUL character (a
+    PostgreSQL text value cannot hold one)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if "\x00" in text:
+            raise ValidationError("must not contain a NUL character.")
+        return text
+
+
+class BoundedInteger(fields.Integer):
+    """An integer up to INT_MAX; read from a query string (``strict`` off)
+    it may be a numeral."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        number = super()._deserialize(value, attr, data, **kwargs)
+        if number > INT_MAX:
+            raise ValidationError("must be at most %d." % INT_MAX)
+        return number
+
+
+class StrictInteger(BoundedInteger):
     """An integer that is really one: no bools, no floats, no strings."""
 
     def __init__(self, **kwargs):

@@ -18,12 +18,14 @@ import time
 
 from .agent import Turn, run_turn
 from .auth.callers import Caller
+from .waits import change_marker, wait_for_change
 
 log = logging.getLogger("a2a_flask")
 
-#: How long an idle dispatcher sleeps between looks at the queue (it backs
-#: off from the first to the second while nothing is queued).
-IDLE_SLEEP = (0.05, 0.5)
+#: The longest an idle dispatcher waits before it looks at the queue again:
+#: it looks at once when the store changed (waits.wait_for_change), or after
+#: waits.UNMARKED_TICK on a store that cannot tell (PostgreSQL).
+IDLE_SLEEP = 0.5
 #: Tries to store an outcome the storage refused (busy, full) before leaving
 #: it to the lease (the turn is then failed or retried).
 FINISH_ATTEMPTS = 5
@@ -104,15 +106,17 @@ class Worker:
                  self.id, ", ".join(self.agents) or "(none)", self.threads,
                  self.lease_seconds)
         upkeep_every = max(self.lease_seconds / 3.0, 0.2)
-        next_upkeep, idle = 0.0, IDLE_SLEEP[0]
+        next_upkeep = 0.0
         while not self._stopping.is_set():
             if time.monotonic() >= next_upkeep:
                 self._upkeep()
                 next_upkeep = time.monotonic() + upkeep_every
-            claimed = self._claim()
-            idle = IDLE_SLEEP[0] if claimed else min(idle * 2, IDLE_SLEEP[1])
-            if not claimed:
-                self._wake.wait(min(idle, max(next_upkeep - time.monotonic(), 0)))
+            # Read before the claim looks: a turn queued after the look
+            # changes the marker, and the wait below ends at once.
+            marker = change_marker(self.storage)
+            if not self._claim():
+                wait_for_change(self.storage, marker, min(
+                    IDLE_SLEEP, max(next_upkeep - time.monotonic(), 0)), self._wake)
                 self._wake.clear()
         self._drain(upkeep_every)
 
@@ -160,12 +164,14 @@ class Worker:
             agent = self.app_state.extension.agents[claimed.agent]
             turn = BackgroundTurn(self.storage, agent, claimed)
             tracing = self.app_state.tracing
+            limit = self.app_state.settings.max_turn_output_bytes
             if tracing is None:
-                outcome = run_turn(turn, store=self._store_outcome)
+                outcome = run_turn(turn, store=self._store_outcome,
+                                   max_output_bytes=limit)
             else:
                 with tracing.worker_span(claimed) as span:
                     outcome = run_turn(turn, store=self._store_outcome,
-                                       tracing=tracing)
+                                       tracing=tracing, max_output_bytes=limit)
                     span.set_attribute("a2a.outcome", outcome[0] if outcome
                                        else "discarded")
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,
@@ -176,6 +182,9 @@ class Worker:
             log.exception("worker %s: could not store the outcome of task %s; "
                           "its lease will expire", self.id, claimed.task_id)
         finally:
+            # The next turn's thread takes this connection instead of opening
+            # one (a burst of 1,000 turns ending together opened 1,000).
+            self.storage.release_connection()
             with self._lock:
                 self._running.pop(claimed.task_id, None)
             self._wake.set()

@@ -4,6 +4,8 @@ reproduced against real gunicorn servers, one figure line per finding.
     python bench/chaos.py              # all findings, about 2-3 minutes
     python bench/chaos.py --only 5,8   # some of them
 
+Findings 10-16 are a hostile caller's (bench/chaos_hostile.py).
+
 Runs ``gunicorn wsgi:app`` of the checkout this file is in, with the Python
 environment running it, on 127.0.0.1 only; each server has a fresh temporary
 database and its own process group, killed when its finding ends. Every load
@@ -583,7 +585,8 @@ def main(argv=None):
         ["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
         text=True).stdout.strip() or "no git"))
     print("| # | finding | figure |\n|---|---|---|")
-    for number, name, run in FINDINGS:
+    from chaos_hostile import FINDINGS as HOSTILE  # it imports this module
+    for number, name, run in FINDINGS + HOSTILE:
         if only and number not in only:
             continue
         try:

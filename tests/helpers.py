@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import re
+import time
 from datetime import datetime, timezone
 
 import jsonschema
@@ -215,3 +216,32 @@ def basic(name, password):
     """The header of HTTP Basic credentials."""
     pair = ("%s:%s" % (name, password)).encode()
     return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+
+
+def wait_until(predicate, timeout=30.0, what="condition"):
+    """``predicate()``'s first true value, polled every 50 ms; AssertionError
+    after ``timeout`` seconds (a bound for a stuck test, not a measurement)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def write_key(path, key, public=False):
+    """Write the PEM of ``key`` (a ``cryptography`` private key; ``public``:
+    its public key) to ``path``; return the path as a string."""
+    from cryptography.hazmat.primitives import serialization
+
+    if public:
+        data = key.public_key().public_bytes(
+            serialization.Encoding.PEM,
+            serialization.PublicFormat.SubjectPublicKeyInfo)
+    else:
+        data = key.private_bytes(serialization.Encoding.PEM,
+                                 serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+    path.write_bytes(data)
+    return str(path)

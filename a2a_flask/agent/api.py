@@ -87,6 +87,8 @@ class Turn:
         self._seq = message_seq
         self._history = None
         self._context_history = None
+        #: A2A_MAX_TURN_OUTPUT_BYTES, set by ``run_turn``.
+        self.max_output_bytes = None
         self._calls = 0
 
     @property
@@ -155,5 +157,9 @@ class Turn:
         """Show ``text`` as the task's status message while it is ``working``
         (``tasks/get`` sees it; it does not join the history). False once the
         task is no longer working (canceled): stop early."""
+        text = str(text)
+        limit = self.max_output_bytes
+        if limit is not None and len(text) * 4 > limit:  # UTF-8: 4 bytes at most
+            text = text[:limit // 8] + "..."  # a progress note, not an answer
         return self._store.progress(self.task_id, agent_message(
-            [text_part(str(text))], self.task_id, self.context_id))
+            [text_part(text)], self.task_id, self.context_id))

@@ -2,15 +2,20 @@
 returned (a reply, a question, a refusal, or a failure naming no internals)."""
 
 import logging
-from typing import Callable
+from typing import Callable, Optional
 
 from ..ids import new_id
 from ..messages import agent_message, text_part
+from ..storage.sizes import may_exceed, rough_size, size
 from .api import Reply, _StatusReply
 
 log = logging.getLogger("a2a_flask")
 
 FAILED_TEXT = "The agent could not complete this task because of an internal error."
+#: The failed status of a turn whose output is over A2A_MAX_TURN_OUTPUT_BYTES.
+TOO_LARGE_TEXT = ("The agent's answer was too large to keep: %d bytes, more than "
+                  "the %d bytes one turn may write (A2A_MAX_TURN_OUTPUT_BYTES). "
+                  "Nothing of it was stored.")
 
 
 def _artifact(spec, default_name=None):
@@ -45,6 +50,23 @@ def _failure(turn):
     return "failed", agent_message([text_part(FAILED_TEXT)], turn.task_id, turn.context_id), []
 
 
+def _too_large(turn, message, artifacts, limit):
+    """The failed outcome when the status message and artifacts are over
+    ``limit`` bytes (None: they fit). Capped when written, so that any task,
+    its history trimmed, fits an answer (A2A_MAX_ANSWER_BYTES)."""
+    rough = rough_size(message) + sum(rough_size(a) for a in artifacts)
+    if limit is None or not may_exceed(rough, limit):
+        return None
+    written = size(message) + sum(size(a) for a in artifacts)
+    if written <= limit:
+        return None
+    log.warning("agent %r answered task %s with %d bytes, more than "
+                "A2A_MAX_TURN_OUTPUT_BYTES (%d): the turn failed",
+                turn.agent.name, turn.task_id, written, limit)
+    return "failed", agent_message([text_part(TOO_LARGE_TEXT % (written, limit))],
+                                   turn.task_id, turn.context_id), []
+
+
 def store_outcome(turn, state, message, artifacts=()):
     """Store the outcome of a turn run in a request (conditional on the task
     being ``working``): its timestamp, or None when it was discarded."""
@@ -52,15 +74,19 @@ def store_outcome(turn, state, message, artifacts=()):
                                   state, message, artifacts)
 
 
-def run_turn(turn, store: Callable = store_outcome, tracing=None):
+def run_turn(turn, store: Callable = store_outcome, tracing=None,
+             max_output_bytes: Optional[int] = None):
     """Run the agent on ``turn`` and store the outcome with
     ``store(turn, state, message, artifacts)`` (the worker passes its own,
     which stores only while it holds the turn); ``tracing``: the app's
     spans, one around the agent's own work.
 
     Returns (state, status message, artifacts, timestamp) as stored, or None
-    when the task was canceled meanwhile and the outcome discarded.
+    when the task was canceled meanwhile and the outcome discarded. An
+    outcome over ``max_output_bytes`` (A2A_MAX_TURN_OUTPUT_BYTES) fails the
+    turn instead.
     """
+    turn.max_output_bytes = max_output_bytes
     try:
         if tracing is None:
             result = turn.agent.func(turn)
@@ -68,6 +94,9 @@ def run_turn(turn, store: Callable = store_outcome, tracing=None):
             with tracing.agent_span(turn):
                 result = turn.agent.func(turn)
         state, message, artifacts = _outcome(turn, result)
+        too_large = _too_large(turn, message, artifacts, max_output_bytes)
+        if too_large is not None:
+            state, message, artifacts = too_large
     except Exception:
         # The caller gets a failed task naming no internals; the log gets why.
         log.exception("agent %r failed on task %s", turn.agent.name, turn.task_id)

@@ -6,7 +6,7 @@ A2A schema."""
 from marshmallow import EXCLUDE, Schema, ValidationError, fields
 
 from ..messages import PartField
-from ..validation import NON_EMPTY, flatten_errors
+from ..validation import NON_EMPTY, Text, flatten_errors
 
 
 class AgentPartsSchema(Schema):
@@ -22,11 +22,11 @@ class AgentArtifactSchema(AgentPartsSchema):
     class Meta:
         unknown = EXCLUDE
 
-    artifactId = fields.String(validate=NON_EMPTY)
-    name = fields.String()
-    description = fields.String()
+    artifactId = Text(validate=NON_EMPTY)
+    name = Text()
+    description = Text()
     metadata = fields.Dict()
-    extensions = fields.List(fields.String())
+    extensions = fields.List(Text())
 
 
 class SkillSchema(Schema):
@@ -35,13 +35,13 @@ class SkillSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    id = fields.String(required=True, validate=NON_EMPTY)
-    name = fields.String(required=True, validate=NON_EMPTY)
-    description = fields.String(required=True)
-    tags = fields.List(fields.String(), load_default=list)
-    examples = fields.List(fields.String())
-    inputModes = fields.List(fields.String())
-    outputModes = fields.List(fields.String())
+    id = Text(required=True, validate=NON_EMPTY)
+    name = Text(required=True, validate=NON_EMPTY)
+    description = Text(required=True)
+    tags = fields.List(Text(), load_default=list)
+    examples = fields.List(Text())
+    inputModes = fields.List(Text())
+    outputModes = fields.List(Text())
 
 
 SKILLS = SkillSchema(many=True)

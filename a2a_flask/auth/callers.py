@@ -12,7 +12,8 @@ import binascii
 from typing import AbstractSet, Optional
 
 from .. import errors
-from .credentials import KEY_PREFIX
+from .credentials import KEY_PREFIX, key_owner
+from .proxies import client_address
 
 #: Where an OpenID provider publishes its configuration (OIDC Discovery 1.0).
 DISCOVERY_PATH = "/.well-known/openid-configuration"
@@ -80,13 +81,18 @@ def _basic(header):
 
 
 def _key_caller(key, remembered=None):
-    caller = Caller("key:" + key.id, "key", key.label or key.id, scope=key.scope)
+    caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope)
     caller.remembered_key = remembered
     return caller
 
 
 def authenticate(app_state, request, use_remembered_key=False):
     """The caller of ``request``, or ``Unauthenticated`` (HTTP 401).
+
+    Every credential the request presents must be valid: an API key header
+    beside an ``Authorization`` header is refused unless both are valid and
+    name the same caller (an invalid one is never passed over for a valid
+    one).
 
     ``use_remembered_key``: an API key this process found live lately is
     taken without a lookup; the caller's ``remembered_key`` is then set and
@@ -97,42 +103,19 @@ def authenticate(app_state, request, use_remembered_key=False):
     if app_state.settings.auth_off:
         return ANONYMOUS
     authorization = request.headers.get("Authorization", "")
-    scheme, _, credentials = authorization.partition(" ")
-    scheme, credentials = scheme.lower(), credentials.strip()
-    key = request.headers.get(app_state.settings.api_key_header)
-    if scheme == "bearer":
-        key = credentials
-        if app_state.tokens is not None and looks_like_jwt(key):
-            caller = _token_caller(app_state, key)
-            if caller is not None:
-                return caller
-    if key:
-        if use_remembered_key:
-            remembered = app_state.credentials.remembered_key(key)
-            if remembered is not None:
-                return _key_caller(*remembered)
-        found = app_state.credentials.find_key(key)
-        if found is not None:
-            return _key_caller(found)
-        if scheme == "bearer" and _takes_host_token(app_state, key):
-            caller = _host_caller(app_state.extension.hooks.token_caller(key), "token")
-            if caller is None:
-                raise errors.UnauthenticatedError(
-                    "The bearer token is not valid: neither an API key nor "
-                    "a token of this application.")
-            return caller
-        raise errors.UnauthenticatedError(KEY_REFUSED)
-    if scheme == "basic":
-        pair = _basic(credentials)
-        if pair is None:
-            raise errors.UnauthenticatedError("The HTTP Basic credentials are malformed.")
-        caller = _check_password(app_state, request, *pair)
-        if caller is None:
-            raise errors.UnauthenticatedError("Wrong username or password.")
-        return caller
+    header_key = request.headers.get(app_state.settings.api_key_header)
     if authorization:
-        raise errors.UnauthenticatedError(
-            "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
+        caller = _from_authorization(app_state, request, authorization,
+                                     use_remembered_key and not header_key)
+        if header_key and header_key != authorization.partition(" ")[2].strip():
+            other = _from_key(app_state, header_key, False, bearer=False)
+            if other.id != caller.id:
+                raise errors.UnauthenticatedError(
+                    "The %s header and the Authorization header name different "
+                    "callers: send one credential." % app_state.settings.api_key_header)
+        return caller
+    if header_key:
+        return _from_key(app_state, header_key, use_remembered_key, bearer=False)
     subject = (request.headers.get(app_state.settings.mtls_header)
                if app_state.settings.mtls_header else None)
     if subject:
@@ -152,6 +135,47 @@ def authenticate(app_state, request, use_remembered_key=False):
         "the %s header) or HTTP Basic credentials." % app_state.settings.api_key_header)
 
 
+def _from_authorization(app_state, request, authorization, use_remembered_key):
+    scheme, _, credentials = authorization.partition(" ")
+    scheme, credentials = scheme.lower(), credentials.strip()
+    if scheme == "bearer" and credentials:
+        if app_state.tokens is not None and looks_like_jwt(credentials):
+            caller = _token_caller(app_state, credentials)
+            if caller is not None:
+                return caller
+        return _from_key(app_state, credentials, use_remembered_key, bearer=True)
+    if scheme == "basic":
+        pair = _basic(credentials)
+        if pair is None:
+            raise errors.UnauthenticatedError("The HTTP Basic credentials are malformed.")
+        caller = _check_password(app_state, request, *pair)
+        if caller is None:
+            raise errors.UnauthenticatedError("Wrong username or password.")
+        return caller
+    raise errors.UnauthenticatedError(
+        "Unsupported Authorization scheme: use Bearer (an API key) or Basic.")
+
+
+def _from_key(app_state, key, use_remembered_key, bearer):
+    """The caller of an API key (or, as a bearer token, of the host's token
+    hook), or ``Unauthenticated``."""
+    if use_remembered_key:
+        remembered = app_state.credentials.remembered_key(key)
+        if remembered is not None:
+            return _key_caller(*remembered)
+    found = app_state.credentials.find_key(key)
+    if found is not None:
+        return _key_caller(found)
+    if bearer and _takes_host_token(app_state, key):
+        caller = _host_caller(app_state.extension.hooks.token_caller(key), "token")
+        if caller is None:
+            raise errors.UnauthenticatedError(
+                "The bearer token is not valid: neither an API key nor "
+                "a token of this application.")
+        return caller
+    raise errors.UnauthenticatedError(KEY_REFUSED)
+
+
 def basic_in_use(app_state):
     """HTTP Basic is offered: the host's password hook is set, or users exist."""
     return (app_state.extension.hooks.password_check is not None
@@ -161,15 +185,16 @@ def basic_in_use(app_state):
 def _check_password(app_state, request, name, password):
     """The caller for these Basic credentials, or None.
 
-    No password is hashed unless Basic is in use, nor once this user or this
-    address failed too often lately (429); a built-in user's password already
-    verified in this process is accepted without either.
+    No password is hashed unless Basic is in use, nor once this name failed
+    too often lately from this address, or from all (429); a built-in user's
+    password already verified in this process is accepted without either.
     """
     if not basic_in_use(app_state):
         raise errors.UnauthenticatedError(
             "HTTP Basic is not accepted here (no users are set up): send an "
             "API key.")
-    keys = ("user:" + name, "address:%s" % request.remote_addr)
+    keys = (client_address(app_state.settings.trusted_proxies, request.environ),
+            name)
 
     throttle = app_state.login_throttle
 

@@ -51,6 +51,11 @@ def _proof(stored_hash, password):
     return hashlib.sha256((stored_hash + "\0" + password).encode("utf-8")).digest()
 
 
+def key_owner(key_id):
+    """The owner of the tasks of the callers using API key ``key_id``."""
+    return "key:" + key_id
+
+
 class CredentialError(Exception):
     """A credential command could not be carried out; the text says why."""
 
@@ -112,11 +117,17 @@ class Credentials:
         return [ApiKey(*row.astuple()) for row in self.storage.keys()]
 
     def revoke_key(self, key_id):
+        """Revoke the key, then cancel its tasks that are ``working``: its
+        queued background turns never start, its running ones see
+        ``turn.canceled``. Returns the tasks canceled (revoking again cancels
+        what is left)."""
         try:
             self.storage.revoke_key(key_id)
         except KeyNotFoundError:
             raise CredentialError("no API key with id %r (see: a2a keys list)"
                                   % key_id) from None
+        return self.storage.cancel_tasks(owner=key_owner(key_id),
+                                         states=["working"])
 
     def find_key(self, secret):
         """The live key with this secret, or None; records its use."""

@@ -58,7 +58,10 @@ def keys_list():
 @keys_cli.command("revoke")
 @click.argument("key_id")
 def keys_revoke(key_id):
-    """Revoke a key: every worker refuses it from the next request on."""
+    """Revoke a key: every worker refuses it from the next request on, and
+    its working tasks are canceled (queued background turns never start,
+    running ones see turn.canceled)."""
     with as_click_error():
-        app_state().credentials.revoke_key(key_id)
-    click.echo("Revoked API key %s." % key_id)
+        canceled = app_state().credentials.revoke_key(key_id)
+    click.echo("Revoked API key %s; canceled %d of its working tasks."
+               % (key_id, len(canceled)))

@@ -1,4 +1,4 @@
-"""``flask a2a tasks ...``: list, show, prune and reassign tasks.
+"""``flask a2a tasks ...``: list, show, cancel, prune and reassign tasks.
 
 Safe while the service runs: reads are plain reads, deletions run in small
 transactions (``Storage.prune``).
@@ -15,7 +15,7 @@ from ..storage.base import TERMINAL_STATES, WAITING_STATES
 from ..storage.common import now_iso
 from .common import app_storage, echo_json, app_state, table
 
-tasks_cli = AppGroup("tasks", help="List, show, prune and reassign tasks.")
+tasks_cli = AppGroup("tasks", help="List, show, cancel, prune and reassign tasks.")
 
 STATES = sorted(TERMINAL_STATES | WAITING_STATES | {"working"})
 
@@ -125,6 +125,35 @@ def tasks_prune(older_than, dry_run):
     click.echo("Removed %(tasks)d finished tasks, %(messages)d messages, "
                "%(artifacts)d artifacts and %(deliveries)d retry records" % total
                + " last updated before %s." % cutoff)
+
+
+OPEN_STATES = sorted(WAITING_STATES | {"working"})
+
+
+@tasks_cli.command("cancel")
+@click.option("--caller", default=None,
+              help="This caller's tasks (as `tasks list` shows it, e.g. "
+                   "key:key_0123abcd or user:alice).")
+@click.option("--task", "task_id", default=None, help="This task.")
+@click.option("--agent", default=None, help="This agent's tasks.")
+@click.option("--state", "states", type=click.Choice(OPEN_STATES), multiple=True,
+              help="Only tasks in this state (repeat for several; default: "
+                   "every state that is not final).")
+@click.option("--dry-run", is_flag=True, help="List what would be canceled; "
+                                              "change nothing.")
+def tasks_cancel(caller, task_id, agent, states, dry_run):
+    """Cancel tasks: queued background turns never start, running ones see
+    turn.canceled and their outcome is discarded. Give at least one of
+    --caller, --task, --agent; finished tasks are left as they are."""
+    if caller is None and task_id is None and agent is None:
+        raise click.UsageError("give --caller, --task or --agent (or several)")
+    tasks = [_task_row(task) for task in app_storage().cancel_tasks(
+        owner=caller, agent=agent, task_id=task_id, states=states or None,
+        dry_run=dry_run)]
+    if tasks:
+        _task_table(tasks)
+    click.echo("%s %d tasks." % ("Would cancel" if dry_run else "Canceled",
+                                 len(tasks)))
 
 
 #: The callers' ids: kind:name (auth/callers.py makes them).

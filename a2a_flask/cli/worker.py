@@ -8,8 +8,12 @@ from .common import app_state
 
 @click.command("worker")
 @with_appcontext
-@click.option("--threads", type=click.IntRange(1, 1000), default=1,
-              show_default=True, help="Turns run at once by this process.")
+@click.option("--threads", type=click.IntRange(1, 4096), default=1,
+              show_default=True,
+              help="Turns run at once by this process, at most: a thread is "
+                   "started per claimed turn and ends with it (an idle worker "
+                   "holds none). Agents that wait on a model: hundreds; "
+                   "CPU-heavy agents: about the cores.")
 @click.option("--agents", default=None,
               help="Only these background agents (names separated by commas); "
                    "default: every background agent.")
@@ -45,12 +49,7 @@ def _log_to_stderr(log_format):
     A2A_LOG_FORMAT, unless the host app already routes ``a2a_flask``."""
     import logging
 
-    from ..logs import LEVEL, formatter
+    from ..logs import LEVEL, log_to_stderr
 
-    logger = logging.getLogger("a2a_flask")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(formatter(log_format))
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(LEVEL)
+    log_to_stderr(log_format)
+    logging.getLogger("a2a_flask").setLevel(LEVEL)

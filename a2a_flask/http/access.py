@@ -15,6 +15,9 @@ import time
 
 from flask import g, request
 
+from ..auth.proxies import client_address
+from ..logs import clean
+
 log = logging.getLogger("a2a_flask.access")
 
 
@@ -75,31 +78,63 @@ def call_fields(agent, envelope, caller, response, result=None):
             fields["taskId"] = data["taskId"]
     if fields["taskId"] is None and envelope is not None:
         fields["taskId"] = _task_from_params(envelope.params)
+    for name in _CALLER_SENT:
+        fields[name] = clean(fields[name])
     return fields
+
+
+#: The fields a caller may have written (a method name, ids, a state read
+#: back from its own answer): escaped and cut before any record holds them.
+_CALLER_SENT = ("agent", "method", "taskId", "contextId", "caller", "state")
+
+
+def _value(value):
+    """A field in the plain record: quoted when it holds a space, ``=`` or a
+    quote, so no value reads as another ``key=value``."""
+    if value is None:
+        return "-"
+    text = str(value)
+    if not text or " " in text or "=" in text or '"' in text:
+        return '"%s"' % text.replace('"', '\\"')  # escaped already: no controls
+    return text
 
 
 def _text(fields):
     outcome = fields["state"] if fields["state"] is not None else (
         fields["code"] if fields["code"] is not None else "ok")
-    return ("call agent=%s method=%s task=%s context=%s caller=%s outcome=%s "
+    text = ("call agent=%s method=%s task=%s context=%s caller=%s outcome=%s "
             "ms=%.1f version=%s" % (
-                fields["agent"], fields["method"] or "-", fields["taskId"] or "-",
-                fields["contextId"] or "-", fields["caller"] or "-", outcome,
-                fields["ms"], fields["version"]))
+                _value(fields["agent"]), _value(fields["method"]),
+                _value(fields["taskId"]), _value(fields["contextId"]),
+                _value(fields["caller"]), _value(outcome), fields["ms"],
+                fields["version"]))
+    if fields.get("dropped"):
+        text += " dropped=%d" % fields["dropped"]
+    return text
 
 
-def logged_call(agent, answer, observe=None, tracing=None):
+
+
+def _anonymous_refusal(fields, caller):
+    return caller is None and (fields["status"] >= 400
+                               or fields["code"] is not None)
+
+
+def logged_call(agent, answer, observe=None, tracing=None, refusals=None):
     """``answer()``, the call's response, with its access record logged (and
     passed to ``observe(fields)``, the metrics, when given); with
-    ``tracing``, inside the call's server span, described by the record."""
+    ``tracing``, inside the call's server span, described by the record; an
+    anonymous refusal only as far as ``refusals`` (a ``logs.RefusalBudget``)
+    admits."""
     if tracing is not None:
         with tracing.server_span(agent, request.headers) as span:
             return _logged_call(agent, answer, observe, lambda fields, caller:
-                                tracing.end_call(span, fields, caller and caller.kind))
-    return _logged_call(agent, answer, observe)
+                                tracing.end_call(span, fields, caller and caller.kind),
+                                refusals)
+    return _logged_call(agent, answer, observe, refusals=refusals)
 
 
-def _logged_call(agent, answer, observe=None, describe=None):
+def _logged_call(agent, answer, observe=None, describe=None, refusals=None):
     g.a2a_call = (None, None)
     g.a2a_version = "0.3"
     g.a2a_result = None
@@ -113,7 +148,11 @@ def _logged_call(agent, answer, observe=None, describe=None):
     fields["ms"] = round(elapsed_ms, 1)
     if describe is not None:
         describe(fields, caller)
-    if log.isEnabledFor(logging.INFO):
+    logged = log.isEnabledFor(logging.INFO)
+    if logged and refusals is not None and _anonymous_refusal(fields, caller):
+        logged, fields["dropped"] = refusals.admit(
+            client_address(refusals.trusted_proxies, request.environ))
+    if logged:
         # log.info() less its search of the stack for the caller's source
         # line, which no format here shows: a record on every call.
         log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0,

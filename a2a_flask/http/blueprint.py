@@ -12,6 +12,7 @@ from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
 from . import discovery, try_page
+from .headers import add_headers
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
 
@@ -53,12 +54,20 @@ def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
     @bp.route(urls.rpc_rule(settings), methods=["POST"])
+    @bp.route(urls.rpc_rule(settings) + "/", methods=["POST"])
     def rpc(name):
+        # Also with a trailing slash: a client that joins "/" to the card's
+        # URL (httpx with the endpoint as base_url, the 1.0-dev kit) posts there.
         return _rpc(name)
 
     for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
         bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, discovery.card,
                         methods=["GET"])
+    for index, path in enumerate(urls.CARD_ALIASES):
+        bp.add_url_rule(urls.agent_rule(settings) + path, "card_alias_%d" % index,
+                        discovery.card, methods=["GET"])
+    bp.add_url_rule(urls.agents_tree(settings) + urls.CARD_PATHS[0],
+                    "agentless_card", discovery.agentless_card, methods=["GET"])
     if settings.try_page:
         bp.add_url_rule(urls.agent_rule(settings) + "/", "try_page", try_page.view,
                         methods=["GET"])
@@ -66,6 +75,10 @@ def make_blueprint(settings):
                     methods=["GET"])
     bp.add_url_rule(urls.health_path(settings), "health", discovery.health,
                     methods=["GET"])
+
+    if settings.card_signing_key:
+        bp.add_url_rule(urls.jwks_path(settings), "jwks", discovery.jwks,
+                        methods=["GET"])
 
     if settings.metrics:
         @bp.route(urls.metrics_path(settings), methods=["GET"])
@@ -75,6 +88,7 @@ def make_blueprint(settings):
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
         @bp.route(urls.ROOT_RPC, methods=["POST"])
+        @bp.route(urls.ROOT_RPC + "/", methods=["POST"])
         def default_rpc():
             return _rpc(current_app_state().settings.default_agent, at_root=True)
 
@@ -93,4 +107,5 @@ def make_blueprint(settings):
     add_fallbacks(bp, urls.owned_paths(settings),
                   rest=lambda path: urls.is_rest_path(settings, path),
                   rest_error=rest.rest_error)
+    add_headers(bp)
     return bp

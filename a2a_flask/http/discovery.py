@@ -8,6 +8,7 @@ from flask import request
 
 from .. import errors, urls
 from ..auth.callers import authenticate, authorize
+from ..protocol.card_http import asked_form, card_response
 from ..protocol.cards import agent_card, base_url
 from ..protocol.jsonrpc import error_response, json_response
 from .pipeline import current_app_state, storage_error
@@ -33,11 +34,33 @@ def card(name, at_root=False):
         agent = app_state.reachable_agent(name)
         if caller is not None:
             authorize(caller, agent, app_state.settings.oidc_required_scopes)
-        return json_response(agent_card(app_state, agent, at_root))
+        card = agent_card(app_state, agent, at_root, form=asked_form(request))
+        return card_response(app_state, card, public=caller is None)
     except errors.A2AError as exc:
         return error_response(exc, bare=True)
     except Exception as exc:  # the key lookup met a storage failure
         return _unavailable(app_state, exc)
+
+
+def agentless_card():
+    """``PREFIX/agents/.well-known/agent-card.json``: where a JS client given
+    ``PREFIX/agents/<name>`` (no trailing slash) looks; the agent's name was
+    dropped, and no agent is guessed."""
+    settings = current_app_state().settings
+    return error_response(errors.AgentNotFoundError(
+        "No agent is named in this URL. Give clients the agent's URL with a "
+        "trailing slash, %s/<name>/ (its card is at %s)." % (
+            urls.agents_tree(settings), urls.card_path(settings, "<name>"))),
+        bare=True)
+
+
+def jwks():
+    """The public keys of signed cards (A2A_CARD_SIGNING_KEY), as a JWKS."""
+    app_state = current_app_state()
+    response = json_response(app_state.card_signer.jwks)
+    response.cache_control.public = True
+    response.cache_control.max_age = app_state.settings.card_max_age
+    return response
 
 
 def agent_list():

@@ -120,4 +120,4 @@ def answer_call(call, agent_name, at_root=False):
 
     return access.logged_call(
         agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None,
-        app_state.tracing)
+        app_state.tracing, app_state.refusals)

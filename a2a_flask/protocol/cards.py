@@ -57,45 +57,120 @@ def agent_url(settings, name, at_root=False):
     return base_url(settings) + urls.agent_path(settings, name, at_root)
 
 
-def agent_card(app_state, agent, at_root=False, extended=False):
-    """The AgentCard of ``agent``; ``at_root``: as the default agent at /a2a."""
+#: The members of the 1.0 AgentCard (proto ``lf.a2a.v1.AgentCard``) but
+#: ``signatures``: of an agent's extra card members (``card=``), the 1.0
+#: form keeps these only.
+V10_MEMBERS = frozenset((
+    "name", "description", "supportedInterfaces", "provider", "version",
+    "documentationUrl", "capabilities", "securitySchemes",
+    "securityRequirements", "defaultInputModes", "defaultOutputModes",
+    "skills", "iconUrl"))
+
+
+def card_v10(app_state, agent, at_root=False, extended=False):
+    """The AgentCard of ``agent`` in pure A2A 1.0 form (unsigned);
+    ``at_root``: as the default agent at /a2a."""
     url = agent_url(app_state.settings, agent.name, at_root)
     schemes, security = security_requirements(app_state, agent)
     description = agent.description
     if app_state.settings.auth_off:
         description += " (Authentication is off on this service.)"
     card = {
-        "protocolVersion": PROTOCOL_VERSION,
         "name": agent.name,
         "description": description,
+        "supportedInterfaces": supported_interfaces(
+            app_state.settings, agent.name, at_root, url),
+        "version": agent.version,
+        "capabilities": {"streaming": False, "pushNotifications": False,
+                         "extendedAgentCard": _offers_extended(app_state, agent),
+                         "extensions": [MESSAGE_ID_ONCE_EXTENSION]},
+        "defaultInputModes": agent.input_modes,
+        "defaultOutputModes": agent.output_modes,
+        "skills": agent.skills + (agent.extended_skills if extended else []),
+    }
+    if schemes:
+        card["securitySchemes"] = {name: _v10_scheme(scheme)
+                                   for name, scheme in schemes.items()}
+        card["securityRequirements"] = [
+            {"schemes": {name: {"list": scopes} for name, scopes in item.items()}}
+            for item in security]
+    card.update((key, value) for key, value in agent.card.items()
+                if key in V10_MEMBERS)
+    return card
+
+
+def compatible_card(app_state, agent, v10_card, at_root=False):
+    """``v10_card`` with the 0.3 members beside the 1.0 ones (the official
+    SDK's compatible form): a 0.3 reader finds ``url``/``preferredTransport``,
+    a 1.0 reader ignores them."""
+    url = v10_card["supportedInterfaces"][0]["url"]
+    schemes, security = security_requirements(app_state, agent)
+    capabilities = v10_card["capabilities"]
+    # The 0.3 reader's order: its own members first, as the 0.3 schema lists them.
+    card = {
+        "protocolVersion": PROTOCOL_VERSION,
+        "name": v10_card["name"],
+        "description": v10_card["description"],
         "url": url,
         "preferredTransport": "JSONRPC",
         # The spec asks the main URL to be repeated here; some clients (and
         # conformance kits) find the JSON-RPC endpoint only through it.
         "additionalInterfaces": [{"url": url, "transport": "JSONRPC"}],
-        "version": agent.version,
-        "capabilities": {"streaming": False, "pushNotifications": False,
-                         "stateTransitionHistory": False,
-                         "extendedAgentCard": (agent.has_extended_card
-                                               and not app_state.settings.auth_off),
-                         "extensions": [MESSAGE_ID_ONCE_EXTENSION]},
-        "defaultInputModes": agent.input_modes,
-        "defaultOutputModes": agent.output_modes,
-        "skills": agent.skills + (agent.extended_skills if extended else []),
-        "supportsAuthenticatedExtendedCard": (
-            agent.has_extended_card and not app_state.settings.auth_off),
+        "version": v10_card["version"],
+        "capabilities": dict({"streaming": capabilities["streaming"],
+                              "pushNotifications": capabilities["pushNotifications"],
+                              "stateTransitionHistory": False}, **capabilities),
+        "defaultInputModes": v10_card["defaultInputModes"],
+        "defaultOutputModes": v10_card["defaultOutputModes"],
+        "skills": v10_card["skills"],
+        "supportsAuthenticatedExtendedCard": _offers_extended(app_state, agent),
     }
-    card["supportedInterfaces"] = supported_interfaces(app_state.settings,
-                                                       agent.name, at_root, url)
+    for key, value in v10_card.items():
+        if key not in ("securitySchemes", "securityRequirements"):
+            card.setdefault(key, value)
     if schemes:
         card["securitySchemes"] = {name: _both_forms(scheme)
                                    for name, scheme in schemes.items()}
         card["security"] = security
-        card["securityRequirements"] = [
-            {"schemes": {name: {"list": scopes} for name, scopes in item.items()}}
-            for item in security]
+        card["securityRequirements"] = v10_card["securityRequirements"]
     card.update(agent.card)
     return card
+
+
+def agent_card(app_state, agent, at_root=False, extended=False, form="0.3"):
+    """The card served to a caller of protocol version ``form`` ("1.0": the
+    pure 1.0 card; else the 0.3-compatible one), signed when
+    A2A_CARD_SIGNING_KEY is set: both forms carry the signature of the 1.0
+    card, which a 1.0 reader of either finds."""
+    card = card_v10(app_state, agent, at_root, extended)
+    signer = app_state.card_signer
+    signatures = signer.signatures(card) if signer is not None else None
+    if form != PROTOCOL_VERSION_V10:
+        card = compatible_card(app_state, agent, card, at_root)
+    if signatures:
+        card["signatures"] = signatures
+    return card
+
+
+def v10_reading(card):
+    """What a 1.0 reader finds in a card of either form: its 1.0 members
+    only (each security scheme its 1.0 member), as a verifier of its
+    signature reads it."""
+    found = {key: value for key, value in card.items()
+             if key in V10_MEMBERS or key == "signatures"}
+    capabilities = dict(found.get("capabilities") or {})
+    capabilities.pop("stateTransitionHistory", None)
+    found["capabilities"] = capabilities
+    if "securitySchemes" in found:
+        kinds = {kind for kind, _ in _V10_SCHEMES.values()}
+        found["securitySchemes"] = {
+            name: {kind: body for kind, body in scheme.items() if kind in kinds}
+            for name, scheme in found["securitySchemes"].items()}
+    return found
+
+
+def _offers_extended(app_state, agent):
+    return agent.has_extended_card and not app_state.settings.auth_off
 
 
 def supported_interfaces(settings, name, at_root, rpc_url):
@@ -114,26 +189,35 @@ def supported_interfaces(settings, name, at_root, rpc_url):
     ]
 
 
+#: 0.3 security scheme ``type`` -> (the 1.0 SecurityScheme member naming
+#: that kind, {0.3 member: 1.0 member}).
+_V10_SCHEMES = {
+    "apiKey": ("apiKeySecurityScheme", {"in": "location", "name": "name"}),
+    "http": ("httpAuthSecurityScheme", {"scheme": "scheme",
+                                        "bearerFormat": "bearerFormat"}),
+    "oauth2": ("oauth2SecurityScheme", {"flows": "flows",
+                                        "oauth2MetadataUrl": "oauth2MetadataUrl"}),
+    "openIdConnect": ("openIdConnectSecurityScheme",
+                      {"openIdConnectUrl": "openIdConnectUrl"}),
+    "mutualTLS": ("mtlsSecurityScheme", {}),
+}
+
+
+def _v10_scheme(scheme):
+    """The 1.0 SecurityScheme of a 0.3 one (a oneof: one member naming the
+    kind); empty members are left out, as 1.0 omits default values."""
+    kind, members = _V10_SCHEMES[scheme["type"]]
+    body = {new: scheme[old] for old, new in members.items() if scheme.get(old)}
+    if scheme.get("description"):
+        body["description"] = scheme["description"]
+    return {kind: body}
+
+
 def _both_forms(scheme):
     """A 0.3 security scheme with its 1.0 form beside it in the same object
     (``apiKeySecurityScheme``/``httpAuthSecurityScheme``), as the official
     SDK's compatible cards do: each version's reader takes its own members."""
     both = dict(scheme)
-    if scheme["type"] == "apiKey":
-        both["apiKeySecurityScheme"] = {
-            "location": scheme["in"], "name": scheme["name"],
-            "description": scheme.get("description", "")}
-    elif scheme["type"] == "http":
-        both["httpAuthSecurityScheme"] = {
-            "scheme": scheme["scheme"],
-            "description": scheme.get("description", "")}
-    elif scheme["type"] == "openIdConnect":
-        both["openIdConnectSecurityScheme"] = {
-            "openIdConnectUrl": scheme["openIdConnectUrl"],
-            "description": scheme["description"]}
-    elif scheme["type"] == "oauth2":
-        both["oauth2SecurityScheme"] = {"flows": scheme["flows"],
-                                        "description": scheme["description"]}
-    elif scheme["type"] == "mutualTLS":
-        both["mtlsSecurityScheme"] = {"description": scheme["description"]}
+    both.update(_v10_scheme(scheme))
     return both
+

@@ -42,6 +42,7 @@ ANSWERS: Dict[Type[errors.A2AError], Answer] = {
     errors.VersionNotSupportedError: Answer("VERSION_NOT_SUPPORTED", 400,
                                             _PRECONDITION),
     errors.ServiceUnavailableError: Answer("STORAGE_UNAVAILABLE", 503),
+    errors.QueueFullError: Answer("QUEUE_FULL", 429),
     errors.InternalError: Answer(None, 500),
 }
 _DEFAULT = Answer(None, 400)
@@ -99,7 +100,7 @@ V03 = Wording("tasks/get", str)
 def outcome_error(exc: storage.StorageError, wording: Wording) -> errors.A2AError:
     """The A2A error for a neutral storage outcome the caller caused."""
     if isinstance(exc, storage.NoSuchTaskError):
-        return errors.TaskNotFoundError(data={"taskId": exc.task_id})
+        return errors.TaskNotFoundError(data={"taskId": errors.echo(exc.task_id)})
     if isinstance(exc, storage.MessageIdReusedError):
         return errors.InvalidParamsError(
             "message.messageId: this messageId was already used for a "
@@ -125,6 +126,11 @@ def outcome_error(exc: storage.StorageError, wording: Wording) -> errors.A2AErro
             "now; poll %s until it waits for input." % (exc.task_id, exc.state,
                                                         wording.get_task),
             data={"field": "message.taskId", "state": exc.state})
+    if isinstance(exc, storage.QueueFullError):
+        return errors.QueueFullError(
+            "This caller already has %d background turns waiting for a "
+            "worker (A2A_QUEUE_LIMIT_PER_CALLER): nothing was stored. Retry "
+            "once some have started." % exc.limit, limit=exc.limit)
     if isinstance(exc, storage.TaskEndedError):
         return errors.TaskNotCancelableError(
             "Task %s is %s, a terminal state, and cannot be canceled."

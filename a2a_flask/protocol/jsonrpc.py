@@ -16,6 +16,7 @@ from flask import Response
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from .. import errors
+from ..validation import Text
 
 class JsonRpcId(fields.Field):
     """A JSON-RPC id: a string, an integer or null (a bool is not an integer)."""
@@ -35,7 +36,7 @@ class EnvelopeSchema(Schema):
         unknown = EXCLUDE
 
     id = JsonRpcId(allow_none=True)
-    method = fields.String(required=True)
+    method = Text(required=True)
     jsonrpc = fields.Raw(required=True, allow_none=True)
     params = fields.Raw(allow_none=True)
 
@@ -97,11 +98,57 @@ def _check_depth(text):
         raise _TooDeep()
 
 
+class _DuplicateMember(ValueError):
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+def _unique_members(pairs):
+    # A member named twice would resolve to the last, while something in
+    # front of the service (a proxy, a WAF) may read the first: refused.
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _DuplicateMember(name)
+            seen.add(name)
+    return value
+
+
+#: Built once: ``json.loads`` with any option builds a decoder per call,
+#: which costs more than the duplicate check the hook adds.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant,
+                            parse_float=_finite_float,
+                            object_pairs_hook=_unique_members)
+
+
 def decode_json(body):
+    """The JSON value of a request body, or the A2A error it deserves:
+    ``ParseError`` (not UTF-8 JSON, or nested too deep),
+    ``InvalidRequestError`` (a member named twice in one object, named in
+    ``data.field``)."""
+    try:
+        return _decode(body)
+    except _TooDeep:
+        raise errors.ParseError(
+            "The request body is JSON nested more than %d levels deep, more "
+            "than this service reads." % MAX_DEPTH) from None
+    except _DuplicateMember as exc:
+        raise errors.InvalidRequestError(
+            "The request body names the member %s twice in one object: each "
+            "member may appear once." % json.dumps(errors.echo(exc.name)),
+            data={"field": errors.echo(exc.name)}) from None
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError too
+        raise errors.ParseError(
+            "The request body is not valid UTF-8 JSON.") from None
+
+
+def _decode(body):
     text = body.decode("utf-8")  # strict: other encodings are parse errors
     try:
-        data = json.loads(text, parse_constant=_reject_constant,
-                          parse_float=_finite_float)
+        data = _DECODER.decode(text)
     except RecursionError:
         raise _TooDeep() from None
     # Both checks below walk the whole value; the cheap scans of the text keep
@@ -130,13 +177,8 @@ class Envelope:
     def parse(cls, body, strict=False):
         try:
             data = decode_json(body)
-        except _TooDeep:
-            return cls(error=errors.ParseError(
-                "The request body is JSON nested more than %d levels deep, more "
-                "than this service reads." % MAX_DEPTH))
-        except ValueError:  # UnicodeDecodeError and JSONDecodeError too
-            return cls(error=errors.ParseError(
-                "The request body is not valid UTF-8 JSON."))
+        except errors.A2AError as exc:
+            return cls(error=exc)
         if isinstance(data, list):
             return cls(error=errors.InvalidRequestError(
                 "Batch requests are not supported: send one JSON-RPC call per "

@@ -88,8 +88,9 @@ def version_error(asked: str) -> Optional[errors.VersionNotSupportedError]:
         return None
     return errors.VersionNotSupportedError(
         "A2A-Version %r is not served here: this agent speaks 1.0 (send "
-        "A2A-Version: 1.0) and 0.3 (no header)." % asked,
-        data={"requestedVersion": asked, "supportedVersions": "1.0, 0.3"})
+        "A2A-Version: 1.0) and 0.3 (no header)." % errors.echo(asked),
+        data={"requestedVersion": errors.echo(asked),
+              "supportedVersions": "1.0, 0.3"})
 
 
 def _refuse(error):

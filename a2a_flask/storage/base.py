@@ -28,10 +28,12 @@ Rules every backend keeps:
 """
 
 # The records, states and errors are part of the contract (re-exported here).
-from .contract import AdminStorage, CredentialStorage, QueueStorage, TaskStorage
+from .contract import (
+    AdminStorage, CredentialStorage, QueueStorage, TaskStorage, WaitStorage,
+)
 from .errors import (  # noqa: F401
     ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
-    RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
+    QueueFullError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
     StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
     UserExistsError, UserNotFoundError,
 )
@@ -44,7 +46,8 @@ from .states import (  # noqa: F401
 )
 
 
-class Storage(TaskStorage, QueueStorage, CredentialStorage, AdminStorage):
+class Storage(TaskStorage, QueueStorage, CredentialStorage, AdminStorage,
+              WaitStorage):
     """Tasks, messages, artifacts, retry records, the turn queue, keys and
     users: the whole contract (``contract/``), one class per backend.
 

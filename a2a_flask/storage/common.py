@@ -12,7 +12,10 @@ from ..ids import new_id  # noqa: F401  (the backends' ids)
 def now_iso(moment=None):
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
     now = moment or datetime.now(timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    text = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    if now.year < 1000:  # strftime writes year 5 as "5": compared as text, wrong
+        text = "%04d%s" % (now.year, text[text.index("-"):])
+    return text
 
 
 def dumps(value):
@@ -58,7 +61,9 @@ def decode_cursor(cursor):
         updated_at, task_id = base64.urlsafe_b64decode(
             cursor.encode("ascii")).decode("utf-8").split("|")
     except (UnicodeError, ValueError, TypeError) as exc:
-        raise ValueError("not a cursor of this list: %r" % cursor) from exc
+        raise ValueError("not a cursor of this list") from exc
+    if "\x00" in updated_at or "\x00" in task_id:  # no backend stores one
+        raise ValueError("not a cursor of this list")
     return updated_at, task_id
 
 

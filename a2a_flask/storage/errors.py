@@ -57,6 +57,16 @@ class TaskEndedError(StorageError):
         self.state = state
 
 
+class QueueFullError(StorageError):
+    """The caller already has ``limit`` background turns queued (not yet
+    started): nothing was stored."""
+
+    def __init__(self, owner, limit):
+        super().__init__(owner, limit)
+        self.owner = owner
+        self.limit = limit
+
+
 class RememberedKeyRevokedError(StorageError):
     """The caller's API key (taken on trust: ``remembered_key``) is revoked or gone;
     nothing was written."""

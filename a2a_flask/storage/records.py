@@ -80,7 +80,7 @@ class ClaimedTurn:
         #: 1 on the first claim; more when an expired lease re-queued it.
         self.attempts = attempts
         self.retry = retry
-        #: The trace context of the call that queued it (``enqueue_turn``).
+        #: The W3C trace context given to ``enqueue_turn`` (text), or None.
         self.trace_context = trace_context
 
     def __repr__(self):

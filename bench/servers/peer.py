@@ -34,12 +34,18 @@ from a2a.utils import new_task
 
 from launch import init_db, make_store, serve_uvicorn  # the script's folder is on sys.path
 
+#: PEER_WAITS=1: the executor first sleeps the seconds the user's text names,
+#: as an agent waiting on a model (bench/waiting.py).
+WAITS = os.environ.get("PEER_WAITS") == "1"
+
 
 class EchoExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task or new_task(context.message)
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
+        if WAITS:  # bench/waiting.py: the text is how long a model takes
+            await asyncio.sleep(float(context.get_user_input()))
         await updater.add_artifact([Part(root=TextPart(text=context.get_user_input()))], name="echo")
         await updater.complete()
 

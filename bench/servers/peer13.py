@@ -30,12 +30,18 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 
 from launch import init_db, make_store, serve_uvicorn  # the script's folder is on sys.path
 
+#: PEER_WAITS=1: the executor first sleeps the seconds the user's text names,
+#: as an agent waiting on a model (bench/waiting.py).
+WAITS = os.environ.get("PEER_WAITS") == "1"
+
 
 class EchoExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue) -> None:
         task = context.current_task or new_task_from_user_message(context.message)
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
+        if WAITS:  # bench/waiting.py: the text is how long a model takes
+            await asyncio.sleep(float(context.get_user_input()))
         await updater.add_artifact([new_text_part(context.get_user_input())], name="echo")
         await updater.complete()
 

@@ -162,7 +162,7 @@ def test_db_check_backup_upgrade(tmp_path, make_app):
     task = rpc.send("keep me", agent="echo")
 
     checked = _ok(flask_a2a(db, "db", "check"))
-    assert "Integrity: ok" in checked and "Schema version: 6" in checked
+    assert "Integrity: ok" in checked and "Schema version: 7" in checked
 
     copy = tmp_path / "backup.sqlite3"
     backed = _ok(flask_a2a(db, "db", "backup", str(copy)))
@@ -230,9 +230,9 @@ def test_auto_migrate_off_refuses_until_db_upgrade(tmp_path, make_app):
     checked = flask_a2a(db, "db", "check", env={"A2A_AUTO_MIGRATE": "0"})
     assert checked.returncode == 1 and "db upgrade" in checked.stdout
     upgraded = _ok(flask_a2a(db, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
-    assert "from version 0 to 6" in upgraded
+    assert "from version 0 to 7" in upgraded
 
     # The same app, without a restart: serves now.
     assert app.test_client().get("/api/v1/health").get_json() == {
-        "status": "ok", "database": "ok", "schemaVersion": 6}
+        "status": "ok", "database": "ok", "schemaVersion": 7}
     assert rpc.send("hi")["status"]["state"] == "completed"

@@ -60,7 +60,7 @@ def host_json(exc):
 # -- trap 2: host error handlers ------------------------------------------------
 
 OUR_UNKNOWN_PATHS = ["/api/v1/agents/echo/nope", "/api/v1/agents/",
-                     "/api/v1/agents/echo/a2a/more", "/a2a/x", "/a2a/"]
+                     "/api/v1/agents/echo/a2a/more", "/a2a/x", "/a2a/x/"]
 
 
 @pytest.mark.parametrize("before", [True, False], ids=["before", "after"])

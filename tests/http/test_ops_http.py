@@ -28,7 +28,7 @@ def test_health_ok_without_credentials(make_app):
     assert response.status_code == 200
     assert response.mimetype == "application/json"
     assert response.get_json() == {"status": "ok", "database": "ok",
-                                   "schemaVersion": 6}
+                                   "schemaVersion": 7}
 
 
 def test_health_503_tells_no_detail_when_the_database_is_unavailable(

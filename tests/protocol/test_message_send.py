@@ -316,7 +316,7 @@ def test_agent_returning_something_else_fails_the_task(make_rpc, caplog):
     (None, ["user", "agent", "user", "agent"]),
     (0, []), (1, ["agent"]), (3, ["agent", "user", "agent"]),
     (10, ["user", "agent", "user", "agent"]),
-    (2 ** 70, ["user", "agent", "user", "agent"]),
+    (2 ** 31 - 1, ["user", "agent", "user", "agent"]),
 ])
 @pytest.mark.compat
 def test_history_length_in_configuration_clamps_the_history(script, length, roles):

@@ -311,3 +311,11 @@ def test_return_immediately_to_a_background_agent_answers_working(make_app,
     got = caller.result("GetTask", {"id": answer["task"]["id"]})
     assert got["status"]["state"] == "TASK_STATE_WORKING"
     assert asked == [True]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/agents/echo/a2a/", "/a2a/"])
+def test_the_endpoint_takes_a_trailing_slash(caller, path):
+    # httpx given the card's URL as base_url posts to "/" below it (the
+    # 1.0-dev conformance kit does): the same endpoint answers.
+    error = caller.error("GetTask", {"id": "nope"}, path=path)
+    assert error["code"] == -32001

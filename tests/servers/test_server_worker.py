@@ -8,12 +8,11 @@ ledger file ``BG_LEDGER`` each time they run, so that a test counts runs.
 import os
 import signal
 import threading
-import time
 
 import pytest
 
 from a2a_flask.storage.base import LEASE_EXPIRED_TEXT, QUEUED_TEXT
-from helpers import message
+from helpers import message, wait_until
 from serving import WorkerProcess, assert_clean_log
 
 LEASE = "2"  # seconds: a killed worker's turn is noticed within ~3 s
@@ -52,16 +51,6 @@ def runs(ledger):
                 task_id, attempt = line.split()
                 found.setdefault(task_id, []).append(int(attempt))
     return found
-
-
-def wait_until(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def state(rpc, task_id):

@@ -247,13 +247,16 @@ def test_release_fails_or_requeues_a_stopping_workers_turns(queue):
     assert [c.task_id for c in queue.claim_turns("w3", 5, 30)] == [again.task_id]
 
 
-def test_a_queued_turn_is_not_stale_failed_but_a_continuation_is_one_at_a_time(
+def test_a_queued_turn_is_not_stale_failed_and_its_task_runs_one_turn_at_a_time(
         make_queue):
     storage = make_queue(stale_turn_seconds=60)
     first = finished(storage, "input-required", agent="bg")
     start = storage.enqueue_turn("alice", "bg", msg("two"), task_id=first.task_id)
-    with pytest.raises(TaskNotWaitingError):
-        storage.enqueue_turn("alice", "bg", msg("three"), task_id=first.task_id)
+    follow_up = storage.enqueue_turn("alice", "bg", msg("three"),
+                                     task_id=first.task_id)
+    assert not follow_up.replayed and follow_up.task_id == first.task_id
+    with pytest.raises(TaskNotWaitingError):  # a turn run in the request: refused
+        storage.start_turn("alice", "bg", msg("four"), task_id=first.task_id)
     # queued for an hour: leases, not staleness, decide
     set_updated_at(storage, start.task_id,
                    datetime.now(timezone.utc) - timedelta(seconds=3600))

@@ -89,7 +89,7 @@ def test_a_version_3_file_is_migrated_with_nothing_lost(tmp_path):
     expected = _version_3_file(path)
     storage = SqliteStorage(path)
     storage.migrate()
-    assert storage.schema_version() == len(MIGRATIONS) == 6
+    assert storage.schema_version() == len(MIGRATIONS) == 7
 
     for task_id, (state, status, history) in expected.items():
         task = storage.get_task(task_id, OWNER, AGENT)

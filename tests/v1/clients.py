@@ -29,8 +29,11 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get("A2A_TESTS_CACHE") or os.path.join(
     os.path.expanduser("~"), ".cache", "a2a_flask-tests")
-PY_REQUIREMENTS = ["a2a-sdk[http-server]>=1.3,<2", "uvicorn>=0.30"]
+# signing: PyJWT, for the SDK's card-signature verifier (verify_card.py).
+PY_REQUIREMENTS = ["a2a-sdk[http-server,signing]>=1.3,<2", "uvicorn>=0.30"]
 JS_PACKAGE = "@a2a-js/sdk@^1.3.0"
+#: The 0.3 JS client, for the base-URL tests (js_client_03.mjs).
+JS_PACKAGE_03 = "@a2a-js/sdk@~0.3.14"
 #: What js_server.mjs needs besides the SDK (the SDK's peer dependency).
 JS_SERVER_PACKAGES = ["express@^4.21.2"]
 TRANSPORTS = ("jsonrpc", "rest")
@@ -51,10 +54,14 @@ def _run(cmd, timeout, **kw):
     return r.stdout
 
 
-def _py_sdk_version(python):
+def _py_sdk_version(python, probe="a2a"):
+    """The a2a-sdk version in ``python``'s venv, None unless ``probe`` imports
+    (1.x: ``a2a.utils.signing``, so a venv made before the signing extra was
+    asked for is made again)."""
     if not os.access(python, os.X_OK):
         return None
-    r = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('a2a-sdk'))"],
+    r = subprocess.run([python, "-c", f"import {probe}, importlib.metadata as m; "
+                        "print(m.version('a2a-sdk'))"],
                        capture_output=True, text=True, timeout=60)
     return r.stdout.strip() if r.returncode == 0 else None
 
@@ -63,19 +70,19 @@ PY_03_REQUIREMENTS = ["a2a-sdk[http-server]==0.3.26", "uvicorn>=0.30"]
 _py_sdks = {}
 
 
-def _py_venv(name, requirements, major):
+def _py_venv(name, requirements, major, probe="a2a"):
     """``(python, version)`` of the cached venv ``name`` holding a2a-sdk
     ``major``.x (``requirements`` installed on first use)."""
     if name not in _py_sdks:
         venv = os.path.join(CACHE, name)
         python = os.path.join(venv, "bin", "python")
         with _locked(name):
-            version = _py_sdk_version(python)
+            version = _py_sdk_version(python, probe)
             if not (version or "").startswith(major):
                 shutil.rmtree(venv, ignore_errors=True)
                 _run([sys.executable, "-m", "venv", venv], 300)
                 _run([python, "-m", "pip", "install", "-q"] + requirements, 900)
-                version = _py_sdk_version(python)
+                version = _py_sdk_version(python, probe)
                 if not (version or "").startswith(major):
                     raise RuntimeError(f"a2a-sdk {major}x not importable in {venv} after install")
         _py_sdks[name] = (python, version)
@@ -84,7 +91,7 @@ def _py_venv(name, requirements, major):
 
 def py_sdk():
     """``(python, version)`` of the venv holding a2a-sdk 1.x; made on first use."""
-    return _py_venv("py-a2a-sdk-1", PY_REQUIREMENTS, "1.")
+    return _py_venv("py-a2a-sdk-1", PY_REQUIREMENTS, "1.", "a2a.utils.signing")
 
 
 def py_sdk_03():
@@ -103,34 +110,43 @@ def node_missing():
 _js_sdk = None
 
 
-def js_sdk():
-    """``(node_modules, version)`` of the cached npm install of @a2a-js/sdk 1.x.
+def js_sdk(major="1"):
+    """``(node_modules, version)`` of the cached npm install of @a2a-js/sdk
+    1.x (``major="0.3"``: 0.3.x, in its own folder).
 
     Skips the calling test (clear reason) where node or npm is absent.
     """
-    global _js_sdk
     reason = node_missing()
     if reason:
         pytest.skip(reason)
+    if major != "1":
+        return _js_install("js-a2a-sdk-" + major, JS_PACKAGE_03, major + ".")
+    global _js_sdk
     if _js_sdk is None:
-        folder = os.path.join(CACHE, "js-a2a-sdk-1")
-        manifest = os.path.join(folder, "node_modules", "@a2a-js", "sdk", "package.json")
-        with _locked("js-a2a-sdk-1"):
-            if not os.path.exists(manifest):
-                os.makedirs(folder, exist_ok=True)
-                with open(os.path.join(folder, "package.json"), "w") as f:
-                    json.dump({"private": True, "type": "module"}, f)
-                _run(["npm", "install", "--no-audit", "--no-fund", "--silent", JS_PACKAGE], 900,
-                     cwd=folder)
-            if not os.path.exists(os.path.join(folder, "node_modules", "express")):
-                _run(["npm", "install", "--no-audit", "--no-fund", "--silent"]
-                     + JS_SERVER_PACKAGES, 900, cwd=folder)
-            with open(manifest) as f:
-                version = json.load(f)["version"]
-        if not version.startswith("1."):
-            raise RuntimeError(f"{manifest}: @a2a-js/sdk {version}, expected 1.x")
-        _js_sdk = (os.path.join(folder, "node_modules"), version)
+        _js_sdk = _js_install("js-a2a-sdk-1", JS_PACKAGE, "1.", JS_SERVER_PACKAGES)
     return _js_sdk
+
+
+def _js_install(name, package, prefix, extra=()):
+    """``(node_modules, version)`` of ``package`` (and the ``extra``
+    packages) installed once in CACHE/name."""
+    folder = os.path.join(CACHE, name)
+    manifest = os.path.join(folder, "node_modules", "@a2a-js", "sdk", "package.json")
+    with _locked(name):
+        if not os.path.exists(manifest):
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "package.json"), "w") as f:
+                json.dump({"private": True, "type": "module"}, f)
+            _run(["npm", "install", "--no-audit", "--no-fund", "--silent", package], 900,
+                 cwd=folder)
+        if extra and not os.path.exists(os.path.join(folder, "node_modules", "express")):
+            _run(["npm", "install", "--no-audit", "--no-fund", "--silent"] + list(extra),
+                 900, cwd=folder)
+        with open(manifest) as f:
+            version = json.load(f)["version"]
+    if not version.startswith(prefix):
+        raise RuntimeError(f"{manifest}: @a2a-js/sdk {version}, expected {prefix}x")
+    return os.path.join(folder, "node_modules"), version
 
 
 def _parse_steps(stdout, program):
@@ -144,35 +160,76 @@ def _parse_steps(stdout, program):
     return results
 
 
-def _scenario_args(card_url, key, header, transport, steps):
+def _scenario_args(card_url, key, header, transport, steps, base_url=None):
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
     if not isinstance(steps, str):
         steps = ",".join(steps)
-    return ["--card-url", card_url, "--key", key or "", "--header", header,
-            "--transport", transport, "--step", steps]
+    where = ["--base-url", base_url] if base_url else ["--card-url", card_url]
+    return where + ["--key", key or "", "--header", header,
+                    "--transport", transport, "--step", steps]
 
 
 def run_py(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120,
-           oidc_client=None):
-    """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``.
+           base_url=None, oidc_client=None):
+    """Run py_client.py (Python SDK 1.x, native 1.0) and return ``{step: result}``;
+    ``base_url`` (card_url None): the card found from it the SDK's default way.
     ``oidc_client`` ("ID:SECRET"): the SDK's AuthInterceptor sends an access
     token got from the OpenID provider the card names."""
     python, _ = py_sdk()
     cmd = [python, os.path.join(HERE, "py_client.py")] + _scenario_args(
-        card_url, key, header, transport, steps)
+        card_url, key, header, transport, steps, base_url)
     if oidc_client:
         cmd += ["--oidc-client", oidc_client]
     return _parse_steps(_run(cmd, timeout), "py_client.py")
 
 
-def run_js(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120):
-    """Run js_client.mjs (JS SDK 1.x, no legacy switch) and return ``{step: result}``."""
+def run_js(card_url, key=None, header="X-API-Key", transport="jsonrpc", steps="all", timeout=120,
+           base_url=None):
+    """Run js_client.mjs (JS SDK 1.x, no legacy switch) and return ``{step: result}``;
+    ``base_url`` as for ``run_py``."""
     node_modules, _ = js_sdk()
     cmd = ["node", os.path.join(HERE, "js_client.mjs")] + _scenario_args(
-        card_url, key, header, transport, steps)
+        card_url, key, header, transport, steps, base_url)
     env = dict(os.environ, NODE_PATH=node_modules)
     return _parse_steps(_run(cmd, timeout, env=env), "js_client.mjs")
+
+
+def verify_cards(cards, jwks, tmp_path):
+    """``{"py": {label: result}, "js": {...}}``: each of ``cards`` ({label:
+    card}) checked by the official Python and JS SDK 1.x signature
+    verifiers (verify_card.py, verify_card.mjs) with the keys of ``jwks``;
+    a result has ``ok`` and what the verifier read (``kid``, ``jku``)."""
+    cards_file, jwks_file = tmp_path / "cards.json", tmp_path / "jwks.json"
+    cards_file.write_text(json.dumps(cards))
+    jwks_file.write_text(json.dumps(jwks))
+    python, _ = py_sdk()
+    node_modules, _ = js_sdk()
+    py = _run([python, os.path.join(HERE, "verify_card.py"), "--cards", str(cards_file),
+               "--jwks", str(jwks_file)], 120)
+    js = _run(["node", os.path.join(HERE, "verify_card.mjs"), str(cards_file),
+               str(jwks_file)], 120, env=dict(os.environ, NODE_PATH=node_modules))
+    return {"py": json.loads(py), "js": json.loads(js)}
+
+
+def verify_served_cards(base_url, paths, jwks_url, v10):
+    """Each card at ``base_url`` + path fetched by the Python SDK 1.x's
+    ``A2ACardResolver`` (``v10``: with ``A2A-Version: 1.0``) and verified
+    with the keys at ``jwks_url``: ``{path: result}``."""
+    python, _ = py_sdk()
+    cmd = [python, os.path.join(HERE, "verify_card.py"), "--url", base_url,
+           "--jwks-url", jwks_url] + [arg for path in paths for arg in ("--path", path)]
+    return json.loads(_run(cmd + (["--v10"] if v10 else []), 120))
+
+
+def run_js_03(base_urls, timeout=120):
+    """Run js_client_03.mjs (JS SDK 0.3.x ``ClientFactory.createFromUrl``) on
+    each base URL: ``{url: {"ok", "state" or "error", "fetched"}}``."""
+    node_modules, _ = js_sdk("0.3")
+    out = _run(["node", os.path.join(HERE, "js_client_03.mjs")] + list(base_urls), timeout,
+               env=dict(os.environ, NODE_PATH=node_modules))
+    return {item["base"]: item for item in
+            (json.loads(line) for line in out.splitlines() if line.strip())}
 
 
 def check_wire(results):

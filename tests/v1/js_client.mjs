@@ -5,6 +5,10 @@
 //   node js_client.mjs --card-url URL [--key KEY] [--header X-API-Key]
 //                      [--transport jsonrpc|rest] [--step all|send,...]
 //
+// --base-url URL instead of --card-url: the card is found the SDK's default
+// way from a base URL (resolver.resolve(URL)); when that fails, one "card"
+// line with "ok": false is all that is printed.
+//
 // Prints one JSON line per step, the same shape as py_client.py:
 // {"step", "transport", "ok", ...what came back, "error": {"class", "code",
 // "reason", "message"}, "wire": [{method, url, status, body}]}. Tasks are
@@ -30,10 +34,12 @@ function parseArgs(argv) {
   const args = { key: "", header: "X-API-Key", transport: "jsonrpc", step: "all" };
   for (let i = 0; i < argv.length; i += 2) {
     const name = argv[i].replace(/^--/, "").replace(/-(.)/g, (_, c) => c.toUpperCase());
-    if (!(name in args) && name !== "cardUrl") throw new Error(`unknown argument ${argv[i]}`);
+    if (!(name in args) && name !== "cardUrl" && name !== "baseUrl") {
+      throw new Error(`unknown argument ${argv[i]}`);
+    }
     args[name] = argv[i + 1];
   }
-  if (!args.cardUrl) throw new Error("--card-url is required");
+  if (!args.cardUrl === !args.baseUrl) throw new Error("one of --card-url, --base-url is required");
   if (!(args.transport in BINDINGS)) throw new Error("--transport must be jsonrpc or rest");
   return args;
 }
@@ -137,9 +143,20 @@ class Scenario {
   }
 }
 
-const base = new URL(args.cardUrl);
 const resolver = new DefaultAgentCardResolver({ fetchImpl });
-const card = await resolver.resolve(base.origin, base.pathname);
+let card;
+try {
+  if (args.baseUrl) {
+    card = await resolver.resolve(args.baseUrl);
+  } else {
+    const base = new URL(args.cardUrl);
+    card = await resolver.resolve(base.origin, base.pathname);
+  }
+} catch (e) {
+  if (!args.baseUrl) throw e;
+  process.stdout.write(JSON.stringify({ step: "card", ok: false, error: errorOf(e), wire }) + "\n");
+  process.exit(0);
+}
 const cardWire = [...wire];
 const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
   transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],

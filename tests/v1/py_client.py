@@ -7,6 +7,10 @@ the 0.3 of the test venv); ``clients.run_py`` is the usual way in:
                     [--oidc-client CLIENT_ID:SECRET]
                     [--transport jsonrpc|rest] [--step all|send|multiturn|...]
 
+``--base-url URL`` instead of ``--card-url``: the card is found the SDK's
+default way from a base URL (``A2ACardResolver(http, URL)``); when that
+fails, one ``card`` line with ``"ok": false`` is all that is printed.
+
 Prints one JSON object per line and step: ``{"step", "ok", ...what came back}``
 (tasks as the SDK decoded them, in ProtoJSON: ``TASK_STATE_*``, camelCase),
 errors as ``{"error": {"class", "code", "message", "data"}}`` (``code`` the
@@ -174,9 +178,21 @@ async def main(args):
 
     headers = {args.header: args.key} if args.key else {}
     http = httpx.AsyncClient(headers=headers, timeout=30, event_hooks={"response": [record]})
-    parts = urlsplit(args.card_url)
-    resolver = A2ACardResolver(http, f"{parts.scheme}://{parts.netloc}", agent_card_path=parts.path)
-    card = await resolver.get_agent_card()
+    if args.base_url:
+        resolver = A2ACardResolver(http, args.base_url)
+    else:
+        parts = urlsplit(args.card_url)
+        resolver = A2ACardResolver(http, f"{parts.scheme}://{parts.netloc}",
+                                   agent_card_path=parts.path)
+    try:
+        card = await resolver.get_agent_card()
+    except Exception as e:
+        if not args.base_url:
+            raise
+        print(json.dumps({"step": "card", "ok": False, "error": error_of(e),
+                          "wire": list(wire)}), flush=True)
+        await http.aclose()
+        return
     card_wire = list(wire)
     factory = ClientFactory(ClientConfig(httpx_client=http, streaming=False,
                                          supported_protocol_bindings=[BINDINGS[args.transport]]))
@@ -199,7 +215,9 @@ async def main(args):
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--card-url", required=True)
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--card-url")
+    where.add_argument("--base-url")
     p.add_argument("--key", default="")
     p.add_argument("--header", default="X-API-Key")
     p.add_argument("--oidc-client", default="",

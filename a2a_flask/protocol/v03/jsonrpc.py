@@ -51,8 +51,9 @@ def find_method(name):
     found = METHODS.get(name)
     if found is None:
         raise errors.MethodNotFoundError(
-            "Method not found: %r. This agent answers %s." % (name, _ANSWERED),
-            data={"method": name})
+            "Method not found: %r. This agent answers %s."
+            % (errors.echo(name), _ANSWERED),
+            data={"method": errors.echo(name)})
     return found
 
 

@@ -4,7 +4,7 @@ import (``validation.load_params`` turns a failure into InvalidParamsError)."""
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from ...messages import MessageSchema
-from ...validation import NON_EMPTY, StrictBoolean, StrictInteger
+from ...validation import NON_EMPTY, StrictBoolean, StrictInteger, Text
 
 
 class SendConfigurationSchema(Schema):
@@ -13,7 +13,7 @@ class SendConfigurationSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    acceptedOutputModes = fields.List(fields.String(), allow_none=True)
+    acceptedOutputModes = fields.List(Text(), allow_none=True)
     historyLength = StrictInteger(
         allow_none=True, validate=validate.Range(min=0, error="must be 0 or more.")
     )
@@ -38,7 +38,7 @@ class TaskIdParamsSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    id = fields.String(required=True, validate=NON_EMPTY)
+    id = Text(required=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
 
 

@@ -35,7 +35,7 @@ def find_method(name):
     if found is None:
         raise errors.MethodNotFoundError(
             "Method not found: %r. Over A2A 1.0 this agent answers %s."
-            % (name, _ANSWERED))
+            % (errors.echo(name), _ANSWERED))
     return found
 
 

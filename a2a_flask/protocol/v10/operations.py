@@ -136,7 +136,7 @@ def list_tasks(context, params):
 def extended_card(context, params):
     service.check_extended_card(context)
     return agent_card(context.app_state, context.agent, context.at_root,
-                      extended=True)
+                      extended=True, form=VERSION)
 
 
 def unsupported(error_class, text):

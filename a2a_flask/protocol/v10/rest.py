@@ -16,6 +16,7 @@ from flask import Response
 from ... import errors
 from .. import errors as answers
 from ..call import ProtocolCall
+from ..card_http import card_response
 from ..jsonrpc import Envelope, decode_json
 from ..versions import version_error
 from . import operations as v10
@@ -55,10 +56,12 @@ def _body(inbound):
     raw = inbound.body()
     if not raw.strip():
         return {}
-    try:
-        return decode_json(raw)
-    except ValueError:
-        raise errors.ParseError("The request body is not valid UTF-8 JSON.") from None
+    return decode_json(raw)
+
+
+def _extended_card(app_state, card):
+    """The extended card, revalidated at each use: shown to its caller only."""
+    return card_response(app_state, card, public=False, response=_ok(card))
 
 
 class Route:
@@ -66,11 +69,14 @@ class Route:
     method it performs (the access log's and metrics' name), how its params
     are read, and the operation."""
 
-    __slots__ = ("path", "http_method", "name", "schema", "operation", "source")
+    __slots__ = ("path", "http_method", "name", "schema", "operation", "source",
+                 "respond")
 
     def __init__(self, path, http_method, name, operation, schema=None,
-                 source="body"):
+                 source="body", respond=None):
         self.path = path
+        #: ``respond(app_state, result)``: the answer of a result (default: JSON).
+        self.respond = respond or (lambda app_state, result: _ok(result))
         self.http_method = http_method
         self.name = name
         self.operation = operation
@@ -106,7 +112,7 @@ ROUTES = [
     Route("/tasks/<id>:subscribe", "POST", "SubscribeToTask", v10.SUBSCRIBE,
           source=None),
     Route("/extendedAgentCard", "GET", "GetExtendedAgentCard", v10.extended_card,
-          source=None),
+          source=None, respond=_extended_card),
     Route(_PUSH_PATHS[0], "POST", "CreateTaskPushNotificationConfig", v10.PUSH,
           source=None),
     Route(_PUSH_PATHS[0], "GET", "ListTaskPushNotificationConfigs", v10.PUSH,
@@ -146,10 +152,11 @@ class RestCall(ProtocolCall):
         return params
 
     def run(self, context, params):
+        self.app_state = context.app_state  # the card's ETag names its signing key
         return v10.run(self.route.operation, context, params)
 
     def answer(self, result):
-        return _ok(result)
+        return self.route.respond(self.app_state, result)
 
     def refuse(self, error):
         return error_response(error)

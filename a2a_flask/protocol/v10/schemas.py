@@ -8,13 +8,15 @@ query strings, where every value is a string.
 
 import base64
 import binascii
+from datetime import timezone
 
 from marshmallow import (
     EXCLUDE, Schema, ValidationError, fields, pre_load, validate,
     validates_schema,
 )
 
-from ...validation import NON_EMPTY, StrictBoolean, StrictInteger
+from ...validation import (NON_EMPTY, BoundedInteger, StrictBoolean, StrictInteger,
+                           Text)
 from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
@@ -34,11 +36,25 @@ _EMPTY_IS_ABSENT = frozenset(("tenant", "contextId", "taskId", "status",
 _NO_STATUS = ("TASK_STATE_UNSPECIFIED", "UNRECOGNIZED")
 
 
+class UtcDateTime(fields.AwareDateTime):
+    """A timestamp with its offset, read as UTC: one whose UTC time falls
+    outside years 1-9999 (``0001-01-01T00:00+14:00``) is refused, not an
+    overflow further on."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        moment = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return moment.astimezone(timezone.utc)
+        except (OverflowError, ValueError):
+            raise ValidationError("must be a time between the years 1 and "
+                                  "9999 in UTC.") from None
+
+
 class _Request(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    tenant = fields.String()
+    tenant = Text()
 
     @pre_load
     def _protojson(self, data, **kwargs):
@@ -69,13 +85,13 @@ def _camel(name):
 class PartSchema(_Request):
     """A 1.0 ``Part``: exactly one of text, raw, url, data."""
 
-    text = fields.String()
-    raw = fields.String()
-    url = fields.String()
+    text = Text()
+    raw = Text()
+    url = Text()
     data = fields.Dict()  # 0.3 clients read the same parts: objects only
     metadata = fields.Dict()
-    filename = fields.String()
-    mediaType = fields.String()
+    filename = Text()
+    mediaType = Text()
 
     @validates_schema
     def _one_content(self, data, **kwargs):
@@ -93,22 +109,22 @@ class PartSchema(_Request):
 class MessageSchema(_Request):
     """A 1.0 ``Message`` from a caller."""
 
-    messageId = fields.String(required=True, validate=NON_EMPTY)
-    role = fields.String(required=True, validate=validate.Equal(
+    messageId = Text(required=True, validate=NON_EMPTY)
+    role = Text(required=True, validate=validate.Equal(
         "ROLE_USER", error='must be "ROLE_USER".'))
     parts = fields.List(fields.Nested(PartSchema), required=True,
                         validate=NON_EMPTY)
-    contextId = fields.String()
-    taskId = fields.String()
+    contextId = Text()
+    taskId = Text()
     metadata = fields.Dict()
-    extensions = fields.List(fields.String())
-    referenceTaskIds = fields.List(fields.String())
+    extensions = fields.List(Text())
+    referenceTaskIds = fields.List(Text())
 
 
 class SendConfigurationSchema(_Request):
     """1.0 ``SendMessageConfiguration``."""
 
-    acceptedOutputModes = fields.List(fields.String())
+    acceptedOutputModes = fields.List(Text())
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
     # A background agent answers at once; a synchronous one ends its turn
     # inside the call either way (service.send).
@@ -127,30 +143,30 @@ class SendMessageRequest(_Request):
 class GetTaskRequest(_Request):
     """1.0 ``GetTaskRequest``."""
 
-    id = fields.String(required=True, validate=NON_EMPTY)
+    id = Text(required=True, validate=NON_EMPTY)
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
 
 
 class CancelTaskRequest(_Request):
     """1.0 ``CancelTaskRequest``."""
 
-    id = fields.String(required=True, validate=NON_EMPTY)
+    id = Text(required=True, validate=NON_EMPTY)
     metadata = fields.Dict()
 
 
 class ListTasksRequest(_Request):
     """1.0 ``ListTasksRequest``."""
 
-    contextId = fields.String()
-    status = fields.String(validate=validate.OneOf(
+    contextId = Text()
+    status = Text(validate=validate.OneOf(
         list(STORED_STATES), error="must be one of TASK_STATE_SUBMITTED, "
         "TASK_STATE_WORKING, TASK_STATE_INPUT_REQUIRED, TASK_STATE_COMPLETED, "
         "TASK_STATE_CANCELED, TASK_STATE_FAILED, TASK_STATE_REJECTED, "
         "TASK_STATE_AUTH_REQUIRED."))
     pageSize = StrictInteger(validate=_PAGE_SIZE)
-    pageToken = fields.String()
+    pageToken = Text()
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
-    statusTimestampAfter = fields.AwareDateTime(format="iso")
+    statusTimestampAfter = UtcDateTime(format="iso")
     includeArtifacts = StrictBoolean()
 
 
@@ -162,14 +178,14 @@ class _QueryBoolean(fields.Boolean):
 class GetTaskQuery(GetTaskRequest):
     """``GetTaskRequest`` from a query string (HTTP+JSON)."""
 
-    historyLength = fields.Integer(strict=False, validate=_NOT_NEGATIVE)
+    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
 
 
 class ListTasksQuery(ListTasksRequest):
     """``ListTasksRequest`` from a query string (HTTP+JSON)."""
 
-    pageSize = fields.Integer(strict=False, validate=_PAGE_SIZE)
-    historyLength = fields.Integer(strict=False, validate=_NOT_NEGATIVE)
+    pageSize = BoundedInteger(strict=False, validate=_PAGE_SIZE)
+    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
     includeArtifacts = _QueryBoolean()
 
 

@@ -59,6 +59,21 @@ class AdminStorage(abc.ABC):
         ``{"tasks", "messages", "artifacts", "deliveries"}`` counts per batch."""
 
     @abc.abstractmethod
+    def cancel_tasks(self, owner: Optional[str] = None,
+                     agent: Optional[str] = None,
+                     task_id: Optional[str] = None,
+                     states: Optional[Sequence[str]] = None,
+                     dry_run: bool = False) -> List[TaskRecord]:
+        """Cancel every task matching the filters given (None: any) whose
+        state is one of ``states`` (None: any state but the terminal ones),
+        as ``cancel_task`` cancels one: conditional UPDATEs (the state still
+        one of ``states``) in batches, one transaction each, deleting the
+        turns no worker has claimed; a running turn sees ``turn.canceled``
+        and its outcome is discarded. Returns the tasks canceled as they
+        were (no history, no artifacts), by id; ``dry_run``: those that
+        would be, with nothing changed."""
+
+    @abc.abstractmethod
     def reassign_tasks(self, from_owner: str, to_owner: str) -> int:
         """Give every task of ``from_owner`` to ``to_owner`` (a caller that
         changed how it authenticates: ``key:ID`` to ``oidc:SUB``), with their

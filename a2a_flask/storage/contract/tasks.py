@@ -130,9 +130,16 @@ class TaskStorage(abc.ABC):
                    updated_after: Optional[str] = None, limit: int = 50,
                    cursor: Optional[str] = None,
                    history_length: Optional[int] = 0,
-                   include_artifacts: bool = False) -> TaskPage:
+                   include_artifacts: bool = False,
+                   max_bytes: Optional[int] = None) -> TaskPage:
         """Tasks matching every filter given (None: any), newest
         ``updated_at`` first, ties by id descending; ``limit`` per page.
+
+        ``max_bytes``: the page also ends before the task that would take
+        its tasks (as ``sizes.page_size`` counts them; the stored JSON on
+        PostgreSQL) over this many bytes, with a ``next_cursor`` for the
+        rest; its first task is there whatever its size. Tasks past the
+        budget are not read into memory.
 
         Paging is a keyset on (updated_at, id) with an index: ``cursor`` is the
         opaque text of ``next_cursor`` from the previous page (None on the last

@@ -17,10 +17,12 @@ import psycopg
 
 from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
-from .tasks import TERMINAL_SQL, history_limit
+from .tasks import NOW, TERMINAL_SQL, history_limit
 
-#: Tasks deleted per statement by ``prune``.
+#: Tasks deleted per statement by ``prune`` (canceled by ``cancel_tasks``).
 PRUNE_BATCH = 500
+#: The states a task can be canceled in.
+_OPEN_STATES = ("auth-required", "input-required", "working")
 
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
             " metadata, created_at")
@@ -37,14 +39,41 @@ def _record(row, history=None, artifacts=()):
 
 # The page's tasks with, in the same statement, their artifacts and their
 # last messages when asked for (a subquery each, on their task index).
-_LIST = (
-    "SELECT " + _COLUMNS + ","
+_ARRAYS = (
     " CASE WHEN %(artifacts)s THEN ARRAY(SELECT body FROM a2a_artifacts a"
     " WHERE a.task_id = t.id ORDER BY seq) END,"
     " CASE WHEN %(history)s::bigint IS DISTINCT FROM 0 THEN ARRAY(SELECT body FROM"
     " (SELECT body, seq FROM a2a_messages m WHERE m.task_id = t.id ORDER BY seq"
-    " DESC LIMIT %(history)s::bigint) h ORDER BY seq) END"
-    " FROM a2a_tasks t")
+    " DESC LIMIT %(history)s::bigint) h ORDER BY seq) END")
+_LIST = "SELECT " + _COLUMNS + "," + _ARRAYS + " FROM a2a_tasks t"
+# What a task's answer takes, from the stored JSON (octet_length reads the
+# length, not the body), plus room for the task's own members.
+_TASK_BYTES = (
+    "octet_length(coalesce(t.status_message, '')) +"
+    " octet_length(coalesce(t.metadata, '')) + CASE WHEN %(artifacts)s THEN"
+    " (SELECT coalesce(sum(octet_length(body)), 0) FROM a2a_artifacts a"
+    " WHERE a.task_id = t.id) ELSE 0 END + CASE WHEN %(history)s::bigint"
+    " IS DISTINCT FROM 0 THEN (SELECT coalesce(sum(octet_length(body)), 0) FROM"
+    " (SELECT body FROM a2a_messages m WHERE m.task_id = t.id ORDER BY seq DESC"
+    " LIMIT %(history)s::bigint) h) ELSE 0 END + 256")
+
+
+def _budgeted(where):
+    """A page under ``%(budget)s`` bytes in one statement: the sizes of the
+    page's tasks first, the bodies then only of those that fit (the first
+    whatever its size); the last column says how many tasks matched."""
+    sized = ("SELECT t.id, t.updated_at, " + _TASK_BYTES + " AS size"
+             " FROM a2a_tasks t")
+    if where:
+        sized += " WHERE " + " AND ".join(where)
+    sized += " ORDER BY t.updated_at DESC, t.id DESC LIMIT %(limit)s"
+    running = ("SELECT id, size, sum(size) OVER (ORDER BY updated_at DESC, id DESC)"
+               " AS used, count(*) OVER () AS listed FROM (" + sized + ") p")
+    columns = ", ".join("t." + name.strip() for name in _COLUMNS.split(","))
+    return ("SELECT " + columns + "," + _ARRAYS + ", r.listed FROM (" + running +
+            ") r JOIN a2a_tasks t ON t.id = r.id"
+            " WHERE r.used <= %(budget)s OR r.used = r.size"
+            " ORDER BY t.updated_at DESC, t.id DESC")
 
 
 class AdminOperations:
@@ -61,20 +90,25 @@ class AdminOperations:
 
     def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
                    updated_after=None, limit=50, cursor=None, history_length=0,
-                   include_artifacts=False):
+                   include_artifacts=False, max_bytes=None):
         where, params = _filters(owner, agent, context_id, state, updated_after)
         params.update(artifacts=bool(include_artifacts),
                       history=history_limit(history_length), limit=limit + 1)
         if cursor is not None:
             where.append("(updated_at, id) < (%(c_at)s, %(c_id)s)")
             params["c_at"], params["c_id"] = decode_cursor(cursor)
-        sql = _LIST
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s"
+        if max_bytes is None:
+            sql = _LIST
+            if where:
+                sql += " WHERE " + " AND ".join(where)
+            sql += " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s"
+        else:
+            sql = _budgeted(where)
+            params["budget"] = max_bytes
         with self.connection() as conn:
             rows = conn.execute(sql, params).fetchall()
-        more = len(rows) > limit
+        more = len(rows) > limit or (max_bytes is not None and rows
+                                     and rows[0][11] > len(rows))
         rows = rows[:limit]
         tasks = [_record(row, [json.loads(b) for b in row[10] or ()],
                          [json.loads(b) for b in row[9] or ()]) for row in rows]
@@ -125,6 +159,35 @@ class AdminOperations:
                 return
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
+
+    def cancel_tasks(self, owner=None, agent=None, task_id=None, states=None,
+                     dry_run=False):
+        where, params = _filters(owner, agent, None, None, None)
+        if task_id is not None:
+            where.append("id = %(task_id)s")
+            params["task_id"] = task_id
+        params.update(states=sorted(states or _OPEN_STATES), batch=PRUNE_BATCH)
+        where.append("state = ANY(%(states)s::text[]) AND id > %(after)s")
+        select = ("SELECT " + _COLUMNS + " FROM a2a_tasks WHERE " +
+                  " AND ".join(where) + " ORDER BY id LIMIT %(batch)s")
+        # One batch, one statement: the tasks still open (locked), canceled,
+        # and the turns no worker claimed deleted.
+        cancel = (
+            "WITH c AS (" + select + " FOR UPDATE SKIP LOCKED),"
+            " u AS (UPDATE a2a_tasks t SET state = 'canceled', status_message ="
+            " NULL, updated_at = " + NOW + " FROM c WHERE t.id = c.id AND"
+            " t.state = ANY(%(states)s::text[]) RETURNING t.id),"
+            " q AS (DELETE FROM a2a_turns WHERE task_id IN (SELECT id FROM u)"
+            " AND worker IS NULL)"
+            " SELECT c.* FROM c JOIN u ON u.id = c.id ORDER BY c.id")
+        canceled, params["after"] = [], ""
+        while True:
+            with self.connection() as conn:
+                rows = conn.execute(select if dry_run else cancel, params).fetchall()
+            canceled += [_record(row) for row in rows]
+            if not rows:
+                return canceled
+            params["after"] = rows[-1][0]
 
     def reassign_tasks(self, from_owner, to_owner):
         with self.transaction() as conn:

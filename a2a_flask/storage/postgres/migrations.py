@@ -111,5 +111,22 @@ _V5_TURN_TRACE = """
 ALTER TABLE a2a_turns ADD COLUMN trace_context text;
 """
 
+_V6_FAIR_QUEUE = """
+-- Turns: several per task (a follow-up queued behind a running turn runs
+-- next; only a task's oldest turn is claimed), claimed in caller_round order
+-- so that callers take turns (queue.py). Rows queued before keep their
+-- order (round = seq). (SQLite's schema v7.)
+ALTER TABLE a2a_turns DROP CONSTRAINT a2a_turns_task_id_key;
+ALTER TABLE a2a_turns ADD COLUMN caller_round bigint NOT NULL DEFAULT 0;
+UPDATE a2a_turns SET caller_round = seq;
+CREATE INDEX a2a_turns_queue ON a2a_turns (caller_round, seq) WHERE worker IS NULL;
+CREATE INDEX a2a_turns_task ON a2a_turns (task_id, seq);
+CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round);
+-- ListTasks filtered by contextId or by status, and its totalSize, read the
+-- matching index entries only, not every task of the caller.
+CREATE INDEX a2a_tasks_context ON a2a_tasks (owner, agent, context_id, updated_at DESC, id DESC);
+CREATE INDEX a2a_tasks_state ON a2a_tasks (owner, agent, state, updated_at DESC, id DESC);
+"""
+
 MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING, _V4_TURN_QUEUE,
-              _V5_TURN_TRACE]
+              _V5_TURN_TRACE, _V6_FAIR_QUEUE]

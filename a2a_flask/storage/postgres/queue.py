@@ -11,11 +11,13 @@ with ``synchronous_commit`` on (unlike the start of a turn run in a request).
 import json
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, TurnStart,
+    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
+    ContextMismatchError, NoSuchTaskError, QueueFullError, TaskNotWaitingError,
+    TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
-from .tasks import _INSERT_MESSAGE, NOW
+from .tasks import _INSERT_MESSAGE, NOW, WAITING_SQL
 
 
 def _lease_end(seconds):
@@ -24,6 +26,22 @@ def _lease_end(seconds):
 
 
 _AGENTS = " AND (%(agents)s::text[] IS NULL OR agent = ANY(%(agents)s::text[]))"
+# A turn can be claimed when it is its task's oldest: one turn of a task at
+# a time, in the order received.
+_CLAIMABLE = (" worker IS NULL AND NOT EXISTS (SELECT FROM a2a_turns p"
+              " WHERE p.task_id = q.task_id AND p.seq < q.seq)")
+#: pg_advisory_xact_lock(QUEUE_LOCK, hashtext(owner)) serializes one caller's
+#: enqueues: its rounds and its queued count are read and written in turn.
+QUEUE_LOCK = 0x0A2A
+# The round of a caller's next turn: one after its last one, and no later
+# than just before the oldest queued turn, so that a caller with nothing
+# queued goes next: claims take callers in turn, whatever one's backlog.
+_ROUND = (
+    "SELECT greatest((SELECT max(caller_round) + 1 FROM a2a_turns"
+    " WHERE owner = %(owner)s), coalesce((SELECT min(caller_round) - 1"
+    " FROM a2a_turns WHERE worker IS NULL), 0))")
+#: Outcomes that end a task even with follow-ups queued behind the turn.
+ENDING_STATES = ("failed", "rejected")
 
 
 class QueueOperations:
@@ -32,17 +50,25 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     trace_context=None):
+                     queue_limit=None, trace_context=None):
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
         if created:
             task_id = new_id("task_")
+        follow_up = False
         with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                         (QUEUE_LOCK, owner))
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:
                 return replayed
+            if queue_limit and conn.execute(
+                    "SELECT count(*) FROM (SELECT FROM a2a_turns WHERE owner = %s"
+                    " AND worker IS NULL LIMIT %s) q",
+                    (owner, queue_limit)).fetchone()[0] >= queue_limit:
+                raise QueueFullError(owner, queue_limit)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -52,8 +78,8 @@ class QueueOperations:
                     (task_id, agent, owner, context_id,
                      dumps(metadata) if metadata else None))
             else:
-                context_id = self._claim_waiting_task(conn, owner, agent, task_id,
-                                                      context_id)
+                context_id, follow_up = self._take_task(conn, owner, agent,
+                                                        task_id, context_id)
             stored = dict(message, kind="message", taskId=task_id,
                           contextId=context_id)
             seq = conn.execute(_INSERT_MESSAGE, (
@@ -61,13 +87,41 @@ class QueueOperations:
                 dumps(stored))).fetchone()[0]
             conn.execute(
                 "INSERT INTO a2a_turns (task_id, owner, agent, message_seq, retry,"
-                " queued_at, trace_context) VALUES (%s, %s, %s, %s, %s, " + NOW +
-                ", %s)", (task_id, owner, agent, seq, bool(retry), trace_context))
-            if status_message is not None:
+                " queued_at, caller_round, trace_context) VALUES (%(id)s,"
+                " %(owner)s, %(agent)s, %(seq)s, %(retry)s, " + NOW + ", (" +
+                _ROUND + "), %(trace)s)",
+                {"id": task_id, "owner": owner, "agent": agent, "seq": seq,
+                 "retry": bool(retry), "trace": trace_context})
+            if status_message is not None and not follow_up:
                 conn.execute("UPDATE a2a_tasks SET status_message = %s WHERE id = %s",
                              (dumps(dict(status_message, taskId=task_id,
                                          contextId=context_id)), task_id))
         return TurnStart(task_id, context_id, stored, seq, created=created)
+
+    @staticmethod
+    def _take_task(conn, owner, agent, task_id, context_id):
+        """(context id, follow-up?) of a message to an existing task: a task
+        waiting for input is claimed (conditional UPDATE); one working on a
+        queued or running turn takes it as a follow-up. The task row is
+        locked first, so that the turn before cannot end unseen meanwhile."""
+        row = conn.execute(
+            "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
+            " AND agent = %s FOR UPDATE", (task_id, owner, agent)).fetchone()
+        if row is None:
+            raise NoSuchTaskError(task_id)
+        state, task_context = row
+        if context_id is not None and context_id != task_context:
+            raise ContextMismatchError(task_id, task_context)
+        if state in WAITING_STATES and conn.execute(
+                "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
+                " WHERE id = %s AND state IN " + WAITING_SQL,
+                (task_id,)).rowcount == 1:
+            return task_context, False
+        if state == "working" and conn.execute(
+                "SELECT FROM a2a_turns WHERE task_id = %s LIMIT 1",
+                (task_id,)).fetchone() is not None:
+            return task_context, True
+        raise TaskNotWaitingError(task_id, state, task_context)
 
     def claim_turns(self, worker, limit, lease_seconds, agents=None):
         if limit <= 0:
@@ -75,20 +129,21 @@ class QueueOperations:
         args = {"agents": list(agents) if agents is not None else None,
                 "limit": int(limit), "worker": worker}
         with self.connection() as conn:
-            if conn.execute("SELECT FROM a2a_turns WHERE worker IS NULL" + _AGENTS +
+            if conn.execute("SELECT FROM a2a_turns q WHERE" + _CLAIMABLE + _AGENTS +
                             " LIMIT 1", args).fetchone() is None:
                 return []
         claimed = []
         with self.transaction() as conn:
             rows = conn.execute(
-                "WITH c AS (SELECT seq FROM a2a_turns WHERE worker IS NULL" + _AGENTS +
-                " ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+                "WITH c AS (SELECT seq FROM a2a_turns q WHERE" + _CLAIMABLE + _AGENTS +
+                " ORDER BY caller_round, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
                 " UPDATE a2a_turns q SET worker = %(worker)s, lease_expires = " +
                 _lease_end(lease_seconds) + ", attempts = q.attempts + 1 FROM c"
-                " WHERE q.seq = c.seq AND q.worker IS NULL RETURNING q.seq,"
-                " q.task_id, q.owner, q.agent, q.message_seq, q.retry, q.attempts,"
-                " q.trace_context", args).fetchall()
-            for (_, task_id, owner, agent, seq, retry, attempts,
+                " WHERE q.seq = c.seq AND q.worker IS NULL RETURNING"
+                " q.caller_round, q.seq, q.task_id, q.owner, q.agent,"
+                " q.message_seq, q.retry, q.attempts, q.trace_context",
+                args).fetchall()
+            for (_, turn_seq, task_id, owner, agent, seq, retry, attempts,
                  trace_context) in sorted(rows):
                 task = conn.execute(
                     "SELECT t.state, t.context_id, t.metadata, m.body FROM a2a_tasks t"
@@ -96,7 +151,8 @@ class QueueOperations:
                     (seq, task_id)).fetchone()
                 if task is None or task[0] != "working":  # canceled meanwhile
                     conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
-                                 " worker = %s", (task_id, worker))
+                                 " (worker = %s OR worker IS NULL)",
+                                 (task_id, worker))
                     continue
                 _, context_id, metadata, body = task
                 claimed.append(ClaimedTurn(
@@ -124,13 +180,23 @@ class QueueOperations:
                     "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
                     (task_id, worker)).rowcount:
                 return None  # the lease was lost: another outcome stands
+            # The task row first (a follow-up's enqueue locks it too), then
+            # the follow-ups as committed by then.
+            if conn.execute("SELECT FROM a2a_tasks WHERE id = %s AND state ="
+                            " 'working' FOR UPDATE", (task_id,)).fetchone() is None:
+                return None  # canceled meanwhile (the turn row goes all the same)
+            follow_ups = conn.execute(
+                "SELECT seq, message_seq FROM a2a_turns WHERE task_id = %s"
+                " ORDER BY seq", (task_id,)).fetchall()
+            going_on = bool(follow_ups) and state not in ENDING_STATES
             body = dumps(status_message) if status_message else None
             row = conn.execute(
                 "UPDATE a2a_tasks SET state = %s, status_message = %s, updated_at"
                 " = " + NOW + " WHERE id = %s AND state = 'working'"
-                " RETURNING updated_at, context_id", (state, body, task_id)).fetchone()
+                " RETURNING updated_at, context_id",
+                ("working" if going_on else state, body, task_id)).fetchone()
             if row is None:
-                return None  # canceled meanwhile (the turn row goes all the same)
+                return None
             if status_message is not None:
                 conn.execute(_INSERT_MESSAGE, (
                     task_id, row[1], owner, agent, status_message["role"],
@@ -139,6 +205,18 @@ class QueueOperations:
                 conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
                              " VALUES (%s, %s, %s)",
                              (task_id, artifact["artifactId"], dumps(artifact)))
+            if going_on:
+                # The follow-ups' messages move after this turn's answer: a
+                # turn's history is what came before its message.
+                for turn_seq, message_seq in follow_ups:
+                    conn.execute(
+                        "WITH m AS (UPDATE a2a_messages SET seq = DEFAULT WHERE"
+                        " seq = %s RETURNING seq) UPDATE a2a_turns SET message_seq"
+                        " = (SELECT seq FROM m) WHERE seq = %s",
+                        (message_seq, turn_seq))
+            elif follow_ups:  # the task ended: they never start
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
+                             " worker IS NULL", (task_id,))
         return row[0]
 
     def expire_leases(self, max_attempts=3):
@@ -181,6 +259,8 @@ class QueueOperations:
                 text = ATTEMPTS_EXHAUSTED_TEXT % attempts if retry else LEASE_EXPIRED_TEXT
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
+                             " worker IS NULL", (task_id,))  # its follow-ups
         return done
 
     @staticmethod

@@ -314,6 +314,14 @@ class TaskOperations:
                                (task_id,)).fetchone()
         return row[0] if row else None
 
+    def task_states(self, task_ids):
+        found = dict.fromkeys(task_ids)
+        with self.connection() as conn:
+            found.update(conn.execute(
+                "SELECT id, state FROM a2a_tasks WHERE id = ANY(%s)",
+                (list(found),)).fetchall())
+        return found
+
     # -- cancel ------------------------------------------------------------------
 
     def cancel_task(self, task_id, owner, agent):

@@ -9,13 +9,16 @@ import sqlite3
 
 from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
+from ..sizes import page_size
 from .tasks import (
     _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
 )
 
-#: Tasks deleted per transaction by ``prune``.
+#: Tasks deleted per transaction by ``prune`` (canceled by ``cancel_tasks``).
 PRUNE_BATCH = 100
+#: The states a task can be canceled in.
+_OPEN_STATES = ("auth-required", "input-required", "working")
 
 # The status message: its copy in the row (before schema v5, or not in the
 # history), else the history message the row points at.
@@ -60,7 +63,7 @@ class AdminOperations:
 
     def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
                    updated_after=None, limit=50, cursor=None, history_length=0,
-                   include_artifacts=False):
+                   include_artifacts=False, max_bytes=None):
         where, args = _filters(owner, agent, context_id, state, updated_after)
         if cursor is not None:
             where.append("(updated_at, id) < (?, ?)")
@@ -72,13 +75,20 @@ class AdminOperations:
         rows = self.connection().execute(sql, args + [limit + 1]).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
-        tasks = []
-        for row in rows:
+        tasks, used = [], 0
+        for index, row in enumerate(rows):
             history = [] if history_length == 0 else self.task_history(
                 row[0], limit=history_length)
-            tasks.append(_record(row, history,
-                                 self._artifacts(row[0]) if include_artifacts
-                                 else []))
+            task = _record(row, history,
+                           self._artifacts(row[0]) if include_artifacts else [])
+            if max_bytes is not None and tasks:
+                used += page_size(task)
+                if used > max_bytes:  # the rest on the next page
+                    more, rows = True, rows[:index]
+                    break
+            elif max_bytes is not None:
+                used = page_size(task)
+            tasks.append(task)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
         return TaskPage(tasks, next_cursor)
 
@@ -143,6 +153,43 @@ class AdminOperations:
                     "DELETE FROM a2a_tasks WHERE id IN a2a_pruned").rowcount
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
+
+    def cancel_tasks(self, owner=None, agent=None, task_id=None, states=None,
+                     dry_run=False):
+        where, args = _filters(owner, agent, None, None, None)
+        if task_id is not None:
+            where.append("id = ?")
+            args.append(task_id)
+        states = sorted(states or _OPEN_STATES)
+        where.append("state IN (%s)" % ", ".join("?" * len(states)))
+        args.extend(states)
+        select = ("SELECT %s FROM a2a_tasks WHERE %s AND id > ? ORDER BY id"
+                  " LIMIT %d" % (_COLUMNS, " AND ".join(where), PRUNE_BATCH))
+        canceled, after = [], ""
+        while True:
+            if dry_run:
+                rows = self.connection().execute(select, args + [after]).fetchall()
+                canceled += [_record(row) for row in rows]
+            else:
+                with self.transaction() as conn:
+                    rows = conn.execute(select, args + [after]).fetchall()
+                    canceled += self._cancel_rows(conn, rows, states)
+            if len(rows) < PRUNE_BATCH:
+                return canceled
+            after = rows[-1][0]
+
+    def _cancel_rows(self, conn, rows, states):
+        """Cancel the tasks of ``rows`` still in ``states``; their records."""
+        ids = [row[0] for row in rows]
+        marks = ", ".join("?" * len(ids))
+        done = {task_id for (task_id,) in conn.execute(
+            "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
+            " status_seq = NULL, updated_at = ? WHERE id IN (%s) AND state IN"
+            " (%s) RETURNING id" % (marks, ", ".join("?" * len(states))),
+            [self._now()] + ids + list(states)).fetchall()}
+        conn.executemany("DELETE FROM a2a_turns WHERE task_id = ? AND worker IS"
+                         " NULL", [(task_id,) for task_id in done])
+        return [_record(row) for row in rows if row[0] in done]
 
     def reassign_tasks(self, from_owner, to_owner):
         with self.transaction() as conn:
@@ -234,8 +281,11 @@ class AdminOperations:
 def _filters(owner, agent, context_id, state, updated_after):
     """The WHERE terms and arguments of ``list_tasks``' filters."""
     where, args = [], []
+    # With a context, its index (a conversation's few tasks), not the state's
+    # (every task of the caller in that state): "+state" is no index term.
     for column, value in (("owner", owner), ("agent", agent),
-                          ("context_id", context_id), ("state", state)):
+                          ("context_id", context_id),
+                          ("+state" if context_id else "state", state)):
         if value is not None:
             where.append("%s = ?" % column)
             args.append(value)

@@ -4,8 +4,10 @@ transactions behind the process's writers' lock, the schema migration.
 WAL journal, a busy timeout, short ``BEGIN IMMEDIATE`` write transactions (so
 a writer takes the lock up front instead of failing to upgrade a read lock).
 Writers queue on an advisory file lock (``<database>-lock``) before ``BEGIN
-IMMEDIATE``: the kernel wakes the next writer the moment the lock is free,
-where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
+IMMEDIATE``: the threads of a process on a lock that wakes the next at once,
+one thread per process on the file lock, tried every 0.1 ms doubling to
+2 ms, where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
+The two waits together stay within the busy timeout.
 """
 
 import errno
@@ -38,11 +40,18 @@ def _utc_now():
 class SqliteConnections:
     """One SQLite file; one connection per thread, one lock per process.
 
-    A thread's connection lives in a ``threading.local``: it is closed when its
-    thread ends (the thread-local is dropped), so a server that starts a thread
-    per request does not pile up connections. The lock file is opened once per
-    process and closed when the Store is garbage-collected.
+    A thread's connection lives in a ``threading.local`` while the thread
+    uses it. ``release_connection`` (the end of each web request, and before
+    a blocking send waits) hands it to the process's idle connections, which
+    the next user takes: as many connections as calls running at once, not
+    as threads or greenlets (under gevent a greenlet's local outlives the
+    greenlet, and its connection kept the file open). A thread that ends
+    holding one closes it with the thread-local. The lock file is opened once
+    per process and closed when the Store is garbage-collected.
     """
+
+    #: Idle connections a process keeps for its next calls; more are closed.
+    IDLE_CONNECTIONS = 16
 
     #: The storage's clock (a test may set a fixed one to make tasks old).
     clock = staticmethod(_utc_now)
@@ -55,6 +64,9 @@ class SqliteConnections:
         #: A turn ``working`` for longer lost its worker (killed mid-turn).
         self.stale_turn = timedelta(seconds=stale_turn_seconds)
         self._local = threading.local()
+        self._idle = []  # [(connection, file identity)] of this process
+        self._idle_pid = os.getpid()
+        self._idle_lock = threading.Lock()
         self._writer = ProcessWriteLock(path + "-lock")
         self._kept = KeptOutcomes(path + "-outcomes")
         #: False (A2A_AUTO_MIGRATE=0): the file is opened as it is, and only
@@ -95,12 +107,40 @@ class SqliteConnections:
         conn = getattr(local, "conn", None)
         if conn is None or local.pid != os.getpid():
             local.conn = None
-            if not self._ready and self.auto_migrate:
-                self._retry_migrate()
-            conn, local.identity = self._open(create=not self._ready)
-            self._ready = True
+            idle = self._take_idle()
+            if idle is None:
+                if not self._ready and self.auto_migrate:
+                    self._retry_migrate()
+                idle = self._open(create=not self._ready)
+                self._ready = True
+            conn, local.identity = idle
             local.conn, local.pid = conn, os.getpid()
         return conn
+
+    def _take_idle(self):
+        with self._idle_lock:
+            if self._idle_pid != os.getpid():  # inherited: the parent's
+                self._idle, self._idle_pid = [], os.getpid()
+            return self._idle.pop() if self._idle else None
+
+    def release_connection(self):
+        """Hand this thread's connection to the process's idle ones (see the
+        class); the thread takes one again on its next use."""
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            return
+        local.conn = None
+        if local.pid == os.getpid() and not conn.in_transaction:
+            with self._idle_lock:
+                if (self._idle_pid == os.getpid()
+                        and len(self._idle) < self.IDLE_CONNECTIONS):
+                    self._idle.append((conn, local.identity))
+                    return
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass
 
     def drop_connection(self):
         """Close this thread's connection; the next use opens a new one."""
@@ -154,8 +194,19 @@ class SqliteConnections:
         deleted or replaced meanwhile is detected before the commit.
         """
         conn = self.connection()
-        with self._writer:
-            conn.execute("BEGIN IMMEDIATE")
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+        with self._writer.hold(deadline):
+            # SQLite's busy wait (a host app's writer, a checkpoint) gets
+            # what is left of the bound after the wait for our lock.
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            shortened = left_ms < self.busy_timeout_ms - 1
+            if shortened:
+                conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            finally:
+                if shortened:
+                    conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
             try:
                 yield conn
                 self.check_same_file()
@@ -217,11 +268,14 @@ class SqliteConnections:
                 errno.ENOENT, "the database file is missing but its lock file "
                 "shows it was in use: restore it from a backup, or delete %s-lock "
                 "to start with an empty database" % self.path, self.path)
-        conn, _ = self._open(create=True)
+        conn, _ = self._open(create=True)  # the file first, then its lock file
         try:
-            # WAL is a property of the file: set once, kept by every later opener.
-            conn.execute("PRAGMA journal_mode = WAL")
-            with self._writer:
+            # One process at a time, from the switch to WAL on: processes
+            # starting together on a new file otherwise meet "database is
+            # locked" (changing the journal mode takes no busy wait).
+            with self._writer.hold():
+                # WAL is a property of the file: set once, kept by every opener.
+                conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     migrate(sqlite_utils.Database(conn))
@@ -250,6 +304,13 @@ class SqliteConnections:
 
     def close(self):
         self.drop_connection()
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for conn, _ in idle:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
 
     def expected_version(self):
         return len(MIGRATIONS)

@@ -10,6 +10,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 
 try:
     import fcntl
@@ -67,9 +68,27 @@ def storage_failure(exc, path):
     return error
 
 
+class WriteLockTimeout(sqlite3.OperationalError):
+    """The writers' lock was not free within the busy timeout: answered as
+    SQLite's own "database is locked" (``StorageBusyError``)."""
+
+    sqlite_errorname = "SQLITE_BUSY"
+
+
+#: Pauses between two tries of another process's writers' lock: from the
+#: first, doubling, up to the second (seconds). Only one thread of a process
+#: tries at a time; the others wait on its thread lock, woken at once.
+LOCK_PAUSES = (0.0001, 0.002)
+
+
 class ProcessWriteLock:
     """The writers' queue: one ``flock``'d descriptor per process, and a
     thread lock, since flock does not exclude threads sharing a descriptor.
+
+    ``hold(deadline)`` gives up at ``deadline`` (``time.monotonic()``) with
+    ``WriteLockTimeout``: a write waits at most the busy timeout in all, for
+    this lock and SQLite's together. flock has no timeout: a process whose
+    lock is taken tries again after a pause (LOCK_PAUSES).
 
     Reopened after a fork (a descriptor inherited from the parent shares its
     lock with every sibling); closed when its Store is garbage-collected.
@@ -105,23 +124,46 @@ class ProcessWriteLock:
             # A read-only lock file (or folder) still locks: flock needs no write.
             return os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
 
-    def __enter__(self):
+    @contextmanager
+    def hold(self, deadline=None):
+        """The lock for the block; ``WriteLockTimeout`` at ``deadline``."""
         fd = self._descriptor()
-        self._threads.acquire()
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                self._threads.release()
-                raise
-        return self
-
-    def __exit__(self, *exc_info):
+        threads = self._threads
+        if deadline is None:
+            threads.acquire()
+        elif not threads.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            raise self._timeout()
         try:
-            if self._fd is not None:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if fd is not None:
+                self._flock(fd, deadline)
+            try:
+                yield self
+            finally:
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
-            self._threads.release()
+            threads.release()
+
+    def _flock(self, fd, deadline):
+        if deadline is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return
+        pause = LOCK_PAUSES[0]
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._timeout() from None
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, LOCK_PAUSES[1])
+
+    def _timeout(self):
+        return WriteLockTimeout("database is locked (the writers' lock %s was "
+                                "not free within the busy timeout)" % self.path)
+
 
 
 def _close_quietly(fd):

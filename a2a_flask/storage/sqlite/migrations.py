@@ -122,8 +122,41 @@ def _v6_turn_trace(db):
     db.execute("ALTER TABLE a2a_turns ADD COLUMN trace_context TEXT")
 
 
+def _v7_fair_queue(db):
+    # Turns: several per task (a follow-up queued behind a running turn runs
+    # next; only a task's oldest turn is claimed), claimed in caller_round
+    # order so that callers take turns (queue.py). Rows queued before keep
+    # their order (round = seq).
+    db.execute(
+        "CREATE TABLE a2a_turns_v7 (seq INTEGER PRIMARY KEY, task_id TEXT NOT"
+        " NULL, owner TEXT NOT NULL, agent TEXT NOT NULL, message_seq INTEGER"
+        " NOT NULL, retry INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL"
+        " DEFAULT 0, worker TEXT, lease_expires TEXT, queued_at TEXT NOT NULL,"
+        " caller_round INTEGER NOT NULL DEFAULT 0, trace_context TEXT)")
+    db.execute(
+        "INSERT INTO a2a_turns_v7 (seq, task_id, owner, agent, message_seq,"
+        " retry, attempts, worker, lease_expires, queued_at, caller_round,"
+        " trace_context) SELECT seq, task_id, owner, agent, message_seq, retry,"
+        " attempts, worker, lease_expires, queued_at, seq, trace_context"
+        " FROM a2a_turns")
+    db.execute("DROP TABLE a2a_turns")
+    db.execute("ALTER TABLE a2a_turns_v7 RENAME TO a2a_turns")
+    db.execute("CREATE INDEX a2a_turns_leases ON a2a_turns (lease_expires)"
+               " WHERE worker IS NOT NULL")
+    db.execute("CREATE INDEX a2a_turns_queue ON a2a_turns (caller_round, seq)"
+               " WHERE worker IS NULL")
+    db.execute("CREATE INDEX a2a_turns_task ON a2a_turns (task_id, seq)")
+    db.execute("CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round)")
+    # ListTasks filtered by contextId or by status, and its totalSize, read
+    # the matching index entries only, not every task of the caller.
+    db.execute("CREATE INDEX a2a_tasks_context ON a2a_tasks"
+               " (owner, agent, context_id, updated_at DESC, id DESC)")
+    db.execute("CREATE INDEX a2a_tasks_state ON a2a_tasks"
+               " (owner, agent, state, updated_at DESC, id DESC)")
+
+
 MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_turn_queue,
-              _v5_messages_once, _v6_turn_trace]
+              _v5_messages_once, _v6_turn_trace, _v7_fair_queue]
 
 
 def schema_version(db):

@@ -10,7 +10,7 @@ import json
 from datetime import timedelta
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn,
+    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueFullError,
 )
 from ..common import dumps, now_iso
 from ...messages import agent_message, text_part
@@ -19,6 +19,54 @@ from .tasks import load_message
 
 def _placeholders(values):
     return ", ".join("?" * len(values))
+
+
+#: Outcomes that end a task even with follow-ups queued behind the turn.
+ENDING_STATES = ("failed", "rejected")
+
+# The round of a caller's next turn: one after its last one, and no later
+# than just before the oldest queued turn, so that a caller with nothing
+# queued goes next: claims take callers in turn, whatever one's backlog.
+_ROUND = (
+    "SELECT max(coalesce((SELECT max(caller_round) + 1 FROM a2a_turns"
+    " WHERE owner = :owner), -9223372036854775807), coalesce((SELECT"
+    " min(caller_round) - 1 FROM a2a_turns WHERE worker IS NULL), 0))")
+
+# A turn can be claimed when it is its task's oldest: one turn of a task at
+# a time, in the order received.
+_CLAIMABLE = ("q.worker IS NULL AND NOT EXISTS (SELECT 1 FROM a2a_turns p"
+              " WHERE p.task_id = q.task_id AND p.seq < q.seq)")
+
+
+class _Enqueue:
+    """What ``enqueue_turn`` adds to ``start_turn``'s transaction."""
+
+    def __init__(self, storage, owner, agent, retry, status_message, queue_limit,
+                 trace_context):
+        self.storage, self.owner, self.agent = storage, owner, agent
+        self.retry, self.status_message = retry, status_message
+        self.queue_limit, self.trace_context = queue_limit, trace_context
+
+    def admit(self, conn):
+        if self.queue_limit and conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM a2a_turns WHERE owner = ?"
+                " AND worker IS NULL LIMIT ?)",
+                (self.owner, self.queue_limit)).fetchone()[0] >= self.queue_limit:
+            raise QueueFullError(self.owner, self.queue_limit)
+
+    def add(self, conn, start, follow_up):
+        caller_round = conn.execute(_ROUND, {"owner": self.owner}).fetchone()[0]
+        conn.execute(
+            "INSERT INTO a2a_turns (task_id, owner, agent, message_seq, retry,"
+            " queued_at, caller_round, trace_context) VALUES (?, ?, ?, ?, ?, ?,"
+            " ?, ?)", (start.task_id, self.owner, self.agent, start.message_seq,
+                       int(self.retry), self.storage._now(), caller_round,
+                       self.trace_context))
+        if self.status_message is not None and not follow_up:
+            conn.execute(
+                "UPDATE a2a_tasks SET status_message = ? WHERE id = ?",
+                (dumps(dict(self.status_message, taskId=start.task_id,
+                            contextId=start.context_id)), start.task_id))
 
 
 class QueueOperations:
@@ -30,51 +78,43 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     trace_context=None):
-        def queue(conn, start):
-            conn.execute(
-                "INSERT INTO a2a_turns (task_id, owner, agent, message_seq,"
-                " retry, queued_at, trace_context) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (start.task_id, owner, agent, start.message_seq, int(retry),
-                 self._now(), trace_context))
-            if status_message is not None:
-                conn.execute(
-                    "UPDATE a2a_tasks SET status_message = ? WHERE id = ?",
-                    (dumps(dict(status_message, taskId=start.task_id,
-                                contextId=start.context_id)), start.task_id))
-        return self.start_turn(owner, agent, message, context_id=context_id,
-                               task_id=task_id, metadata=metadata, queue=queue)
+                     queue_limit=None, trace_context=None):
+        return self.start_turn(
+            owner, agent, message, context_id=context_id, task_id=task_id,
+            metadata=metadata, queue=_Enqueue(self, owner, agent, retry,
+                                              status_message, queue_limit,
+                                              trace_context))
 
     def claim_turns(self, worker, limit, lease_seconds, agents=None):
-        where, args = "worker IS NULL", []
+        where, args = _CLAIMABLE, []
         if agents is not None:
-            where += " AND agent IN (%s)" % _placeholders(agents)
+            where += " AND q.agent IN (%s)" % _placeholders(agents)
             args = list(agents)
         if limit <= 0 or self.connection().execute(
-                "SELECT 1 FROM a2a_turns WHERE %s LIMIT 1" % where,
+                "SELECT 1 FROM a2a_turns q WHERE %s LIMIT 1" % where,
                 args).fetchone() is None:
             return []
         claimed = []
         with self.transaction() as conn:
             rows = conn.execute(
-                "SELECT q.task_id, q.owner, q.agent, q.message_seq, q.retry,"
-                " q.attempts, t.state, t.context_id, t.metadata, m.body,"
+                "SELECT q.seq, q.task_id, q.owner, q.agent, q.message_seq,"
+                " q.retry, q.attempts, t.state, t.context_id, t.metadata, m.body,"
                 " m.message_id, q.trace_context"
                 " FROM a2a_turns q JOIN a2a_tasks t ON t.id = q.task_id"
                 " JOIN a2a_messages m ON m.seq = q.message_seq"
-                " WHERE q.%s ORDER BY q.seq LIMIT ?" % where.replace(
-                    "agent IN", "q.agent IN"), args + [limit]).fetchall()
+                " WHERE %s ORDER BY q.caller_round, q.seq LIMIT ?" % where,
+                args + [limit]).fetchall()
             lease_end = self._lease_end(lease_seconds)
-            for (task_id, owner, agent, seq, retry, attempts, state, context_id,
-                 metadata, body, message_id, trace_context) in rows:
+            for (turn_seq, task_id, owner, agent, seq, retry, attempts, state,
+                 context_id, metadata, body, message_id, trace_context) in rows:
                 if state != "working":  # canceled or failed meanwhile
                     conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
                                  " worker IS NULL", (task_id,))
                     continue
                 if not conn.execute(
                         "UPDATE a2a_turns SET worker = ?, lease_expires = ?,"
-                        " attempts = attempts + 1 WHERE task_id = ? AND"
-                        " worker IS NULL", (worker, lease_end, task_id)).rowcount:
+                        " attempts = attempts + 1 WHERE seq = ? AND"
+                        " worker IS NULL", (worker, lease_end, turn_seq)).rowcount:
                     continue
                 claimed.append(ClaimedTurn(
                     task_id, context_id, owner, agent,
@@ -99,13 +139,34 @@ class QueueOperations:
 
     def finish_queued_turn(self, task_id, worker, owner, agent, state,
                            status_message=None, artifacts=()):
-        def holds_the_turn(conn):  # else the lease was lost: another outcome stands
-            return conn.execute(
-                "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
-                (task_id, worker)).rowcount == 1
-        # A canceled task keeps its state; the turn row goes all the same.
-        return self._store_outcome(task_id, owner, agent, state, status_message,
-                                   artifacts, before=holds_the_turn)
+        now = self._now()
+        with self.transaction() as conn:
+            if not conn.execute(  # else the lease was lost: another outcome stands
+                    "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
+                    (task_id, worker)).rowcount:
+                return None
+            follow_ups = conn.execute(
+                "SELECT seq, message_seq FROM a2a_turns WHERE task_id = ? AND"
+                " worker IS NULL ORDER BY seq", (task_id,)).fetchall()
+            going_on = bool(follow_ups) and state not in ENDING_STATES
+            # A canceled task keeps its state; the turn row goes all the same.
+            if not self._write_outcome(conn, task_id, owner, agent,
+                                       "working" if going_on else state,
+                                       status_message, artifacts, now):
+                return None
+            if going_on:
+                # The follow-ups' messages move after this turn's answer: a
+                # turn's history is what came before its message.
+                for turn_seq, message_seq in follow_ups:
+                    moved = self._next_seq(conn)
+                    conn.execute("UPDATE a2a_messages SET seq = ? WHERE seq = ?",
+                                 (moved, message_seq))
+                    conn.execute("UPDATE a2a_turns SET message_seq = ? WHERE"
+                                 " seq = ?", (moved, turn_seq))
+            elif follow_ups:  # the task ended: they never start
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
+                             " worker IS NULL", (task_id,))
+        return now
 
     def expire_leases(self, max_attempts=3):
         now = self._now()
@@ -148,6 +209,8 @@ class QueueOperations:
                         else LEASE_EXPIRED_TEXT)
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
+                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
+                             " worker IS NULL", (task_id,))  # its follow-ups
         return done
 
     def _fail_working(self, conn, task_id, owner, agent, text):

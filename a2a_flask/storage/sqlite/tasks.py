@@ -78,8 +78,11 @@ class TaskOperations:
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
                    metadata=None, queue=None, remembered_key=None):
-        """See ``Storage.start_turn``; ``queue(conn, start)`` (``enqueue_turn``)
-        writes in the same transaction once the message is stored."""
+        """See ``Storage.start_turn``. ``queue`` (``enqueue_turn``): its
+        ``admit(conn)`` runs once the message is known not to be a replay,
+        and its ``add(conn, start, follow_up)`` once the message is stored,
+        in the same transaction; with it, a message to a task whose
+        background turn is queued or running is a follow-up."""
         message_id = message["messageId"]
         now = self._now()
         created = task_id is None
@@ -115,9 +118,13 @@ class TaskOperations:
                     raise MessageIdReusedError(message_id)
                 return TurnStart(task[0], task[1], replayed=True)
 
+            if queue is not None:
+                queue.admit(conn)
+            follow_up = False
             if not created:
-                context_id = self._claim_waiting_task(
-                    conn, owner, agent, task_id, context_id, now)
+                context_id, follow_up = self._claim_waiting_task(
+                    conn, owner, agent, task_id, context_id, now,
+                    follow_up=queue is not None)
             else:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -133,12 +140,15 @@ class TaskOperations:
                                        stored)
             start = TurnStart(task_id, context_id, stored, seq, created=created)
             if queue is not None:
-                queue(conn, start)
+                queue.add(conn, start, follow_up)
         return start
 
-    def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now):
-        """One conditional UPDATE claims the task; when it changes no row,
-        a read says why (and the transaction rolls back)."""
+    def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now,
+                            follow_up=False):
+        """One conditional UPDATE claims the task: (its context id, False).
+        When it changes no row, a read says why (and the transaction rolls
+        back), unless ``follow_up`` and the task is working on a queued
+        turn: (its context id, True), the message queues behind it."""
         match_context = "" if context_id is None else " AND context_id = :context"
         if conn.execute(
                 "UPDATE a2a_tasks SET state = 'working', updated_at = :now"
@@ -147,9 +157,9 @@ class TaskOperations:
                 {"now": now, "id": task_id, "owner": owner, "agent": agent,
                  "context": context_id}).rowcount:
             if context_id is not None:
-                return context_id
+                return context_id, False
             return conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
-                                (task_id,)).fetchone()[0]
+                                (task_id,)).fetchone()[0], False
         row = conn.execute(
             "SELECT state, context_id FROM a2a_tasks"
             " WHERE id = ? AND owner = ? AND agent = ?",
@@ -159,6 +169,9 @@ class TaskOperations:
         state, task_context = row
         if context_id is not None and context_id != task_context:
             raise ContextMismatchError(task_id, task_context)
+        if follow_up and state == "working" and conn.execute(
+                "SELECT 1 FROM a2a_turns WHERE task_id = ?", (task_id,)).fetchone():
+            return task_context, True
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
@@ -189,32 +202,37 @@ class TaskOperations:
                 raise failure from exc
 
     def _store_outcome(self, task_id, owner, agent, state, status_message,
-                       artifacts, before=None):
-        """One transaction: ``before(conn)`` first when given (False: store
-        nothing), then the conditional outcome. Its timestamp, or None."""
+                       artifacts):
+        """One transaction: the conditional outcome. Its timestamp, or None."""
         now = self._now()
         with self.transaction() as conn:
-            if before is not None and not before(conn):
+            if not self._write_outcome(conn, task_id, owner, agent, state,
+                                       status_message, artifacts, now):
                 return None
-            # The status message's seq, known before it is inserted (the
-            # write lock is ours): the row points at it in the same UPDATE.
-            seq = None if status_message is None else self._next_seq(conn)
-            if not conn.execute(
-                    "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
-                    " status_seq = ?, updated_at = ?"
-                    " WHERE id = ? AND state = 'working'",
-                    (state, seq, now, task_id)).rowcount:
-                return None
-            if status_message is not None:
-                self._insert_message(conn, task_id, status_message["contextId"],
-                                     owner, agent, status_message, seq)
-            if artifacts:
-                conn.executemany(
-                    "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                    " VALUES (?, ?, ?)",
-                    [(task_id, a["artifactId"], artifact_body(a))
-                     for a in artifacts])
         return now
+
+    def _write_outcome(self, conn, task_id, owner, agent, state, status_message,
+                       artifacts, now):
+        """The outcome, conditional on ``working``; False when it was not."""
+        # The status message's seq, known before it is inserted (the
+        # write lock is ours): the row points at it in the same UPDATE.
+        seq = None if status_message is None else self._next_seq(conn)
+        if not conn.execute(
+                "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
+                " status_seq = ?, updated_at = ?"
+                " WHERE id = ? AND state = 'working'",
+                (state, seq, now, task_id)).rowcount:
+            return False
+        if status_message is not None:
+            self._insert_message(conn, task_id, status_message["contextId"],
+                                 owner, agent, status_message, seq)
+        if artifacts:
+            conn.executemany(
+                "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                " VALUES (?, ?, ?)",
+                [(task_id, a["artifactId"], artifact_body(a))
+                 for a in artifacts])
+        return True
 
     def _store_kept_outcome(self, task_id):
         """Store an outcome kept aside by ``finish_turn``; True if there was one."""
@@ -357,6 +375,22 @@ class TaskOperations:
         row = self.connection().execute(
             "SELECT state FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
         return row[0] if row else None
+
+    def task_states(self, task_ids):
+        found = dict.fromkeys(task_ids)
+        ids = list(found)
+        conn = self.connection()
+        for start in range(0, len(ids), 500):  # SQLite's bound on parameters
+            chunk = ids[start:start + 500]
+            found.update(conn.execute(
+                "SELECT id, state FROM a2a_tasks WHERE id IN (%s)"
+                % ", ".join("?" * len(chunk)), chunk).fetchall())
+        return found
+
+    def change_marker(self):
+        # Changes when another connection (of any process) commits: a read of
+        # the WAL index in shared memory, no table is touched.
+        return self.connection().execute("PRAGMA data_version").fetchone()[0]
 
     # -- cancel --------------------------------------------------------------
 

@@ -1,0 +1,27 @@
+"""The storage contract, waiting: what lets a process wait on many tasks
+without polling each (``waits.TaskWaits``), and hand back its connections
+between calls. Every method has a default: a backend without them still
+works, waiters then read on a timer."""
+
+from typing import Dict, Hashable, List, Optional
+
+
+class WaitStorage:
+    """Waiting on tasks, and connections between calls."""
+
+    def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
+        """The state of each task (None: no such task), read in one query
+        where the backend can: what every blocking send of a process waits on."""
+        return {task_id: self.task_state(task_id) for task_id in task_ids}
+
+    def change_marker(self) -> Optional[Hashable]:
+        """A value that changes once another connection committed, cheap
+        enough to read every few milliseconds (no query of the tables); None
+        when the backend cannot tell, and waiters read states on a timer."""
+        return None
+
+    def release_connection(self) -> None:
+        """This thread is done with the storage for now (the end of a web
+        request, a blocking send about to wait): a backend holding a
+        connection per thread may hand it to the next user. The next call
+        on this thread takes one again."""

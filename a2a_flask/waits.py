@@ -1,0 +1,141 @@
+"""Waiting on the store without polling it per waiter: a blocking send waits
+for its background turn to end, the worker's dispatcher for a turn to queue.
+
+A storage that can tell cheaply whether anything was committed since it last
+looked (``Storage.change_marker``: SQLite's ``PRAGMA data_version``, a read
+of shared memory) is looked at every ``TICK``; the task states are read only
+after a commit, in one query for every task this process waits on
+(``TaskWaits``). A storage that cannot tell is read every ``UNMARKED_TICK``.
+No transaction is held while waiting.
+"""
+
+import logging
+import os
+import threading
+import time
+from typing import Hashable, Optional
+
+log = logging.getLogger("a2a_flask")
+
+#: Seconds between two looks at the change marker.
+TICK = 0.01
+#: Seconds between two reads of the states when the storage has no marker.
+UNMARKED_TICK = 0.05
+#: Seconds between two tries after the storage failed (logged once a minute).
+FAILED_TICK = 0.5
+
+
+def settled(state: Optional[str]) -> bool:
+    """A state a blocking send may answer: terminal or interrupted (A2A 1.0
+    section 3.2.2), or no task at all (deleted meanwhile)."""
+    return state != "working"
+
+
+class TaskWaits:
+    """The threads of one process waiting for tasks to leave ``working``.
+
+    One watcher thread (started with the first waiter, gone with the last)
+    reads the states of every awaited task in one query when the store
+    changed, and wakes the waiters of those that settled. Safe across fork:
+    a child starts with no waiters and no watcher.
+    """
+
+    def __init__(self, storage):
+        self._storage = storage
+        self._reset()
+
+    def _reset(self):
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._waiting = {}  # task id -> [threading.Event]
+        self._fresh = False  # a waiter came since the last read
+        self._watching = False
+        self._failed_at = -60.0
+
+    def wait(self, task_id: str, seconds: Optional[float] = None) -> bool:
+        """Block until ``task_id`` settles (True) or ``seconds`` pass (False;
+        None: no bound)."""
+        if seconds is not None and seconds <= 0:
+            return False
+        if self._pid != os.getpid():
+            self._reset()
+        event = threading.Event()
+        with self._lock:
+            self._waiting.setdefault(task_id, []).append(event)
+            self._fresh = True
+            if not self._watching:
+                self._watching = True
+                threading.Thread(target=self._watch, daemon=True,
+                                 name="a2a-task-waits").start()
+        try:
+            return event.wait(seconds)
+        finally:
+            with self._lock:
+                events = self._waiting.get(task_id, [])
+                if event in events:
+                    events.remove(event)
+                if not events:
+                    self._waiting.pop(task_id, None)
+
+    def _watch(self):
+        marker = object()  # matches nothing: the first pass reads
+        while True:
+            with self._lock:
+                if not self._waiting:
+                    self._watching = False
+                    return
+                fresh, self._fresh = self._fresh, False
+            try:
+                found = self._storage.change_marker()
+                if fresh or found is None or found != marker:
+                    marker = found
+                    self._wake_settled()
+            except Exception as exc:
+                self._note_failure(exc)
+                marker = object()
+                time.sleep(FAILED_TICK)
+                continue
+            time.sleep(TICK if found is not None else UNMARKED_TICK)
+
+    def _wake_settled(self):
+        with self._lock:
+            task_ids = list(self._waiting)
+        states = self._storage.task_states(task_ids)
+        with self._lock:
+            for task_id in task_ids:
+                if settled(states.get(task_id)):
+                    for event in self._waiting.get(task_id, ()):
+                        event.set()
+
+    def _note_failure(self, exc):
+        if self._storage.failure(exc) is None:
+            log.exception("waiting on tasks: unexpected error; trying again")
+        elif time.monotonic() - self._failed_at > 60:
+            self._failed_at = time.monotonic()
+            log.warning("waiting on tasks: the storage is unavailable; trying "
+                        "again every %.1f s", FAILED_TICK)
+
+
+def change_marker(storage) -> Optional[Hashable]:
+    """``storage.change_marker()``, None when the storage failed (logged by
+    ``storage.failure``; the caller then waits on a timer)."""
+    try:
+        return storage.change_marker()
+    except Exception as exc:
+        if storage.failure(exc) is None:
+            raise
+        return None
+
+
+def wait_for_change(storage, since: Optional[Hashable], seconds: float,
+                    interrupt: threading.Event) -> None:
+    """Return once the store's change marker differs from ``since`` (read
+    before the caller last looked at the store), ``interrupt`` is set, or
+    ``seconds`` pass; with no marker, after at most UNMARKED_TICK."""
+    if since is None:
+        interrupt.wait(min(seconds, UNMARKED_TICK))
+        return
+    deadline = time.monotonic() + seconds
+    while not interrupt.wait(min(TICK, max(deadline - time.monotonic(), 0))):
+        if time.monotonic() >= deadline or change_marker(storage) != since:
+            return

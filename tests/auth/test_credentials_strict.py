@@ -1,0 +1,132 @@
+"""Credentials and proxies (issue 18): any credential presented that is
+invalid refuses the call, whatever else is valid; the Basic throttle counts
+per (address, name), with a much higher per-name limit across addresses,
+and reads the client address through A2A_TRUSTED_PROXIES only."""
+
+import base64
+import os
+import re
+
+import pytest
+
+from helpers import assert_401, message
+from serving import REPO_DIR
+
+ECHO = "/api/v1/agents/echo/a2a"
+REST_LIST = "/api/v1/agents/echo/rest/tasks"
+
+
+def basic(name, password):
+    pair = ("%s:%s" % (name, password)).encode()
+    return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+
+
+def bearer(key):
+    return {"Authorization": "Bearer " + key}
+
+
+def send(client, headers, environ=None):
+    return client.post(ECHO, headers=headers, environ_base=environ or {},
+                       json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
+                             "params": {"message": message()}})
+
+
+@pytest.fixture
+def service(make_app):
+    def build(**config):
+        app, _ = make_app(A2A_AUTH="required", **config)
+        credentials = app.extensions["a2a"].credentials
+        credentials.create_user("alice", "right")
+        credentials.create_user("bob", "pw")
+        return (app.test_client(), credentials.create_key(None, "one")[1],
+                credentials.create_key(None, "two")[1])
+    return build
+
+
+def test_an_invalid_credential_beside_a_valid_one_is_refused(service):
+    client, key, other_key = service()
+    bad = "a2a_" + "x" * 43
+    refused = [
+        dict(bearer(bad), **{"X-API-Key": key}),
+        dict(bearer(key), **{"X-API-Key": bad}),
+        dict(basic("alice", "wrong"), **{"X-API-Key": key}),
+        dict(basic("alice", "right"), **{"X-API-Key": bad}),
+        # Both valid, two callers: which one would own the task?
+        dict(basic("alice", "right"), **{"X-API-Key": key}),
+        dict(bearer(other_key), **{"X-API-Key": key}),
+    ]
+    for headers in refused:
+        assert_401(send(client, headers))
+        response = client.get(REST_LIST, headers=dict(headers, **{"A2A-Version": "1.0"}))
+        assert response.status_code == 401, headers
+    # Each alone, or the same key twice, is fine.
+    for headers in (bearer(key), {"X-API-Key": key}, basic("alice", "right"),
+                    dict(bearer(key), **{"X-API-Key": key})):
+        assert send(client, headers).status_code == 200, headers
+
+
+BEHIND_NGINX = {"REMOTE_ADDR": "127.0.0.1"}
+
+
+def _from(address):
+    return {"X-Forwarded-For": address}
+
+
+def test_one_attacker_behind_the_proxy_does_not_lock_out_other_users(service):
+    client, _, _ = service(A2A_TRUSTED_PROXIES="127.0.0.1")
+    for _ in range(40):
+        response = send(client, dict(basic("alice", "guess"), **_from("1.2.3.4")),
+                        BEHIND_NGINX)
+    assert response.status_code == 429 and response.headers["Retry-After"]
+    # Another user, from the same address and from another: let in.
+    assert send(client, dict(basic("bob", "pw"), **_from("1.2.3.4")),
+                BEHIND_NGINX).status_code == 200
+    assert send(client, dict(basic("bob", "pw"), **_from("5.6.7.8")),
+                BEHIND_NGINX).status_code == 200
+    # The owner of the name, from their own address (password not yet
+    # verified by this worker): let in too.
+    assert send(client, dict(basic("alice", "right"), **_from("5.6.7.8")),
+                BEHIND_NGINX).status_code == 200
+
+
+def test_a_client_cannot_choose_its_address_by_forwarding_headers(service):
+    client, _, _ = service(A2A_TRUSTED_PROXIES="127.0.0.1")
+    direct = {"REMOTE_ADDR": "10.9.8.7"}  # not the trusted proxy
+    statuses = [send(client, dict(basic("alice", "guess"),
+                                  **_from("192.0.2.%d" % n)), direct).status_code
+                for n in range(8)]
+    assert statuses == [401] * 5 + [429] * 3
+    # Through the proxy, the client's own entry is the one nginx appended
+    # (the last): an address the client put first is not believed.
+    statuses = [send(client, dict(basic("alice", "guess"),
+                                  **_from("192.0.2.%d, 1.2.3.4" % n)),
+                     BEHIND_NGINX).status_code for n in range(8)]
+    assert statuses == [401] * 5 + [429] * 3
+
+
+def test_the_per_name_limit_across_addresses_is_higher_and_spares_a_verified_password(
+        service):
+    client, _, _ = service(A2A_TRUSTED_PROXIES="127.0.0.1",
+                           A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE=12)
+    assert send(client, basic("alice", "right"), BEHIND_NGINX).status_code == 200
+    statuses = [send(client, dict(basic("alice", "guess"),
+                                  **_from("198.51.100.%d" % n)),
+                     BEHIND_NGINX).status_code for n in range(13)]
+    assert statuses == [401] * 12 + [429]
+    assert send(client, dict(basic("alice", "guess"), **_from("203.0.113.1")),
+                BEHIND_NGINX).status_code == 429
+    # The password this worker verified keeps working, from anywhere.
+    assert send(client, dict(basic("alice", "right"), **_from("203.0.113.1")),
+                BEHIND_NGINX).status_code == 200
+
+
+def test_the_shipped_config_trusts_the_shipped_nginx_only():
+    with open(os.path.join(REPO_DIR, "deploy", "a2a.env")) as f:
+        env = f.read()
+    assert re.search(r"^A2A_TRUSTED_PROXIES=127\.0\.0\.1$", env, re.M)
+    site = ""
+    for name in ("nginx-a2a.conf", "nginx-a2a-proxy.conf"):  # the site, its include
+        with open(os.path.join(REPO_DIR, "deploy", name)) as f:
+            site += f.read()
+    assert "server 127.0.0.1:" in site
+    assert "X-Forwarded-For $proxy_add_x_forwarded_for" in site

