@@ -60,8 +60,11 @@ def test_the_page_is_self_contained_and_its_policy_strict(on):
     {}, {"Accept": "*/*"}, {"Accept": "application/json"},
     {"Accept": "application/json, text/html;q=0.5"}, {"Accept": "text/html;q=0"}])
 def test_other_clients_get_what_they_got_without_it(make_app, headers):
-    off = _get(make_app()[0], "/api/v1/agents/echo/", headers)
-    on = _get(make_app(A2A_TRY_PAGE=True)[0], "/api/v1/agents/echo/", headers)
+    # Both apps kept alive: Flask 2.2's get_json reads its app through a
+    # weak reference.
+    off_app, on_app = make_app()[0], make_app(A2A_TRY_PAGE=True)[0]
+    off = _get(off_app, "/api/v1/agents/echo/", headers)
+    on = _get(on_app, "/api/v1/agents/echo/", headers)
     assert off.status_code == on.status_code == 404
     assert on.get_json() == off.get_json()
     assert on.get_json()["code"] == -32600
