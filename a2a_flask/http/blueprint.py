@@ -53,8 +53,10 @@ def _add_rest_routes(bp, settings):
 def make_blueprint(settings):
     bp = Blueprint("a2a", __name__)
 
+    # The slash rule with strict_slashes=False: Werkzeug 1.0 tries it first
+    # and would otherwise redirect /a2a to /a2a/ (both run the same view).
     @bp.route(urls.rpc_rule(settings), methods=["POST"])
-    @bp.route(urls.rpc_rule(settings) + "/", methods=["POST"])
+    @bp.route(urls.rpc_rule(settings) + "/", methods=["POST"], strict_slashes=False)
     def rpc(name):
         # Also with a trailing slash: a client that joins "/" to the card's
         # URL (httpx with the endpoint as base_url, the 1.0-dev kit) posts there.
@@ -88,7 +90,7 @@ def make_blueprint(settings):
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.
         @bp.route(urls.ROOT_RPC, methods=["POST"])
-        @bp.route(urls.ROOT_RPC + "/", methods=["POST"])
+        @bp.route(urls.ROOT_RPC + "/", methods=["POST"], strict_slashes=False)
         def default_rpc():
             return _rpc(current_app_state().settings.default_agent, at_root=True)
 
