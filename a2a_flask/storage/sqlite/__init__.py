@@ -1,10 +1,11 @@
 """The SQLite backend: one file, several worker processes.
 
 ``connection`` (the file, its connections, transactions and schema),
-``tasks`` (the request path), ``admin`` (listing, operations, bulk copy),
-``credentials`` (keys and users), ``queue`` (background turns), ``file``
-(lock, identity, failures, kept outcomes), ``migrations`` (the versioned
-schema).
+``tasks`` and ``reading`` (the request path: its writes, its reads),
+``forms`` (the stored form of messages and artifacts), ``admin`` (listing,
+operations, bulk copy), ``credentials`` (keys and users), ``queue``
+(background turns), ``file`` (lock, identity, failures, kept outcomes),
+``migrations`` (the versioned schema).
 """
 
 from ..base import Storage
@@ -12,9 +13,10 @@ from .admin import AdminOperations
 from .connection import SqliteConnections
 from .credentials import CredentialOperations
 from .queue import QueueOperations
+from .reading import TaskReads
 from .tasks import TaskOperations
 
 
-class SqliteStorage(QueueOperations, TaskOperations, AdminOperations,
+class SqliteStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
                     CredentialOperations, SqliteConnections, Storage):
     """``Storage`` on one SQLite file."""

@@ -10,8 +10,9 @@ import sqlite3
 from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from ..sizes import page_size
-from .tasks import (
-    _TERMINAL_SQL, artifact_body, load_artifact, load_message, message_body,
+from .tasks import _TERMINAL_SQL
+from .forms import (
+    artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
 )
 

@@ -14,7 +14,7 @@ from ..base import (
 )
 from ..common import dumps, now_iso
 from ...messages import agent_message, text_part
-from .tasks import load_message
+from .forms import load_message
 
 
 def _placeholders(values):

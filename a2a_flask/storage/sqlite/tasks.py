@@ -1,72 +1,27 @@
-"""The request path of ``SqliteStorage``: a turn (start, claim, finish, fail
-when stale), cancel, and the reads of a task and of its history.
+"""The writes of the request path of ``SqliteStorage``: a turn (start, claim,
+finish, fail when stale) and cancel; the reads are in ``reading``.
 
 Every state change is one conditional UPDATE whose row count is checked:
 correctness does not rest on the writers' lock.
 """
 
-import json
 import logging
 import time
 
 from ..errors import StorageUnavailableError
 from ..base import (
     STALE_TURN_TEXT, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
-    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TaskRecord, TurnStart,
+    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
+from .forms import artifact_body, message_body, stored_fingerprint
 
 log = logging.getLogger("a2a_flask")
 
 _TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
-
-# A message is stored once, in a2a_messages, without the ids that its row's
-# columns hold (messageId, taskId, contextId; an artifact without its
-# artifactId) nor its constant "kind": "message": a task's status message is
-# its row's status_seq, a pointer into its history, not a second copy
-# (schema v5).
-_ROW_IDS = ("kind", "messageId", "taskId", "contextId")
-
-
-def message_body(message, task_id, context_id):
-    """The stored JSON of ``message``, in the history of task ``task_id``."""
-    if message.get("taskId") == task_id and message.get("contextId") == context_id:
-        return dumps({k: v for k, v in message.items() if k not in _ROW_IDS})
-    return dumps({k: v for k, v in message.items()
-                  if k not in ("kind", "messageId")})
-
-
-def load_message(body, task_id, context_id, message_id):
-    """A message as stored by ``message_body`` (or whole, before v5)."""
-    message = json.loads(body)
-    if "kind" not in message:
-        message = dict({"kind": "message"}, **message)
-    message.setdefault("messageId", message_id)
-    if "taskId" not in message:
-        message["taskId"] = task_id
-        message["contextId"] = context_id
-    return message
-
-
-def artifact_body(artifact):
-    return dumps({k: v for k, v in artifact.items() if k != "artifactId"})
-
-
-def load_artifact(body, artifact_id):
-    artifact = json.loads(body)
-    if "artifactId" in artifact:  # stored before v5
-        return artifact
-    return dict({"artifactId": artifact_id}, **artifact)
-
-
-def stored_fingerprint(digest):
-    """A message's fingerprint as a2a_deliveries keeps it (v5): the first 128
-    bits of the SHA-256, as bytes (16 bytes, not 64 hex digits); enough to
-    tell a retry of one caller's message from a different message."""
-    return bytes.fromhex(digest[:32])
 
 
 class TaskOperations:
@@ -262,29 +217,6 @@ class TaskOperations:
         return conn.execute(
             "SELECT coalesce(max(seq), 0) + 1 FROM a2a_messages").fetchone()[0]
 
-    # -- reading -------------------------------------------------------------
-
-    def get_task(self, task_id, owner, agent, history_length=None,
-                 remembered_key=None):
-        """See ``Storage.get_task``; a ``working`` task whose outcome was kept
-        aside (the file refused it) gets it stored here."""
-        task = self._read_task(task_id, owner, agent, history_length, remembered_key)
-        if task.state != "working":
-            return task
-        if self._store_kept_outcome(task_id):
-            return self._read_task(task_id, owner, agent, history_length)
-        if task.updated_at < self._stale_cutoff() and not self._queued(task_id):
-            self.fail_stale_turn(task_id)  # or another worker just did
-            task = self._read_task(task_id, owner, agent, history_length)
-        return task
-
-    def _queued(self, task_id):
-        """A queued or leased turn: never stale (leases decide), and known
-        without the write transaction of ``fail_stale_turn``, which every
-        poll of a long-queued task would otherwise open."""
-        return self.connection().execute(
-            "SELECT 1 FROM a2a_turns WHERE task_id = ?", (task_id,)).fetchone() is not None
-
     def fail_stale_turn(self, task_id):
         with self.transaction() as conn:
             row = conn.execute(
@@ -307,90 +239,6 @@ class TaskOperations:
             self._insert_message(conn, task_id, context_id, owner, agent,
                                  message, seq)
         return True
-
-    # One statement reads one state of the file: the task row, its artifacts
-    # and its last messages as of the same moment, whatever other workers
-    # write meanwhile (and one statement costs less than a transaction of four).
-    _READ_TASK = (
-        "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
-        " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
-        " AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
-        " WHERE key_hash = :key AND revoked_at IS NULL))"
-        " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
-        " FROM a2a_artifacts WHERE task_id = :id"
-        " UNION ALL SELECT * FROM (SELECT 2, seq, body, message_id, NULL, NULL,"
-        " NULL FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC"
-        " LIMIT :limit)"
-        " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
-        " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
-        " WHERE t.id = :id"
-        " ORDER BY 1, 2")
-
-    def _read_task(self, task_id, owner, agent, history_length, remembered_key=None):
-        limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
-        rows = self.connection().execute(self._READ_TASK, {
-            "id": task_id, "owner": owner, "agent": agent, "limit": limit,
-            "key": remembered_key,
-        }).fetchall()
-        if not rows or rows[0][0] != 0:
-            raise NoSuchTaskError(task_id)
-        _, _, context_id, state, status_message, updated_at, metadata = rows[0]
-        status = None
-        if status_message is not None:  # a copy in the row
-            status = load_message(status_message, task_id, context_id, None)
-        elif rows[-1][0] == 3:
-            status = load_message(rows[-1][2], task_id, context_id, rows[-1][3])
-        return TaskRecord(
-            task_id, context_id, agent, owner, state, updated_at, status,
-            [load_artifact(row[2], row[3]) for row in rows if row[0] == 1],
-            [load_message(row[2], task_id, context_id, row[3])
-             for row in rows if row[0] == 2],
-            json.loads(metadata) if metadata else None)
-
-    def _history(self, sql, args, before_seq, limit):
-        if before_seq is not None:
-            sql += " AND seq < ?"
-            args.append(before_seq)
-        if limit is None:
-            rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
-        else:
-            rows = self.connection().execute(
-                sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
-        return [load_message(*row) for row in rows]
-
-    def task_history(self, task_id, before_seq=None, limit=None):
-        return self._history(
-            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
-            " WHERE task_id = ?",
-            [task_id], before_seq, limit)
-
-    def context_history(self, owner, agent, context_id, before_seq=None,
-                        limit=None):
-        return self._history(
-            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
-            " WHERE context_id = ? AND owner = ? AND agent = ?", [context_id, owner, agent],
-            before_seq, limit)
-
-    def task_state(self, task_id):
-        row = self.connection().execute(
-            "SELECT state FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
-        return row[0] if row else None
-
-    def task_states(self, task_ids):
-        found = dict.fromkeys(task_ids)
-        ids = list(found)
-        conn = self.connection()
-        for start in range(0, len(ids), 500):  # SQLite's bound on parameters
-            chunk = ids[start:start + 500]
-            found.update(conn.execute(
-                "SELECT id, state FROM a2a_tasks WHERE id IN (%s)"
-                % ", ".join("?" * len(chunk)), chunk).fetchall())
-        return found
-
-    def change_marker(self):
-        # Changes when another connection (of any process) commits: a read of
-        # the WAL index in shared memory, no table is touched.
-        return self.connection().execute("PRAGMA data_version").fetchone()[0]
 
     # -- cancel --------------------------------------------------------------
 
