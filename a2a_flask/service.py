@@ -14,7 +14,7 @@ from typing import Optional
 
 from . import errors
 from .agent import Turn, run_turn
-from .auth.callers import KEY_REFUSED, confirm_remembered_key
+from .auth.callers import KEY_REFUSED
 from .storage import sizes
 from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
 from .messages import agent_message, text_part
@@ -105,7 +105,6 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     owner, agent_name = context.caller.id, context.agent.name
     storage = context.storage
     if context.agent.background:
-        confirm_remembered_key(context.app_state, context.caller)
         return _send_to_queue(context, message, metadata,
                               context.history_length(history_length),
                               return_immediately)
@@ -143,12 +142,20 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
     owner, agent_name, storage = context.caller.id, context.agent.name, context.storage
     queued = agent_message([text_part(QUEUED_TEXT)])
     tracing = context.app_state.tracing
-    start = storage.enqueue_turn(
-        owner, agent_name, message, context_id=message.get("contextId"),
-        task_id=message.get("taskId"), metadata=metadata,
-        retry=context.agent.retry, status_message=queued,
-        queue_limit=context.app_state.settings.queue_limit_per_caller,
-        trace_context=tracing.current_context() if tracing else None)
+    try:
+        # Queued only while the caller's key is live, in the enqueue's own
+        # transaction: a `keys revoke` between the key check and here would
+        # otherwise miss this turn when it cancels the key's queued turns.
+        start = storage.enqueue_turn(
+            owner, agent_name, message, context_id=message.get("contextId"),
+            task_id=message.get("taskId"), metadata=metadata,
+            retry=context.agent.retry, status_message=queued,
+            queue_limit=context.app_state.settings.queue_limit_per_caller,
+            trace_context=tracing.current_context() if tracing else None,
+            live_key=context.caller.key_hash)
+    except RememberedKeyRevokedError:
+        raise errors.UnauthenticatedError(KEY_REFUSED) from None
+    context.caller.remembered_key = None  # live when the turn was queued
     if not return_immediately:
         # No transaction is open while waiting: the enqueue has committed. A
         # replay waits too: blocking means the outcome, whoever sent it first.

@@ -12,7 +12,7 @@ import binascii
 from typing import AbstractSet, Optional
 
 from .. import errors
-from .credentials import KEY_PREFIX, key_owner
+from .credentials import KEY_PREFIX, hash_key, key_owner
 from .proxies import client_address
 
 #: Where an OpenID provider publishes its configuration (OIDC Discovery 1.0).
@@ -29,7 +29,7 @@ class Caller:
     """
 
     __slots__ = ("id", "kind", "name", "scope", "authenticated", "remembered_key",
-                 "token_scopes")
+                 "token_scopes", "key_hash")
 
     def __init__(self, id: str, kind: str, name: str,
                  scope: Optional[AbstractSet[str]] = None,
@@ -48,6 +48,10 @@ class Caller:
         #: statement (``remembered_key`` of ``Storage.start_turn``/``get_task``),
         #: checks it. None otherwise.
         self.remembered_key: Optional[str] = None
+        #: The hash of the API key the caller presented (None for any other
+        #: caller): a write that must not outlive the key (a queued turn,
+        #: which ``keys revoke`` cancels) is stored only while it is live.
+        self.key_hash: Optional[str] = None
 
     #: The name ``remembered_key`` had before 0.2.
     unconfirmed_key = property(lambda self: self.remembered_key)
@@ -80,9 +84,11 @@ def _basic(header):
     return (name, password) if sep else None
 
 
-def _key_caller(key, remembered=None):
+def _key_caller(key, key_hash, remembered=False):
     caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope)
-    caller.remembered_key = remembered
+    caller.key_hash = key_hash
+    if remembered:
+        caller.remembered_key = key_hash
     return caller
 
 
@@ -162,10 +168,10 @@ def _from_key(app_state, key, use_remembered_key, bearer):
     if use_remembered_key:
         remembered = app_state.credentials.remembered_key(key)
         if remembered is not None:
-            return _key_caller(*remembered)
+            return _key_caller(*remembered, remembered=True)
     found = app_state.credentials.find_key(key)
     if found is not None:
-        return _key_caller(found)
+        return _key_caller(found, hash_key(key))
     if bearer and _takes_host_token(app_state, key):
         caller = _host_caller(app_state.extension.hooks.token_caller(key), "token")
         if caller is None:

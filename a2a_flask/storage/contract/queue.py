@@ -31,7 +31,8 @@ class QueueStorage(abc.ABC):
                      retry: bool = False,
                      status_message: Optional[Message] = None,
                      queue_limit: Optional[int] = None,
-                     trace_context: Optional[str] = None) -> TurnStart:
+                     trace_context: Optional[str] = None,
+                     live_key: Optional[str] = None) -> TurnStart:
         """``start_turn`` and, in the same transaction, a queued turn for the
         task (message seq, agent, ``retry``, 0 attempts, its caller's next
         round, ``trace_context`` kept for the worker); the task's status
@@ -48,6 +49,10 @@ class QueueStorage(abc.ABC):
           task's turns run one at a time, in the order received.
           ``TaskNotWaitingError`` for any other working task, as
           ``start_turn``.
+        - ``live_key``: the hash of the caller's API key: the turn is queued
+          only if that key is not revoked, checked by the write itself
+          (``RememberedKeyRevokedError``, nothing stored), so that a
+          revocation either refuses it or comes after it (and cancels it).
         """
 
     @abc.abstractmethod

@@ -12,8 +12,8 @@ import json
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
-    ContextMismatchError, NoSuchTaskError, QueueFullError, TaskNotWaitingError,
-    TurnStart,
+    ContextMismatchError, NoSuchTaskError, QueueFullError, RememberedKeyRevokedError,
+    TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
@@ -50,7 +50,7 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None):
+                     queue_limit=None, trace_context=None, live_key=None):
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -60,6 +60,13 @@ class QueueOperations:
         with self.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
                          (QUEUE_LOCK, owner))
+            # The key's row, share-locked until this commits: a revocation
+            # committed before refuses the turn; one after waits for this
+            # commit, so that its cancel of the key's turns sees this one.
+            if live_key is not None and conn.execute(
+                    "SELECT FROM a2a_api_keys WHERE key_hash = %s AND"
+                    " revoked_at IS NULL FOR SHARE", (live_key,)).fetchone() is None:
+                raise RememberedKeyRevokedError()
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:

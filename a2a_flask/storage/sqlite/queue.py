@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueFullError,
+    RememberedKeyRevokedError,
 )
 from ..common import dumps, now_iso
 from ...messages import agent_message, text_part
@@ -42,10 +43,11 @@ class _Enqueue:
     """What ``enqueue_turn`` adds to ``start_turn``'s transaction."""
 
     def __init__(self, storage, owner, agent, retry, status_message, queue_limit,
-                 trace_context):
+                 trace_context, live_key):
         self.storage, self.owner, self.agent = storage, owner, agent
         self.retry, self.status_message = retry, status_message
         self.queue_limit, self.trace_context = queue_limit, trace_context
+        self.live_key = live_key
 
     def admit(self, conn):
         if self.queue_limit and conn.execute(
@@ -56,12 +58,17 @@ class _Enqueue:
 
     def add(self, conn, start, follow_up):
         caller_round = conn.execute(_ROUND, {"owner": self.owner}).fetchone()[0]
-        conn.execute(
-            "INSERT INTO a2a_turns (task_id, owner, agent, message_seq, retry,"
-            " queued_at, caller_round, trace_context) VALUES (?, ?, ?, ?, ?, ?,"
-            " ?, ?)", (start.task_id, self.owner, self.agent, start.message_seq,
-                       int(self.retry), self.storage._now(), caller_round,
-                       self.trace_context))
+        # Only while the caller's key is live: a revocation committed before
+        # refuses the turn, one after it cancels it (the writers take turns).
+        if not conn.execute(
+                "INSERT INTO a2a_turns (task_id, owner, agent, message_seq, retry,"
+                " queued_at, caller_round, trace_context) SELECT ?, ?, ?, ?, ?, ?,"
+                " ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
+                " WHERE key_hash = ? AND revoked_at IS NULL)",
+                (start.task_id, self.owner, self.agent, start.message_seq,
+                 int(self.retry), self.storage._now(), caller_round,
+                 self.trace_context, self.live_key, self.live_key)).rowcount:
+            raise RememberedKeyRevokedError()
         if self.status_message is not None and not follow_up:
             conn.execute(
                 "UPDATE a2a_tasks SET status_message = ? WHERE id = ?",
@@ -78,12 +85,13 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None):
+                     queue_limit=None, trace_context=None, live_key=None):
+        # remembered_key: a replay with a revoked key is refused too.
         return self.start_turn(
             owner, agent, message, context_id=context_id, task_id=task_id,
-            metadata=metadata, queue=_Enqueue(self, owner, agent, retry,
-                                              status_message, queue_limit,
-                                              trace_context))
+            metadata=metadata, remembered_key=live_key,
+            queue=_Enqueue(self, owner, agent, retry, status_message, queue_limit,
+                           trace_context, live_key))
 
     def claim_turns(self, worker, limit, lease_seconds, agents=None):
         where, args = _CLAIMABLE, []
