@@ -144,7 +144,9 @@ DOCS = {
         "how many were left out); see [Hardening](../hardening.md).",
     "A2A_MAX_TURN_OUTPUT_BYTES": "The most bytes one turn may write, its status "
         "message and artifacts together (3 MiB); an agent answering more fails "
-        "the turn, saying so. At most half of `A2A_MAX_ANSWER_BYTES`.",
+        "the turn, saying so. At most half of `A2A_MAX_ANSWER_BYTES`. A task's "
+        "artifacts together may take the answer budget less this less an "
+        "eighth of it: a turn going over fails the same way.",
     "A2A_LOGIN_FAILURES_PER_MINUTE": "Failed HTTP Basic logins a minute "
         "allowed per username from one client address (in each worker); more are "
         "refused with 429 and `Retry-After`, without hashing anything. Other "
@@ -349,6 +351,12 @@ class Settings:
                 "A2A_MAX_TURN_OUTPUT_BYTES=%d: expected at most half of "
                 "A2A_MAX_ANSWER_BYTES (%d), so that any task fits an answer"
                 % (self.max_turn_output_bytes, self.max_answer_bytes))
+        #: What a task's artifacts may count together (storage.sizes), so
+        #: that the task fits an answer: the budget less one turn's output
+        #: (the status message) and an eighth for the rest (envelope, ids,
+        #: metadata, the newest message).
+        self.max_task_artifact_bytes = (self.max_answer_bytes - self.max_turn_output_bytes
+                                        - self.max_answer_bytes // 8)
         self.login_failures_per_minute = int(get("A2A_LOGIN_FAILURES_PER_MINUTE"))
         if self.login_failures_per_minute <= 0:
             raise ValueError("A2A_LOGIN_FAILURES_PER_MINUTE=%r: expected a number "

@@ -95,7 +95,8 @@ class Worker:
             try:
                 return self.storage.finish_queued_turn(
                     turn.task_id, self.id, turn.caller.id, turn.agent.name,
-                    state, message, artifacts)
+                    state, message, artifacts,
+                    max_artifact_bytes=turn.max_artifact_bytes)
             except Exception as exc:
                 if self.storage.failure(exc) is None or attempt == FINISH_ATTEMPTS:
                     raise
@@ -164,14 +165,15 @@ class Worker:
             agent = self.app_state.extension.agents[claimed.agent]
             turn = BackgroundTurn(self.storage, agent, claimed)
             tracing = self.app_state.tracing
-            limit = self.app_state.settings.max_turn_output_bytes
+            settings = self.app_state.settings
+            limits = dict(max_output_bytes=settings.max_turn_output_bytes,
+                          max_artifact_bytes=settings.max_task_artifact_bytes)
             if tracing is None:
-                outcome = run_turn(turn, store=self._store_outcome,
-                                   max_output_bytes=limit)
+                outcome = run_turn(turn, store=self._store_outcome, **limits)
             else:
                 with tracing.worker_span(claimed) as span:
                     outcome = run_turn(turn, store=self._store_outcome,
-                                       tracing=tracing, max_output_bytes=limit)
+                                       tracing=tracing, **limits)
                     span.set_attribute("a2a.outcome", outcome[0] if outcome
                                        else "discarded")
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,

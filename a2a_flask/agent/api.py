@@ -89,6 +89,8 @@ class Turn:
         self._context_history = None
         #: A2A_MAX_TURN_OUTPUT_BYTES, set by ``run_turn``.
         self.max_output_bytes = None
+        #: What the task's artifacts may count together, set by ``run_turn``.
+        self.max_artifact_bytes = None
         self._calls = 0
 
     @property

@@ -6,6 +6,7 @@ from typing import Callable, Optional
 
 from ..ids import new_id
 from ..messages import agent_message, text_part
+from ..storage.base import ARTIFACTS_FULL_TEXT, ArtifactsFullError
 from ..storage.sizes import may_exceed, rough_size, size
 from .api import Reply, _StatusReply
 
@@ -71,11 +72,13 @@ def store_outcome(turn, state, message, artifacts=()):
     """Store the outcome of a turn run in a request (conditional on the task
     being ``working``): its timestamp, or None when it was discarded."""
     return turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
-                                  state, message, artifacts)
+                                  state, message, artifacts,
+                                  max_artifact_bytes=turn.max_artifact_bytes)
 
 
 def run_turn(turn, store: Callable = store_outcome, tracing=None,
-             max_output_bytes: Optional[int] = None):
+             max_output_bytes: Optional[int] = None,
+             max_artifact_bytes: Optional[int] = None):
     """Run the agent on ``turn`` and store the outcome with
     ``store(turn, state, message, artifacts)`` (the worker passes its own,
     which stores only while it holds the turn); ``tracing``: the app's
@@ -84,9 +87,12 @@ def run_turn(turn, store: Callable = store_outcome, tracing=None,
     Returns (state, status message, artifacts, timestamp) as stored, or None
     when the task was canceled meanwhile and the outcome discarded. An
     outcome over ``max_output_bytes`` (A2A_MAX_TURN_OUTPUT_BYTES) fails the
-    turn instead.
+    turn instead, and so does one whose artifacts would bring the task's
+    over ``max_artifact_bytes`` (``store`` passes it on to the storage, which
+    checks it as it writes: ``ArtifactsFullError``).
     """
     turn.max_output_bytes = max_output_bytes
+    turn.max_artifact_bytes = max_artifact_bytes
     try:
         if tracing is None:
             result = turn.agent.func(turn)
@@ -110,6 +116,15 @@ def run_turn(turn, store: Callable = store_outcome, tracing=None,
         raise
     try:
         timestamp = store(turn, state, message, artifacts)
+    except ArtifactsFullError as full:
+        log.warning("agent %r answered task %s with artifacts that would bring "
+                    "its artifacts to %d bytes, over the %d a task may hold: "
+                    "the turn failed", turn.agent.name, turn.task_id, full.total,
+                    full.limit)
+        state, artifacts = "failed", []
+        message = agent_message([text_part(ARTIFACTS_FULL_TEXT % (full.total, full.limit))],
+                                turn.task_id, turn.context_id)
+        timestamp = store(turn, state, message)
     except (TypeError, ValueError):  # e.g. a datetime in a data part: not JSON
         log.exception("agent %r answered task %s with something that is not "
                       "JSON", turn.agent.name, turn.task_id)

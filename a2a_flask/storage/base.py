@@ -32,7 +32,7 @@ from .contract import (
     AdminStorage, CredentialStorage, QueueStorage, TaskStorage, WaitStorage,
 )
 from .errors import (  # noqa: F401
-    ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
+    ArtifactsFullError, ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
     QueueFullError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
     StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
     UserExistsError, UserNotFoundError,
@@ -41,7 +41,8 @@ from .records import (  # noqa: F401
     Artifact, ClaimedTurn, KeyRow, Message, TaskPage, TaskRecord, TurnStart,
 )
 from .states import (  # noqa: F401
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, QUEUED_TEXT, STALE_TURN_TEXT,
+    ARTIFACTS_FULL_TEXT, ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, QUEUED_TEXT,
+    STALE_TURN_TEXT,
     TERMINAL_STATES, WAITING_STATES,
 )
 

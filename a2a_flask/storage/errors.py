@@ -67,6 +67,18 @@ class QueueFullError(StorageError):
         self.limit = limit
 
 
+class ArtifactsFullError(StorageError):
+    """A turn's artifacts would bring its task's artifacts over ``limit``
+    bytes (``total``, as ``sizes.stored_artifact_bytes`` counts them):
+    nothing of the outcome was stored."""
+
+    def __init__(self, task_id, total, limit):
+        super().__init__(task_id, total, limit)
+        self.task_id = task_id
+        self.total = total
+        self.limit = limit
+
+
 class RememberedKeyRevokedError(StorageError):
     """The caller's API key (taken on trust: ``remembered_key``) is revoked or gone;
     nothing was written."""

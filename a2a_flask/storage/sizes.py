@@ -59,6 +59,14 @@ def rough_task_size(record) -> int:
     return total
 
 
+def stored_artifact_bytes(body: str) -> int:
+    """What an artifact stored as ``body`` (its JSON) counts against the
+    artifacts a task may hold: its UTF-8 bytes and ``OVERHEAD`` (its id and
+    the members a binding adds). The backends count the stored ones alike in
+    SQL: ``length(CAST(body AS BLOB)) + OVERHEAD`` / ``octet_length``."""
+    return len(body.encode("utf-8")) + OVERHEAD
+
+
 def may_exceed(rough: int, budget: int) -> bool:
     """Whether something of this rough size may be over ``budget`` bytes."""
     return rough * ESCAPE_FACTOR > budget

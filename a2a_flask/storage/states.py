@@ -6,6 +6,14 @@ WAITING_STATES = frozenset(("input-required", "auth-required"))
 STALE_TURN_TEXT = ("The agent stopped before finishing this turn: its worker "
                    "process ended. Send a new message with this contextId to "
                    "try again.")
+#: The failed status of a turn whose artifacts would bring its task's over
+#: what a task may hold (Settings.max_task_artifact_bytes): total, limit.
+ARTIFACTS_FULL_TEXT = ("The agent's answer was not kept: its artifacts would "
+                       "bring this task's artifacts to %d bytes, more than the "
+                       "%d bytes a task may hold so that it fits an answer "
+                       "(A2A_MAX_ANSWER_BYTES less A2A_MAX_TURN_OUTPUT_BYTES "
+                       "and an eighth). Nothing of it was stored; continue in "
+                       "a new task.")
 #: The status message of a background turn waiting for a worker.
 QUEUED_TEXT = "Queued: waiting for a worker to run this turn."
 #: The status message of a background turn whose worker stopped holding it

@@ -4,11 +4,15 @@ one task a page); a task whose history does not fit shows its newest
 messages that do and says how many it left out (metadata
 ``a2a_flask.historyOmitted``), artifacts whole; what one turn may write is
 capped when written (A2A_MAX_TURN_OUTPUT_BYTES: over it, the turn fails).
-On SQLite and PostgreSQL, over both 1.0 bindings and 0.3."""
+On SQLite and PostgreSQL, over both 1.0 bindings and 0.3. A task's
+artifacts, piling up over its turns, are capped when written too (the
+budget less a turn's output and an eighth): the turn that would go over
+fails, so that any task fits an answer."""
 
 import pytest
 
 from a2a_flask import InputRequired, Reply
+from a2a_flask.worker import Worker
 from v1.inprocess import Caller, user_message
 
 BUDGET = 256 * 1024
@@ -27,6 +31,10 @@ def register(a2a):
         return InputRequired(text) if command == "ask" else Reply(text)
 
     a2a.add_agent("big", big)
+    # Each turn adds a 40 KiB artifact to its task (queued follow-ups keep
+    # the task working from one turn to the next).
+    a2a.add_agent("piles", lambda turn: Reply("ok", artifacts=[
+        {"parts": [{"kind": "text", "text": "z" * 40 * 1024}]}]), background=True)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -45,20 +53,20 @@ def _send(caller, text, **fields):
                          {"message": user_message(text, **fields)})["task"]
 
 
-def _pages(caller, binding, **params):
+def _pages(caller, binding, agent="big", **params):
     """Every page of ListTasks, with the size of each answer in bytes."""
     pages, token = [], ""
     while True:
         query = dict(params, pageToken=token) if token else dict(params)
         if binding == "jsonrpc":
             response = caller.client.post(
-                "/api/v1/agents/big/a2a", headers=caller.headers,
+                "/api/v1/agents/%s/a2a" % agent, headers=caller.headers,
                 json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks",
                       "params": query})
             page = response.get_json()["result"]
         else:
             response = caller.client.get(
-                "/api/v1/agents/big/rest/tasks", headers=caller.headers,
+                "/api/v1/agents/%s/rest/tasks" % agent, headers=caller.headers,
                 query_string={k: str(v).lower() if isinstance(v, bool) else str(v)
                               for k, v in query.items()})
             page = response.get_json()
@@ -125,3 +133,40 @@ def test_a_turn_writing_more_than_its_cap_fails_and_stores_nothing(caller):
     assert "artifacts" not in task
     got = caller.result("GetTask", {"id": task["id"]})
     assert got["status"]["state"] == "TASK_STATE_FAILED" and "artifacts" not in got
+
+
+def test_a_turn_that_would_pile_artifacts_over_the_budget_fails(caller):
+    """Allowed: 256 - 96 - 32 = 128 KiB of artifacts; three turns fit, the
+    fourth fails saying why and stores none of its own; the follow-ups
+    queued after it never run. Every answer of the task is within budget."""
+    app, piles = caller.client.application, dict(agent="piles")
+    task = caller.result("SendMessage", {
+        "message": user_message("1"), "configuration": {"returnImmediately": True}},
+        **piles)["task"]
+    for number in range(2, 9):  # 8 turns: 320 KiB of artifacts, were all kept
+        caller.result("SendMessage", {
+            "message": user_message(str(number), taskId=task["id"]),
+            "configuration": {"returnImmediately": True}}, **piles)
+    runtime = app.extensions["a2a"]
+    with app.app_context():
+        worker = Worker(runtime, threads=1, grace=1)
+    while True:  # the queued turns one by one, in this thread
+        claimed = runtime.storage.claim_turns(worker.id, 1, 60)
+        if not claimed:
+            break
+        worker._run(claimed[0])
+    response = caller.client.post("/api/v1/agents/piles/a2a", headers=caller.headers,
+                                  json={"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                                        "params": {"id": task["id"]}})
+    assert len(response.data) <= BUDGET
+    got = response.get_json()["result"]
+    assert got["status"]["state"] == "TASK_STATE_FAILED"
+    text = got["status"]["message"]["parts"][0]["text"]
+    assert "not kept" in text and "A2A_MAX_ANSWER_BYTES" in text
+    assert "the %d bytes a task may hold" % (BUDGET - TURN - BUDGET // 8) in text
+    assert len(got["artifacts"]) == 6  # 3 turns: a response and a 40 KiB one each
+    replies = [m["parts"][0]["text"] for m in got["history"] if m["role"] == "ROLE_AGENT"]
+    assert replies == ["ok", "ok", "ok", text]  # turns 5 to 8 never ran
+    for binding in ("jsonrpc", "rest"):
+        (size, page), = _pages(caller, binding, agent="piles", includeArtifacts=True)
+        assert size <= BUDGET and len(page["tasks"][0]["artifacts"]) == 6

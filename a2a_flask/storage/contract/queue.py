@@ -78,9 +78,11 @@ class QueueStorage(abc.ABC):
     def finish_queued_turn(self, task_id: str, worker: str, owner: str,
                            agent: str, state: str,
                            status_message: Optional[Message] = None,
-                           artifacts: Sequence[Artifact] = ()) -> Optional[str]:
+                           artifacts: Sequence[Artifact] = (),
+                           max_artifact_bytes: Optional[int] = None) -> Optional[str]:
         """Delete ``worker``'s turn row and store the outcome exactly as
-        ``finish_turn`` (conditional on ``working``), in one transaction.
+        ``finish_turn`` (conditional on ``working``; ``ArtifactsFullError``
+        with nothing stored, the turn row kept), in one transaction.
         None, with nothing stored, when the worker no longer holds the turn
         (its lease expired) or the task left ``working`` (canceled).
 

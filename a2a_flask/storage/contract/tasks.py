@@ -48,12 +48,17 @@ class TaskStorage(abc.ABC):
     @abc.abstractmethod
     def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
                     status_message: Optional[Message] = None,
-                    artifacts: Sequence[Artifact] = ()) -> Optional[str]:
+                    artifacts: Sequence[Artifact] = (),
+                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
         """Store a turn's outcome with ``UPDATE ... WHERE id AND state =
         'working'``; the status message joins the history and the artifacts
         are appended, in the same transaction, only if that row count is 1.
         Returns the status timestamp, or None when the task left ``working``
         meanwhile (canceled; stale-failed): the outcome is discarded.
+        ``max_artifact_bytes``: the task's artifacts, these included, may
+        count at most that many bytes (``sizes.stored_artifact_bytes``),
+        a condition of the same UPDATE; over it, ``ArtifactsFullError`` and
+        nothing is stored.
         A backend may keep a refused outcome aside and store it on the next
         ``get_task`` (SQLite does); it then raises the storage failure."""
 

@@ -17,7 +17,9 @@ from ..base import (
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
-from .tasks import _INSERT_MESSAGE, NOW, WAITING_SQL
+from .tasks import (
+    _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params, check_artifacts_fit,
+)
 
 
 def _lease_end(seconds):
@@ -181,7 +183,7 @@ class QueueOperations:
         return [task_id for task_id in task_ids if task_id in held]
 
     def finish_queued_turn(self, task_id, worker, owner, agent, state,
-                           status_message=None, artifacts=()):
+                           status_message=None, artifacts=(), max_artifact_bytes=None):
         with self.transaction() as conn:
             if not conn.execute(
                     "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
@@ -197,21 +199,23 @@ class QueueOperations:
                 " ORDER BY seq", (task_id,)).fetchall()
             going_on = bool(follow_ups) and state not in ENDING_STATES
             body = dumps(status_message) if status_message else None
+            params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
+                          state="working" if going_on else state, body=body)
             row = conn.execute(
-                "UPDATE a2a_tasks SET state = %s, status_message = %s, updated_at"
-                " = " + NOW + " WHERE id = %s AND state = 'working'"
-                " RETURNING updated_at, context_id",
-                ("working" if going_on else state, body, task_id)).fetchone()
+                "UPDATE a2a_tasks SET state = %(state)s, status_message = %(body)s,"
+                " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
+                " AND " + ARTIFACTS_FIT + " RETURNING updated_at, context_id",
+                params).fetchone()
             if row is None:
+                check_artifacts_fit(conn, params)  # rolls the turn row back
                 return None
             if status_message is not None:
                 conn.execute(_INSERT_MESSAGE, (
                     task_id, row[1], owner, agent, status_message["role"],
                     status_message["messageId"], body))
-            for artifact in artifacts:
+            for artifact_id, artifact_body in zip(params["aids"], params["abodies"]):
                 conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                             " VALUES (%s, %s, %s)",
-                             (task_id, artifact["artifactId"], dumps(artifact)))
+                             " VALUES (%s, %s, %s)", (task_id, artifact_id, artifact_body))
             if going_on:
                 # The follow-ups' messages move after this turn's answer: a
                 # turn's history is what came before its message.

@@ -13,10 +13,11 @@ import json
 import time
 
 from ..base import (
-    STALE_TURN_TEXT, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
+    STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
     TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TaskRecord, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
+from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .connection import is_storage_failure
 
@@ -76,6 +77,13 @@ _SEEN = (
     " JOIN a2a_tasks t ON t.id = d.task_id"
     " WHERE d.owner = %s AND d.agent = %s AND d.message_id = %s")
 
+# A turn's artifacts (%(adding)s bytes) fit beside the task's stored ones
+# within %(alimit)s (NULL: no limit), as sizes.stored_artifact_bytes counts.
+ARTIFACTS_FIT = (
+    "(%%(alimit)s::bigint IS NULL OR %%(adding)s::bigint + (SELECT"
+    " coalesce(sum(octet_length(body) + %d), 0) FROM a2a_artifacts"
+    " WHERE task_id = %%(id)s) <= %%(alimit)s::bigint)" % OVERHEAD)
+
 _INSERT_MESSAGE = (
     "INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
     " message_id, body) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING seq")
@@ -85,7 +93,7 @@ _INSERT_MESSAGE = (
 _FINISH = (
     "WITH u AS (UPDATE a2a_tasks SET state = %(state)s, status_message = %(body)s,"
     " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
-    " RETURNING updated_at, context_id),"
+    " AND " + ARTIFACTS_FIT + " RETURNING updated_at, context_id),"
     " m AS (INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
     " message_id, body) SELECT %(id)s, u.context_id, %(owner)s, %(agent)s,"
     " %(role)s, %(mid)s, %(body)s FROM u WHERE %(body)s::text IS NOT NULL),"
@@ -114,6 +122,29 @@ def _read_sql(cutoff, any_owner=False):
         " NULL FROM a2a_messages WHERE task_id = %(id)s AND EXISTS (SELECT FROM t)"
         " ORDER BY seq DESC LIMIT %(limit)s::bigint)"
         " ORDER BY 1, 2")
+
+
+def artifact_params(task_id, artifacts, max_artifact_bytes):
+    """The parameters of ``ARTIFACTS_FIT`` and of the artifacts' INSERT."""
+    bodies = [dumps(a) for a in artifacts]
+    return {"id": task_id, "aids": [a["artifactId"] for a in artifacts],
+            "abodies": bodies, "alimit": max_artifact_bytes if bodies else None,
+            "adding": sum(stored_artifact_bytes(body) for body in bodies)}
+
+
+def check_artifacts_fit(conn, params):
+    """After a conditional outcome that changed nothing: ``ArtifactsFullError``
+    if the task is still working, so its artifacts were what did not fit."""
+    if params["alimit"] is None:
+        return
+    row = conn.execute("SELECT state = 'working', NOT " + ARTIFACTS_FIT +
+                       " FROM a2a_tasks WHERE id = %(id)s", params).fetchone()
+    if row is not None and row[0] and row[1]:
+        total = conn.execute(
+            "SELECT coalesce(sum(octet_length(body) + %s), 0) FROM a2a_artifacts"
+            " WHERE task_id = %s", (OVERHEAD, params["id"])).fetchone()[0]
+        raise ArtifactsFullError(params["id"], params["adding"] + total,
+                                 params["alimit"])
 
 
 class TaskOperations:
@@ -227,18 +258,18 @@ class TaskOperations:
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
-                    artifacts=()):
+                    artifacts=(), max_artifact_bytes=None):
         body = dumps(status_message) if status_message else None
-        params = {
-            "state": state, "body": body, "id": task_id, "owner": owner, "agent": agent,
-            "role": status_message["role"] if status_message else None,
-            "mid": status_message["messageId"] if status_message else None,
-            "aids": [a["artifactId"] for a in artifacts],
-            "abodies": [dumps(a) for a in artifacts]}
+        params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
+                      state=state, body=body, owner=owner, agent=agent,
+                      role=status_message["role"] if status_message else None,
+                      mid=status_message["messageId"] if status_message else None)
         for attempt in range(1, self.FINISH_ATTEMPTS + 1):
             try:
                 with self.connection() as conn:
                     row = conn.execute(_FINISH, params).fetchone()
+                    if row is None:
+                        check_artifacts_fit(conn, params)
                 return row[0] if row else None
             except Exception as exc:
                 cause = exc.__cause__

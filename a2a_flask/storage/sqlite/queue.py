@@ -146,7 +146,7 @@ class QueueOperations:
         return [task_id for (task_id,) in held]
 
     def finish_queued_turn(self, task_id, worker, owner, agent, state,
-                           status_message=None, artifacts=()):
+                           status_message=None, artifacts=(), max_artifact_bytes=None):
         now = self._now()
         with self.transaction() as conn:
             if not conn.execute(  # else the lease was lost: another outcome stands
@@ -160,7 +160,8 @@ class QueueOperations:
             # A canceled task keeps its state; the turn row goes all the same.
             if not self._write_outcome(conn, task_id, owner, agent,
                                        "working" if going_on else state,
-                                       status_message, artifacts, now):
+                                       status_message, artifacts, now,
+                                       max_artifact_bytes):
                 return None
             if going_on:
                 # The follow-ups' messages move after this turn's answer: a

@@ -10,10 +10,12 @@ import time
 
 from ..errors import StorageUnavailableError
 from ..base import (
-    STALE_TURN_TEXT, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
-    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
+    ARTIFACTS_FULL_TEXT, STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError,
+    MessageIdReusedError, NoSuchTaskError, RememberedKeyRevokedError, TaskEndedError,
+    TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
+from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
 from .forms import artifact_body, message_body, stored_fingerprint
@@ -22,6 +24,10 @@ log = logging.getLogger("a2a_flask")
 
 _TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
+# What a task's stored artifacts count against its allowance, as
+# sizes.stored_artifact_bytes counts one.
+_ARTIFACT_BYTES = ("(SELECT coalesce(sum(length(CAST(body AS BLOB)) + %d), 0)"
+                   " FROM a2a_artifacts WHERE task_id = a2a_tasks.id)" % OVERHEAD)
 
 
 class TaskOperations:
@@ -130,7 +136,7 @@ class TaskOperations:
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
-                    artifacts=()):
+                    artifacts=(), max_artifact_bytes=None):
         """See ``Storage.finish_turn``. A write the file refuses (busy past
         the busy timeout, read-only, full) is tried ``FINISH_ATTEMPTS`` times;
         then the outcome is kept in a file beside the database
@@ -139,7 +145,8 @@ class TaskOperations:
         for attempt in range(1, self.FINISH_ATTEMPTS + 1):
             try:
                 return self._store_outcome(task_id, owner, agent, state,
-                                           status_message, artifacts)
+                                           status_message, artifacts,
+                                           max_artifact_bytes)
             except StorageUnavailableError:
                 raise  # the file was deleted or replaced: nowhere to keep it
             except Exception as exc:
@@ -152,41 +159,51 @@ class TaskOperations:
                 if self._kept.keep(task_id, {
                         "owner": owner, "agent": agent, "state": state,
                         "status_message": status_message,
-                        "artifacts": list(artifacts)}):
+                        "artifacts": list(artifacts),
+                        "max_artifact_bytes": max_artifact_bytes}):
                     failure.kept_task_id = task_id
                 raise failure from exc
 
     def _store_outcome(self, task_id, owner, agent, state, status_message,
-                       artifacts):
+                       artifacts, max_artifact_bytes=None):
         """One transaction: the conditional outcome. Its timestamp, or None."""
         now = self._now()
         with self.transaction() as conn:
             if not self._write_outcome(conn, task_id, owner, agent, state,
-                                       status_message, artifacts, now):
+                                       status_message, artifacts, now,
+                                       max_artifact_bytes):
                 return None
         return now
 
     def _write_outcome(self, conn, task_id, owner, agent, state, status_message,
-                       artifacts, now):
-        """The outcome, conditional on ``working``; False when it was not."""
+                       artifacts, now, max_artifact_bytes=None):
+        """The outcome, conditional on ``working`` and on the task's artifacts
+        staying within ``max_artifact_bytes``: False when it was not working,
+        ``ArtifactsFullError`` when they would not (nothing written)."""
+        bodies = [(a["artifactId"], artifact_body(a)) for a in artifacts]
+        adding = sum(stored_artifact_bytes(body) for _, body in bodies)
+        limit = max_artifact_bytes if bodies else None
         # The status message's seq, known before it is inserted (the
         # write lock is ours): the row points at it in the same UPDATE.
         seq = None if status_message is None else self._next_seq(conn)
         if not conn.execute(
                 "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
                 " status_seq = ?, updated_at = ?"
-                " WHERE id = ? AND state = 'working'",
-                (state, seq, now, task_id)).rowcount:
+                " WHERE id = ? AND state = 'working' AND (? IS NULL OR"
+                " ? + " + _ARTIFACT_BYTES + " <= ?)",
+                (state, seq, now, task_id, limit, adding, limit)).rowcount:
+            row = conn.execute("SELECT state, " + _ARTIFACT_BYTES + " FROM"
+                               " a2a_tasks WHERE id = ?", (task_id,)).fetchone()
+            if limit is not None and row is not None and row[0] == "working":
+                raise ArtifactsFullError(task_id, adding + row[1], limit)
             return False
         if status_message is not None:
             self._insert_message(conn, task_id, status_message["contextId"],
                                  owner, agent, status_message, seq)
-        if artifacts:
+        if bodies:
             conn.executemany(
                 "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                " VALUES (?, ?, ?)",
-                [(task_id, a["artifactId"], artifact_body(a))
-                 for a in artifacts])
+                " VALUES (?, ?, ?)", [(task_id, aid, body) for aid, body in bodies])
         return True
 
     def _store_kept_outcome(self, task_id):
@@ -194,9 +211,15 @@ class TaskOperations:
         outcome = self._kept.read(task_id)
         if outcome is None:
             return False
-        self._store_outcome(task_id, outcome["owner"], outcome["agent"],
-                            outcome["state"], outcome["status_message"],
-                            outcome["artifacts"])
+        try:
+            self._store_outcome(task_id, outcome["owner"], outcome["agent"],
+                                outcome["state"], outcome["status_message"],
+                                outcome["artifacts"], outcome.get("max_artifact_bytes"))
+        except ArtifactsFullError as full:  # as the turn engine fails it
+            self._store_outcome(task_id, outcome["owner"], outcome["agent"], "failed",
+                                agent_message([text_part(ARTIFACTS_FULL_TEXT % (
+                                    full.total, full.limit))], task_id,
+                                    outcome["status_message"]["contextId"]))
         self._kept.remove(task_id)
         log.info("stored the kept outcome of task %s", task_id)
         return True
