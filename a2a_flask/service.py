@@ -53,28 +53,42 @@ ENVELOPE_BYTES = 1024
 def fit(record: TaskRecord, budget: int) -> TaskRecord:
     """``record`` as an answer of at most ``budget`` bytes may show it: its
     newest messages that fit, the rest of the history left out and counted
-    in its metadata (``HISTORY_OMITTED``); status and artifacts whole. A
-    task well under the budget is left as it is, measured cheaply."""
+    in its metadata (``HISTORY_OMITTED``, with those the storage already
+    left out: ``TaskRecord.history_omitted``); status and artifacts whole.
+    A task well under the budget is left as it is, measured cheaply."""
     history = record.history
-    if not history or not sizes.may_exceed(sizes.rough_task_size(record), budget):
-        return record
-    room = budget - sizes.OVERHEAD - sizes.size(record.status_message) - sum(
-        sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata) - 64
-    kept = 0
-    for message in reversed(history):
-        room -= sizes.size(message)
-        if room < 0:
-            break
-        kept += 1
-    if kept < len(history):
-        record.history = history[len(history) - kept:]
-        record.metadata = dict(record.metadata or {},
-                               **{HISTORY_OMITTED: len(history) - kept})
+    omitted = record.history_omitted
+    if history and sizes.may_exceed(sizes.rough_task_size(record), budget):
+        room = budget - sizes.FIXED_BYTES - sizes.size(record.status_message) - sum(
+            sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata)
+        kept = 0
+        for message in reversed(history):
+            room -= sizes.size(message)
+            if room < 0:
+                break
+            kept += 1
+        if kept < len(history):
+            record.history = history[len(history) - kept:]
+            omitted += len(history) - kept
+    if omitted:
+        record.metadata = dict(record.metadata or {}, **{HISTORY_OMITTED: omitted})
     return record
 
 
+def _budget(context):
+    return context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES
+
+
 def _answer(context, record):
-    return fit(record, context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES)
+    return fit(record, _budget(context))
+
+
+def _read(context, task_id, history_length=None, remembered_key=None):
+    """The caller's task as an answer shows it: the storage reads no more of
+    its history than fits the budget (``fit`` measures the rest exactly)."""
+    return _answer(context, context.storage.get_task(
+        task_id, context.caller.id, context.agent.name, history_length,
+        remembered_key=remembered_key, max_bytes=_budget(context)))
 
 
 def clamp_history(history, limit):
@@ -118,9 +132,7 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
     if start.replayed:
-        return _answer(context, storage.get_task(
-            start.task_id, owner, agent_name, history_length,
-            remembered_key=remembered_key))
+        return _read(context, start.task_id, history_length, remembered_key)
     context.caller.remembered_key = None  # live when the turn was stored
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
@@ -129,8 +141,7 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
                        max_artifact_bytes=context.app_state.settings.max_task_artifact_bytes)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
-        return _answer(context, storage.get_task(start.task_id, owner, agent_name,
-                                                 history_length))
+        return _read(context, start.task_id, history_length)
     # A new task holds exactly what this turn wrote: no need to read it back.
     state, status_message, artifacts, timestamp = outcome
     return _answer(context, TaskRecord(
@@ -163,23 +174,19 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
         storage.release_connection()  # 1,000 waiting calls need no 1,000
         context.app_state.task_waits.wait(
             start.task_id, context.app_state.settings.blocking_wait_seconds)
-    return _answer(context, storage.get_task(start.task_id, owner, agent_name,
-                                             history_length))
+    return _read(context, start.task_id, history_length)
 
 
 def get(context: CallContext, task_id: str,
         history_length: Optional[int] = None) -> TaskRecord:
     # A key taken on trust (auth.authenticate) is checked by the read itself.
-    return _answer(context, context.storage.get_task(
-        task_id, context.caller.id, context.agent.name,
-        context.history_length(history_length),
-        remembered_key=context.caller.remembered_key))
+    return _read(context, task_id, context.history_length(history_length),
+                 context.caller.remembered_key)
 
 
 def cancel(context: CallContext, task_id: str) -> TaskRecord:
     context.storage.cancel_task(task_id, context.caller.id, context.agent.name)
-    return _answer(context, context.storage.get_task(task_id, context.caller.id,
-                                                     context.agent.name))
+    return _read(context, task_id)
 
 
 def list_tasks(context: CallContext, context_id=None, state=None, updated_after=None,
@@ -188,7 +195,7 @@ def list_tasks(context: CallContext, context_id=None, state=None, updated_after=
     """The caller's tasks of this agent only, newest first, one page: it
     ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
     size, its history trimmed to fit: ``fit``)."""
-    budget = context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES
+    budget = _budget(context)
     page = context.storage.list_tasks(
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,

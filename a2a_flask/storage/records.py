@@ -15,7 +15,7 @@ class TaskRecord:
 
     __slots__ = ("id", "context_id", "agent", "owner", "state", "updated_at",
                  "status_message", "artifacts", "history", "metadata",
-                 "created_at")
+                 "created_at", "history_omitted")
 
     def __init__(self, id, context_id, agent, owner, state, updated_at,
                  status_message=None, artifacts=(), history=None, metadata=None,
@@ -31,6 +31,9 @@ class TaskRecord:
         self.history = history
         self.metadata = metadata
         self.created_at = created_at
+        #: How many older messages (of the last ``history_length``) a read
+        #: within a byte budget left out of ``history`` (``get_task``).
+        self.history_omitted = 0
 
     def __eq__(self, other):
         return (isinstance(other, TaskRecord)

@@ -12,6 +12,8 @@ import json
 #: Bytes counted per message, part or artifact for its members besides the
 #: content (ids, kind, role...): generous, so that the rough size is not low.
 OVERHEAD = 256
+#: Bytes an answer's task counts besides its parts (as ``service.fit``).
+FIXED_BYTES = OVERHEAD + 64
 #: How much longer than its rough size an object's JSON may be.
 ESCAPE_FACTOR = 6
 
@@ -65,6 +67,13 @@ def stored_artifact_bytes(body: str) -> int:
     the members a binding adds). The backends count the stored ones alike in
     SQL: ``length(CAST(body AS BLOB)) + OVERHEAD`` / ``octet_length``."""
     return len(body.encode("utf-8")) + OVERHEAD
+
+
+def most_messages(max_bytes: int, history_length=None) -> int:
+    """How many of a task's newest messages a read within ``max_bytes`` need
+    size at most: each counts ``OVERHEAD`` at least."""
+    most = max_bytes // OVERHEAD + 1
+    return most if history_length is None else max(0, min(most, history_length))
 
 
 def may_exceed(rough: int, budget: int) -> bool:

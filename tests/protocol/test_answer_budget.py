@@ -108,6 +108,9 @@ def test_a_history_too_long_for_one_answer_shows_its_newest_messages(caller):
     omitted = got["metadata"][OMITTED]
     assert omitted > 0 and len(history) + omitted == 22
     assert history[-1]["messageId"] == got["status"]["message"]["messageId"]
+    everything = caller.client.application.extensions["a2a"].storage.task_history(task["id"])
+    assert [m["messageId"] for m in history] == [  # exactly the newest ones
+        m["messageId"] for m in everything[-len(history):]]
     # 0.3 tasks/get and the REST GET: bounded the same way.
     response = caller.client.post("/api/v1/agents/big/a2a",
                                   headers={"X-API-Key": caller.headers["X-API-Key"]},

@@ -65,10 +65,18 @@ class TaskStorage(abc.ABC):
     @abc.abstractmethod
     def get_task(self, task_id: str, owner: str, agent: str,
                  history_length: Optional[int] = None,
-                 remembered_key: Optional[str] = None) -> TaskRecord:
+                 remembered_key: Optional[str] = None,
+                 max_bytes: Optional[int] = None) -> TaskRecord:
         """The task of this (owner, agent) with its artifacts and its last
         ``history_length`` messages (all when None, none when 0), read as of
-        one moment; ``NoSuchTaskError`` otherwise. A ``working`` task whose turn
+        one moment; ``NoSuchTaskError`` otherwise.
+
+        ``max_bytes``: only the newest of those messages that fit in that
+        many bytes beside the task's status message, artifacts and metadata
+        are read, measured in SQL on the stored JSON (``OVERHEAD`` more per
+        message and artifact, ``FIXED_BYTES`` for the task; storage.sizes),
+        newest first: the rest of the history is never fetched.
+        ``history_omitted`` is how many were left out. A ``working`` task whose turn
         began longer than the stale-turn limit ago is failed first
         (``fail_stale_turn``) and returned failed.
 

@@ -2,8 +2,9 @@
 
 Selected by ``A2A_DATABASE=postgresql://user@host/db`` (the ``postgres``
 extra: psycopg 3 and psycopg_pool). ``connection`` (one pool per worker
-process, failures, schema), ``tasks`` (the request path), ``admin``
-(listing, operations, bulk copy), ``credentials`` (keys and users),
+process, failures, schema), ``tasks`` and ``reading`` (the request path:
+its writes, its reads), ``admin`` (listing, operations, bulk copy),
+``credentials`` (keys and users),
 ``queue`` (background turns, claimed with FOR UPDATE SKIP LOCKED),
 ``migrations`` (the versioned schema, serialized by an advisory lock).
 """
@@ -13,10 +14,11 @@ from .admin import AdminOperations
 from .connection import PostgresConnections, is_storage_failure, storage_failure  # noqa: F401
 from .credentials import CredentialOperations
 from .queue import QueueOperations
+from .reading import TaskReads
 from .tasks import TaskOperations
 
 
-class PostgresStorage(QueueOperations, TaskOperations, AdminOperations,
+class PostgresStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
                       CredentialOperations, PostgresConnections, Storage):
     """``Storage`` on one PostgreSQL database."""
 
@@ -25,6 +27,7 @@ class PostgresStorage(QueueOperations, TaskOperations, AdminOperations,
         PostgresConnections.__init__(self, url, busy_timeout_ms, stale_turn_seconds,
                                      auto_migrate)
         self._task_sql()
+        self._read_sqls()
 
 
 def open_postgres(settings):

@@ -1,5 +1,5 @@
-"""The request path of ``PostgresStorage``: a turn (start, claim, finish, fail
-when stale), cancel, and the reads of a task and of its history.
+"""The writes of the request path of ``PostgresStorage``: a turn (start,
+claim, finish, fail when stale) and cancel; the reads are in ``reading``.
 
 Every state change is one conditional UPDATE whose row count (or RETURNING
 row) is checked. The usual paths are one statement each, so one round trip
@@ -9,12 +9,11 @@ finished turn (task + status message + artifacts), a read (task + artifacts
 clock, so servers with skewed clocks agree.
 """
 
-import json
 import time
 
 from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
-    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TaskRecord, TurnStart,
+    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from ..sizes import OVERHEAD, stored_artifact_bytes
@@ -103,27 +102,6 @@ _FINISH = (
     " SELECT updated_at FROM u")
 
 
-def _read_sql(cutoff, any_owner=False):
-    """One statement reads one state of the task: its row (with whether its
-    turn is stale), its artifacts and its last messages."""
-    owner = "" if any_owner else " AND owner = %(owner)s AND agent = %(agent)s"
-    return (
-        "WITH t AS (SELECT context_id, state, status_message, updated_at, metadata,"
-        " owner, agent, created_at, (state = 'working' AND updated_at < " + cutoff +
-        # a queued or leased turn is never stale: leases decide (no write here)
-        " AND NOT EXISTS (SELECT FROM a2a_turns WHERE task_id = %(id)s))"
-        " AS stale FROM a2a_tasks WHERE id = %(id)s" + owner +
-        " AND " + KEY_IS_LIVE + ")"
-        " SELECT 0 AS part, 0::bigint AS seq, context_id, state, status_message,"
-        " updated_at, metadata, owner, agent, created_at, stale FROM t"
-        " UNION ALL SELECT 1, seq, body, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
-        " FROM a2a_artifacts WHERE task_id = %(id)s AND EXISTS (SELECT FROM t)"
-        " UNION ALL (SELECT 2, seq, body, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-        " NULL FROM a2a_messages WHERE task_id = %(id)s AND EXISTS (SELECT FROM t)"
-        " ORDER BY seq DESC LIMIT %(limit)s::bigint)"
-        " ORDER BY 1, 2")
-
-
 def artifact_params(task_id, artifacts, max_artifact_bytes):
     """The parameters of ``ARTIFACTS_FIT`` and of the artifacts' INSERT."""
     bodies = [dumps(a) for a in artifacts]
@@ -156,8 +134,6 @@ class TaskOperations:
 
     def _task_sql(self):
         cutoff = stale_cutoff_sql(self.stale_turn_seconds)
-        self._read_task_sql = _read_sql(cutoff)
-        self._read_any_sql = _read_sql(cutoff, any_owner=True)
         self._fail_stale_sql = (
             "WITH u AS (UPDATE a2a_tasks SET state = 'failed', status_message ="
             " (%(body)s::jsonb || jsonb_build_object('contextId', context_id))::text,"
@@ -277,81 +253,12 @@ class TaskOperations:
                     raise
                 time.sleep(0.1 * attempt)
 
-    # -- reading ---------------------------------------------------------------
-
-    def _read(self, conn, sql, task_id, owner, agent, history_length,
-              remembered_key=None):
-        rows = conn.execute(sql, {"id": task_id, "owner": owner, "agent": agent,
-                                  "limit": history_limit(history_length),
-                                  "key": remembered_key}).fetchall()
-        if not rows or rows[0][0] != 0:
-            return None, False
-        (_, _, context_id, state, status_message, updated_at, metadata, owner,
-         agent, created_at, stale) = rows[0]
-        return TaskRecord(
-            task_id, context_id, agent, owner, state, updated_at,
-            json.loads(status_message) if status_message else None,
-            [json.loads(row[2]) for row in rows if row[0] == 1],
-            [json.loads(row[2]) for row in rows if row[0] == 2],
-            json.loads(metadata) if metadata else None, created_at), stale
-
-    def get_task(self, task_id, owner, agent, history_length=None,
-                 remembered_key=None):
-        with self.connection() as conn:
-            task, stale = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length, remembered_key)
-            if task is None:
-                raise NoSuchTaskError(task_id)
-            if stale:
-                self.fail_stale_turn(task_id)  # or another server just did
-                task, _ = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length)
-        task.created_at = None  # as the SQLite backend: only show_task has it
-        return task
-
     def fail_stale_turn(self, task_id):
         message = agent_message([text_part(STALE_TURN_TEXT)], task_id)
         with self.connection() as conn:
             return conn.execute(self._fail_stale_sql, {
                 "id": task_id, "mid": message["messageId"],
                 "body": dumps(message)}).fetchone() is not None
-
-    def _history(self, sql, args, before_seq, limit):
-        if before_seq is not None:
-            sql += " AND seq < %s"
-            args.append(before_seq)
-        with self.connection() as conn:
-            if limit is None:
-                rows = conn.execute(sql + " ORDER BY seq", args).fetchall()
-            else:
-                rows = conn.execute(sql + " ORDER BY seq DESC LIMIT %s",
-                                    args + [history_limit(limit)]).fetchall()[::-1]
-        return [json.loads(body) for (body,) in rows]
-
-    def task_history(self, task_id, before_seq=None, limit=None):
-        return self._history("SELECT body FROM a2a_messages WHERE task_id = %s",
-                             [task_id], before_seq, limit)
-
-    def context_history(self, owner, agent, context_id, before_seq=None,
-                        limit=None):
-        return self._history(
-            "SELECT body FROM a2a_messages WHERE context_id = %s"
-            " AND owner = %s AND agent = %s", [context_id, owner, agent],
-            before_seq, limit)
-
-    def task_state(self, task_id):
-        with self.connection() as conn:
-            row = conn.execute("SELECT state FROM a2a_tasks WHERE id = %s",
-                               (task_id,)).fetchone()
-        return row[0] if row else None
-
-    def task_states(self, task_ids):
-        found = dict.fromkeys(task_ids)
-        with self.connection() as conn:
-            found.update(conn.execute(
-                "SELECT id, state FROM a2a_tasks WHERE id = ANY(%s)",
-                (list(found),)).fetchall())
-        return found
 
     # -- cancel ------------------------------------------------------------------
 

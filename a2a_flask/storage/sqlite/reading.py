@@ -7,6 +7,7 @@ One statement reads one state of the file (see ``_READ_TASK``).
 import json
 
 from ..base import NoSuchTaskError, TaskRecord
+from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
 from .forms import load_artifact, load_message
 
 
@@ -15,17 +16,20 @@ class TaskReads:
     ``TaskOperations`` for the writes a read may do)."""
 
     def get_task(self, task_id, owner, agent, history_length=None,
-                 remembered_key=None):
+                 remembered_key=None, max_bytes=None):
         """See ``Storage.get_task``; a ``working`` task whose outcome was kept
         aside (the file refused it) gets it stored here."""
-        task = self._read_task(task_id, owner, agent, history_length, remembered_key)
+        task = self._read_task(task_id, owner, agent, history_length, remembered_key,
+                               max_bytes)
         if task.state != "working":
             return task
         if self._store_kept_outcome(task_id):
-            return self._read_task(task_id, owner, agent, history_length)
+            return self._read_task(task_id, owner, agent, history_length,
+                                   max_bytes=max_bytes)
         if task.updated_at < self._stale_cutoff() and not self._queued(task_id):
             self.fail_stale_turn(task_id)  # or another worker just did
-            task = self._read_task(task_id, owner, agent, history_length)
+            task = self._read_task(task_id, owner, agent, history_length,
+                                   max_bytes=max_bytes)
         return task
 
     def _queued(self, task_id):
@@ -53,26 +57,65 @@ class TaskReads:
         " WHERE t.id = :id"
         " ORDER BY 1, 2")
 
-    def _read_task(self, task_id, owner, agent, history_length, remembered_key=None):
+    # The same within :bytes: the newest messages are sized first (their
+    # stored bytes, newest first, no more of them than could fit), and only
+    # those that fit beside the task's status, artifacts and metadata are
+    # read; the task row carries how many of its last :limit there are.
+    _READ_TASK_WITHIN = (
+        "WITH room(bytes) AS (SELECT :bytes - %(fixed)d"
+        " - coalesce(length(CAST(t.metadata AS BLOB)), 0)"
+        " - coalesce(length(CAST(t.status_message AS BLOB)) + %(each)d, (SELECT"
+        " length(CAST(body AS BLOB)) + %(each)d FROM a2a_messages"
+        " WHERE seq = t.status_seq), 0)"
+        " - (SELECT coalesce(sum(length(CAST(body AS BLOB)) + %(each)d), 0)"
+        " FROM a2a_artifacts WHERE task_id = :id)"
+        " FROM a2a_tasks t WHERE t.id = :id),"
+        " recent(seq, running) AS (SELECT seq, sum(bytes) OVER (ORDER BY seq DESC)"
+        " FROM (SELECT seq, length(CAST(body AS BLOB)) + %(each)d AS bytes"
+        " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :scan))"
+        " SELECT 0, (SELECT count(*) FROM (SELECT 1 FROM a2a_messages"
+        " WHERE task_id = :id LIMIT :limit)), context_id, state, status_message,"
+        " updated_at, metadata"
+        " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
+        " AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
+        " WHERE key_hash = :key AND revoked_at IS NULL))"
+        " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
+        " FROM a2a_artifacts WHERE task_id = :id"
+        " UNION ALL SELECT 2, m.seq, m.body, m.message_id, NULL, NULL, NULL"
+        " FROM recent r JOIN a2a_messages m ON m.seq = r.seq"
+        " WHERE r.running <= (SELECT bytes FROM room)"
+        " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
+        " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
+        " WHERE t.id = :id"
+        " ORDER BY 1, 2") % {"fixed": FIXED_BYTES, "each": OVERHEAD}
+
+    def _read_task(self, task_id, owner, agent, history_length, remembered_key=None,
+                   max_bytes=None):
         limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
-        rows = self.connection().execute(self._READ_TASK, {
-            "id": task_id, "owner": owner, "agent": agent, "limit": limit,
-            "key": remembered_key,
-        }).fetchall()
+        params = {"id": task_id, "owner": owner, "agent": agent, "limit": limit,
+                  "key": remembered_key}
+        sql = self._READ_TASK
+        if max_bytes is not None:
+            sql = self._READ_TASK_WITHIN
+            params.update(bytes=max_bytes, scan=most_messages(max_bytes, history_length))
+        rows = self.connection().execute(sql, params).fetchall()
         if not rows or rows[0][0] != 0:
             raise NoSuchTaskError(task_id)
-        _, _, context_id, state, status_message, updated_at, metadata = rows[0]
+        _, count, context_id, state, status_message, updated_at, metadata = rows[0]
         status = None
         if status_message is not None:  # a copy in the row
             status = load_message(status_message, task_id, context_id, None)
         elif rows[-1][0] == 3:
             status = load_message(rows[-1][2], task_id, context_id, rows[-1][3])
-        return TaskRecord(
+        history = [load_message(row[2], task_id, context_id, row[3])
+                   for row in rows if row[0] == 2]
+        record = TaskRecord(
             task_id, context_id, agent, owner, state, updated_at, status,
             [load_artifact(row[2], row[3]) for row in rows if row[0] == 1],
-            [load_message(row[2], task_id, context_id, row[3])
-             for row in rows if row[0] == 2],
-            json.loads(metadata) if metadata else None)
+            history, json.loads(metadata) if metadata else None)
+        if max_bytes is not None:
+            record.history_omitted = count - len(history)
+        return record
 
     def _history(self, sql, args, before_seq, limit):
         if before_seq is not None:

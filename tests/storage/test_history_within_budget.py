@@ -1,0 +1,98 @@
+"""``get_task(max_bytes=...)``: a task's history is read newest first and
+sized in SQL before any body is fetched, so that a task with a long history
+is never loaded whole to be trimmed afterwards: only the newest messages
+that fit beside its status, artifacts and metadata come back, and
+``history_omitted`` counts the rest (of the last ``history_length``)."""
+
+import json
+
+import pytest
+
+from a2a_flask.storage import sizes
+import a2a_flask.storage.postgres.reading as postgres_reading
+import a2a_flask.storage.sqlite.reading as sqlite_reading
+from storage_helpers import agent_reply, msg
+
+TURNS = 40
+TEXT = 8 * 1024  # 80 messages of 8 KiB: 640 KiB of history
+BUDGET = 64 * 1024
+
+
+def _long_task(storage):
+    start = storage.start_turn("alice", "echo", msg("q0" + "x" * TEXT, "u0"),
+                               metadata={"note": "kept"})
+    for turn in range(TURNS):
+        reply = agent_reply(start, "a%d" % turn + "y" * TEXT)
+        reply["messageId"] = "a%d" % turn
+        last = turn == TURNS - 1
+        storage.finish_turn(start.task_id, "alice", "echo",
+                            "completed" if last else "input-required", reply,
+                            [{"artifactId": "art", "parts": [{"kind": "text",
+                                                              "text": "z" * 1000}]}]
+                            if last else ())
+        if not last:
+            storage.start_turn("alice", "echo", msg("q%d" % (turn + 1) + "x" * TEXT,
+                                                    "u%d" % (turn + 1)),
+                               task_id=start.task_id)
+    return start.task_id
+
+
+@pytest.fixture
+def fetched(storage, monkeypatch):
+    """The message bodies the storage's read decodes, as they come."""
+    bodies = []
+    if "sqlite" in type(storage).__module__:
+        load_message = sqlite_reading.load_message
+
+        def counted(body, *args):
+            bodies.append(body)
+            return load_message(body, *args)
+
+        monkeypatch.setattr(sqlite_reading, "load_message", counted)
+    else:
+        class CountingJson:
+            @staticmethod
+            def loads(body):
+                bodies.append(body)
+                return json.loads(body)
+
+        monkeypatch.setattr(postgres_reading, "json", CountingJson)
+    return bodies
+
+
+def test_only_the_newest_messages_that_fit_are_read(storage, fetched):
+    task_id = _long_task(storage)
+    everything = storage.task_history(task_id)
+    assert len(everything) == 2 * TURNS
+    del fetched[:]
+    task = storage.get_task(task_id, "alice", "echo", max_bytes=BUDGET)
+    kept = len(task.history)
+    assert 0 < kept < BUDGET // TEXT
+    assert [m["messageId"] for m in task.history] == [
+        m["messageId"] for m in everything[-kept:]]
+    assert task.history_omitted == 2 * TURNS - kept
+    assert task.status_message["messageId"] == "a%d" % (TURNS - 1)
+    assert [a["artifactId"] for a in task.artifacts] == ["art"]
+    assert task.metadata == {"note": "kept"}
+    # What was fetched: the status, the artifact, the metadata and the kept
+    # messages, nothing older (the whole history is ten times the budget).
+    assert sum(len(body) for body in fetched) <= BUDGET
+    room = BUDGET - sizes.FIXED_BYTES - sizes.size(task.status_message) - sum(
+        sizes.size(a) for a in task.artifacts) - sizes.size(task.metadata)
+    assert sum(sizes.size(m) for m in task.history) <= room
+
+
+def test_history_length_still_bounds_the_messages_and_the_count(storage):
+    task_id = _long_task(storage)
+    task = storage.get_task(task_id, "alice", "echo", history_length=3,
+                            max_bytes=BUDGET)
+    assert [m["messageId"] for m in task.history] == ["a38", "u39", "a39"]
+    assert task.history_omitted == 0
+    task = storage.get_task(task_id, "alice", "echo", history_length=0,
+                            max_bytes=BUDGET)
+    assert task.history == [] and task.history_omitted == 0
+    small = storage.get_task(task_id, "alice", "echo", history_length=20,
+                             max_bytes=BUDGET)
+    assert small.history_omitted == 20 - len(small.history) > 0
+    # Without a budget the read is as before: everything asked for.
+    assert len(storage.get_task(task_id, "alice", "echo").history) == 2 * TURNS
