@@ -28,6 +28,12 @@ def note(envelope, caller, version="0.3"):
     g.a2a_version = version
 
 
+def note_error(code):
+    """The A2A (JSON-RPC) code of the error a call answers with: an
+    HTTP+JSON error body holds the HTTP status as its ``code``."""
+    g.a2a_error_code = code
+
+
 def note_result(result):
     """The result a call answers with (its JSON-RPC ``result``): the record
     reads it rather than parsing the answer's body again (~10-30 us)."""
@@ -72,7 +78,7 @@ def call_fields(agent, envelope, caller, response, result=None):
         fields.update(taskId=result.get("id"), contextId=result.get("contextId"),
                       state=(result.get("status") or {}).get("state"))
     elif isinstance(error, dict):
-        fields["code"] = error.get("code")
+        fields["code"] = g.get("a2a_error_code") or error.get("code")
         data = error.get("data")
         if isinstance(data, dict) and isinstance(data.get("taskId"), str):
             fields["taskId"] = data["taskId"]
@@ -138,6 +144,7 @@ def _logged_call(agent, answer, observe=None, describe=None, refusals=None):
     g.a2a_call = (None, None)
     g.a2a_version = "0.3"
     g.a2a_result = None
+    g.a2a_error_code = None
     started = time.perf_counter()
     response = answer()
     elapsed_ms = (time.perf_counter() - started) * 1000.0

@@ -21,7 +21,7 @@ from flask import current_app, request
 
 from .. import errors
 from ..auth.callers import authenticate, authorize, confirm_remembered_key
-from ..protocol.errors import failure_error
+from ..protocol.errors import as_a2a_error, failure_error
 from ..protocol.versions import HEADER, asked_version
 from ..service import CallContext
 from . import access
@@ -96,15 +96,21 @@ def _answer(app_state, call, agent_name, at_root):
         access.note_result(result)
         return call.answer(result)
     except errors.A2AError as exc:
-        return call.refuse(_confirmed(app_state, caller, exc))
+        return _refuse(call, _confirmed(app_state, caller, exc))
     except Exception as exc:
         failure = app_state.storage.failure(exc)
         if failure is not None:
-            return call.refuse(failure)
+            return _refuse(call, failure)
         log.exception("internal error answering agent %r", agent_name)
-        return call.refuse(errors.service_failed())
+        return _refuse(call, errors.service_failed())
     finally:
         access.note(call.record, caller, call.version)
+
+
+def _refuse(call, exc):
+    """The call's error answer, its A2A code noted for the access record."""
+    access.note_error(as_a2a_error(exc).code)
+    return call.refuse(exc)
 
 
 def answer_call(call, agent_name, at_root=False):
@@ -115,7 +121,7 @@ def answer_call(call, agent_name, at_root=False):
     def answer():
         problem = app_state.schema_problem()
         if problem is not None:
-            return call.refuse(problem)
+            return _refuse(call, problem)
         return _answer(app_state, call, agent_name, at_root)
 
     return access.logged_call(

@@ -42,6 +42,7 @@ ANSWERS: Dict[Type[errors.A2AError], Answer] = {
     errors.VersionNotSupportedError: Answer("VERSION_NOT_SUPPORTED", 400,
                                             _PRECONDITION),
     errors.ServiceUnavailableError: Answer("STORAGE_UNAVAILABLE", 503),
+    errors.IdentityProviderUnavailableError: Answer("IDENTITY_PROVIDER_UNAVAILABLE", 503),
     errors.QueueFullError: Answer("QUEUE_FULL", 429),
     errors.InternalError: Answer(None, 500),
 }

@@ -319,6 +319,8 @@ def test_the_issuer_down_at_start_then_up(make_app):
     rest = service.client.get("/api/v1/agents/whoami/rest/tasks",
                               headers=dict(V10, Authorization="Bearer " + issuer.token()))
     assert rest.status_code == 503 and rest.get_json()["error"]["status"] == "UNAVAILABLE"
+    assert [d["reason"] for d in rest.get_json()["error"]["details"]] == [
+        "IDENTITY_PROVIDER_UNAVAILABLE"]
     with issuer:
         # Within RETRY_INTERVAL of the failure the issuer is not asked again.
         assert service.send(issuer.token()).status_code == 503

@@ -190,7 +190,8 @@ def test_metrics_and_access_log_name_the_1_0_methods(make_app, monkeypatch, capl
         return metric_growth(before, text, name, **labels)
 
     assert grew("a2a_calls_total", method="SendMessage", code="ok") == 2
-    assert grew("a2a_calls_total", method="GetTask", code="404") == 1
+    # The A2A error's code, as over JSON-RPC, not the HTTP status.
+    assert grew("a2a_calls_total", method="GetTask", code="-32001") == 1
     assert grew("a2a_calls_total", method="ListTasks", code="ok") == 1
     assert grew("a2a_turn_seconds_count", agent="echo") == 2
     records = [r for r in caplog.records if r.name == "a2a_flask.access"]
@@ -198,3 +199,4 @@ def test_metrics_and_access_log_name_the_1_0_methods(make_app, monkeypatch, capl
         ("SendMessage", "1.0"), ("SendMessage", "1.0"), ("GetTask", "1.0"),
         ("ListTasks", "1.0")]
     assert (records[1].state, records[2].taskId) == ("TASK_STATE_COMPLETED", "nope")
+    assert records[2].code == -32001
