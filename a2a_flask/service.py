@@ -201,8 +201,9 @@ def list_tasks(context: CallContext, context_id=None, state=None, updated_after=
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,
         history_length=history_length, include_artifacts=include_artifacts,
         max_bytes=budget)
-    if page.tasks:
-        fit(page.tasks[0], budget)
+    for index, task in enumerate(page.tasks):
+        if index == 0 or task.history_omitted:
+            fit(task, budget)  # the first may be alone over the budget
     return page
 
 

@@ -1,4 +1,4 @@
-"""``get_task(max_bytes=...)``: a task's history is read newest first and
+"""``get_task(max_bytes=...)`` and ``list_tasks(max_bytes=...)``: a task's history is read newest first and
 sized in SQL before any body is fetched, so that a task with a long history
 is never loaded whole to be trimmed afterwards: only the newest messages
 that fit beside its status, artifacts and metadata come back, and
@@ -9,6 +9,7 @@ import json
 import pytest
 
 from a2a_flask.storage import sizes
+import a2a_flask.storage.postgres.admin as postgres_admin
 import a2a_flask.storage.postgres.reading as postgres_reading
 import a2a_flask.storage.sqlite.reading as sqlite_reading
 from storage_helpers import agent_reply, msg
@@ -57,6 +58,7 @@ def fetched(storage, monkeypatch):
                 return json.loads(body)
 
         monkeypatch.setattr(postgres_reading, "json", CountingJson)
+        monkeypatch.setattr(postgres_admin, "json", CountingJson)
     return bodies
 
 
@@ -96,3 +98,25 @@ def test_history_length_still_bounds_the_messages_and_the_count(storage):
     assert small.history_omitted == 20 - len(small.history) > 0
     # Without a budget the read is as before: everything asked for.
     assert len(storage.get_task(task_id, "alice", "echo").history) == 2 * TURNS
+
+
+def test_a_list_page_reads_no_more_history_than_fits(storage, fetched):
+    task_id = _long_task(storage)
+    storage.start_turn("alice", "echo", msg("newer", "u-newer"))  # listed first
+    del fetched[:]
+    page = storage.list_tasks(owner="alice", agent="echo", history_length=None,
+                              include_artifacts=True, max_bytes=BUDGET)
+    # The long task does not fit beside the newer one: it starts the next page.
+    assert len(page.tasks) == 1 and page.tasks[0].id != task_id
+    assert page.tasks[0].history_omitted == 0 and page.next_cursor
+    del fetched[:]
+    page = storage.list_tasks(owner="alice", agent="echo", history_length=None,
+                              include_artifacts=True, max_bytes=BUDGET,
+                              cursor=page.next_cursor)
+    [task] = page.tasks
+    assert task.id == task_id and 0 < len(task.history) < BUDGET // TEXT
+    assert task.history_omitted == 2 * TURNS - len(task.history)
+    assert task.history[-1]["messageId"] == "a%d" % (TURNS - 1)
+    # Its history within the budget; besides, its status message, metadata
+    # and artifact (PostgreSQL decodes them through the same json module).
+    assert sum(len(body) for body in fetched) <= BUDGET + TEXT + 2048

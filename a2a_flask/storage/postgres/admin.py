@@ -58,10 +58,29 @@ _TASK_BYTES = (
     " LIMIT %(history)s::bigint) h) ELSE 0 END + 256")
 
 
+# A budgeted page's last messages: only those that fit in the budget, newest
+# first, sized as _TASK_BYTES sizes them before any body is read (the first
+# task's history may not fit; the others' do, or they are not on the page);
+# and how many of the last %(history)s there are.
+_ARRAYS_WITHIN = (
+    " CASE WHEN %(artifacts)s THEN ARRAY(SELECT body FROM a2a_artifacts a"
+    " WHERE a.task_id = t.id ORDER BY seq) END,"
+    " CASE WHEN %(history)s::bigint IS DISTINCT FROM 0 THEN ARRAY(SELECT m.body"
+    " FROM (SELECT seq, sum(octet_length(body)) OVER (ORDER BY seq DESC) AS running"
+    " FROM (SELECT seq, body FROM a2a_messages WHERE task_id = t.id ORDER BY seq"
+    " DESC LIMIT %(history)s::bigint) x) h JOIN a2a_messages m ON m.seq = h.seq"
+    " WHERE h.running <= %(budget)s ORDER BY m.seq) END")
+_HISTORY_COUNT = (
+    " CASE WHEN %(history)s::bigint IS DISTINCT FROM 0 THEN (SELECT count(*)"
+    " FROM (SELECT FROM a2a_messages m WHERE m.task_id = t.id"
+    " LIMIT %(history)s::bigint) c) ELSE 0 END")
+
+
 def _budgeted(where):
     """A page under ``%(budget)s`` bytes in one statement: the sizes of the
     page's tasks first, the bodies then only of those that fit (the first
-    whatever its size); the last column says how many tasks matched."""
+    whatever its size, its history only as far as it fits); the last
+    columns say how many tasks matched and how many messages each has."""
     sized = ("SELECT t.id, t.updated_at, " + _TASK_BYTES + " AS size"
              " FROM a2a_tasks t")
     if where:
@@ -70,7 +89,8 @@ def _budgeted(where):
     running = ("SELECT id, size, sum(size) OVER (ORDER BY updated_at DESC, id DESC)"
                " AS used, count(*) OVER () AS listed FROM (" + sized + ") p")
     columns = ", ".join("t." + name.strip() for name in _COLUMNS.split(","))
-    return ("SELECT " + columns + "," + _ARRAYS + ", r.listed FROM (" + running +
+    return ("SELECT " + columns + "," + _ARRAYS_WITHIN + ", r.listed," +
+            _HISTORY_COUNT + " FROM (" + running +
             ") r JOIN a2a_tasks t ON t.id = r.id"
             " WHERE r.used <= %(budget)s OR r.used = r.size"
             " ORDER BY t.updated_at DESC, t.id DESC")
@@ -112,6 +132,9 @@ class AdminOperations:
         rows = rows[:limit]
         tasks = [_record(row, [json.loads(b) for b in row[10] or ()],
                          [json.loads(b) for b in row[9] or ()]) for row in rows]
+        if max_bytes is not None:
+            for task, row in zip(tasks, rows):
+                task.history_omitted = row[12] - len(task.history)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
         return TaskPage(tasks, next_cursor)
 

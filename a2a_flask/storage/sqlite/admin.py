@@ -78,13 +78,18 @@ class AdminOperations:
         rows = rows[:limit]
         tasks, used = [], 0
         for index, row in enumerate(rows):
-            history = [] if history_length == 0 else self.task_history(
-                row[0], limit=history_length)
+            history, omitted = [], 0
+            if history_length != 0 and max_bytes is None:
+                history = self.task_history(row[0], limit=history_length)
+            elif history_length != 0:  # never read beyond the budget
+                history, omitted = self.history_within(row[0], history_length,
+                                                       max_bytes)
             task = _record(row, history,
                            self._artifacts(row[0]) if include_artifacts else [])
+            task.history_omitted = omitted
             if max_bytes is not None and tasks:
                 used += page_size(task)
-                if used > max_bytes:  # the rest on the next page
+                if used > max_bytes or omitted:  # the rest on the next page
                     more, rows = True, rows[:index]
                     break
             elif max_bytes is not None:

@@ -128,6 +128,26 @@ class TaskReads:
                 sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
         return [load_message(*row) for row in rows]
 
+    def history_within(self, task_id, history_length, max_bytes):
+        """(the newest of the last ``history_length`` messages whose stored
+        JSON fits in ``max_bytes``, sized in SQL before any body is read;
+        how many of the last ``history_length`` were left out)."""
+        limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
+        conn = self.connection()
+        rows = conn.execute(
+            "SELECT m.body, m.task_id, m.context_id, m.message_id FROM (SELECT seq,"
+            " sum(bytes) OVER (ORDER BY seq DESC) AS running FROM (SELECT seq,"
+            " length(CAST(body AS BLOB)) + :each AS bytes FROM a2a_messages"
+            " WHERE task_id = :id ORDER BY seq DESC LIMIT :scan)) r"
+            " JOIN a2a_messages m ON m.seq = r.seq WHERE r.running <= :bytes"
+            " ORDER BY m.seq", {"id": task_id, "each": OVERHEAD, "bytes": max_bytes,
+                                "scan": most_messages(max_bytes, history_length)}
+        ).fetchall()
+        count = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM a2a_messages WHERE task_id = ?"
+            " LIMIT ?)", (task_id, limit)).fetchone()[0]
+        return [load_message(*row) for row in rows], count - len(rows)
+
     def task_history(self, task_id, before_seq=None, limit=None):
         return self._history(
             "SELECT body, task_id, context_id, message_id FROM a2a_messages"
