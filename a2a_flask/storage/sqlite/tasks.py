@@ -216,10 +216,11 @@ class TaskOperations:
                                 outcome["state"], outcome["status_message"],
                                 outcome["artifacts"], outcome.get("max_artifact_bytes"))
         except ArtifactsFullError as full:  # as the turn engine fails it
+            context_id = self.connection().execute(
+                "SELECT context_id FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()[0]
             self._store_outcome(task_id, outcome["owner"], outcome["agent"], "failed",
                                 agent_message([text_part(ARTIFACTS_FULL_TEXT % (
-                                    full.total, full.limit))], task_id,
-                                    outcome["status_message"]["contextId"]))
+                                    full.total, full.limit))], task_id, context_id))
         self._kept.remove(task_id)
         log.info("stored the kept outcome of task %s", task_id)
         return True
