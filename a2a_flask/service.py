@@ -138,7 +138,8 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
                             start.context_id, message, start.message_seq,
                             metadata), tracing=context.app_state.tracing,
                        max_output_bytes=context.app_state.settings.max_turn_output_bytes,
-                       max_artifact_bytes=context.app_state.settings.max_task_artifact_bytes)
+                       max_artifact_bytes=context.app_state.settings.max_task_artifact_bytes,
+                       call_agent=context.app_state.call_agent)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
         return _read(context, start.task_id, history_length)

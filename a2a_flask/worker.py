@@ -167,7 +167,8 @@ class Worker:
             tracing = self.app_state.tracing
             settings = self.app_state.settings
             limits = dict(max_output_bytes=settings.max_turn_output_bytes,
-                          max_artifact_bytes=settings.max_task_artifact_bytes)
+                          max_artifact_bytes=settings.max_task_artifact_bytes,
+                          call_agent=self.app_state.call_agent)
             if tracing is None:
                 outcome = run_turn(turn, store=self._store_outcome, **limits)
             else:

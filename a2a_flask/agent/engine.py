@@ -78,7 +78,8 @@ def store_outcome(turn, state, message, artifacts=()):
 
 def run_turn(turn, store: Callable = store_outcome, tracing=None,
              max_output_bytes: Optional[int] = None,
-             max_artifact_bytes: Optional[int] = None):
+             max_artifact_bytes: Optional[int] = None,
+             call_agent: Optional[Callable] = None):
     """Run the agent on ``turn`` and store the outcome with
     ``store(turn, state, message, artifacts)`` (the worker passes its own,
     which stores only while it holds the turn); ``tracing``: the app's
@@ -89,10 +90,12 @@ def run_turn(turn, store: Callable = store_outcome, tracing=None,
     outcome over ``max_output_bytes`` (A2A_MAX_TURN_OUTPUT_BYTES) fails the
     turn instead, and so does one whose artifacts would bring the task's
     over ``max_artifact_bytes`` (``store`` passes it on to the storage, which
-    checks it as it writes: ``ArtifactsFullError``).
+    checks it as it writes: ``ArtifactsFullError``). ``call_agent``: what
+    ``turn.call`` runs (``AppState.call_agent``).
     """
     turn.max_output_bytes = max_output_bytes
     turn.max_artifact_bytes = max_artifact_bytes
+    turn._call_agent = call_agent
     try:
         if tracing is None:
             result = turn.agent.func(turn)
