@@ -59,7 +59,8 @@ def test_a_1_0_rest_call_and_a_refusal(make_app, spans):
                          headers={"A2A-Version": "1.0"})
     assert refused.status_code == 401
     call = spans()["a2a GetTask"]
-    assert call.attributes["a2a.error.code"] == 401  # google.rpc.Status.code
+    # The A2A error's JSON-RPC code (the HTTP+JSON body's code is the status).
+    assert call.attributes["a2a.error.code"] == -32600
     assert call.attributes["a2a.outcome"] == "error"
     assert "a2a.caller.kind" not in call.attributes
     assert call.status.status_code == trace.StatusCode.ERROR
