@@ -10,6 +10,7 @@ Ownership: every call is keyed by (caller, agent); another caller's task is
 ``NoSuchTaskError``. The stale-turn policy is the storage's (``get_task``).
 """
 
+import time
 from typing import Optional
 
 from . import errors
@@ -18,6 +19,7 @@ from .auth.callers import KEY_REFUSED, confirm_remembered_key
 from .storage import sizes
 from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
 from .messages import agent_message, text_part
+from .waits import settled
 
 
 class CallContext:
@@ -149,14 +151,34 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
         retry=context.agent.retry, status_message=queued,
         queue_limit=context.app_state.settings.queue_limit_per_caller,
         trace_context=tracing.current_context() if tracing else None)
-    if not return_immediately:
-        # No transaction is open while waiting: the enqueue has committed. A
-        # replay waits too: blocking means the outcome, whoever sent it first.
+    # A replay waits too: blocking means the outcome, whoever sent it first.
+    record = None if return_immediately else _outcome(
+        context, start.task_id, history_length)
+    if record is None:
+        record = storage.get_task(start.task_id, owner, agent_name, history_length)
+    return _answer(context, record)
+
+
+def _outcome(context, task_id, history_length) -> Optional[TaskRecord]:
+    """The task once a read after this send's enqueue shows it settled:
+    the turn queued ran (the task stays ``working`` while a turn of it is
+    queued or running) or never will (failed, canceled). None when the
+    operator's cap (A2A_BLOCKING_WAIT_SECONDS) ran out first."""
+    storage, waits = context.storage, context.app_state.task_waits
+    seconds = context.app_state.settings.blocking_wait_seconds
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while True:
+        # No transaction is open while waiting: the enqueue has committed.
         storage.release_connection()  # 1,000 waiting calls need no 1,000
-        context.app_state.task_waits.wait(
-            start.task_id, context.app_state.settings.blocking_wait_seconds)
-    return _answer(context, storage.get_task(start.task_id, owner, agent_name,
-                                             history_length))
+        if not waits.wait(task_id, None if deadline is None
+                          else deadline - time.monotonic()):
+            return None
+        record = storage.get_task(task_id, context.caller.id, context.agent.name,
+                                  history_length)
+        # Woken by an earlier read, and another message queued a turn since:
+        # wait for that one too (a blocking send answers no ``working``).
+        if settled(record.state):
+            return record
 
 
 def get(context: CallContext, task_id: str,

@@ -98,14 +98,17 @@ class TaskWaits:
             time.sleep(TICK if found is not None else UNMARKED_TICK)
 
     def _wake_settled(self):
+        # Only the waiters there before the read: one that came meanwhile
+        # (a follow-up queued on a task the read found interrupted) waits
+        # for a read that sees its own turn queued (``_fresh`` asks for it).
         with self._lock:
-            task_ids = list(self._waiting)
-        states = self._storage.task_states(task_ids)
-        with self._lock:
-            for task_id in task_ids:
-                if settled(states.get(task_id)):
-                    for event in self._waiting.get(task_id, ()):
-                        event.set()
+            awaited = {task_id: list(events)
+                       for task_id, events in self._waiting.items()}
+        states = self._storage.task_states(list(awaited))
+        for task_id, events in awaited.items():
+            if settled(states.get(task_id)):
+                for event in events:
+                    event.set()
 
     def _note_failure(self, exc):
         if self._storage.failure(exc) is None:
