@@ -12,12 +12,11 @@ import json
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
-    ContextMismatchError, NoSuchTaskError, QueueFullError, TaskNotWaitingError,
-    TurnStart,
+    QueueFullError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
-from .tasks import _INSERT_MESSAGE, NOW, WAITING_SQL
+from .tasks import _INSERT_MESSAGE, NOW, WAITING_SQL, task_for_message
 
 
 def _lease_end(seconds):
@@ -104,14 +103,8 @@ class QueueOperations:
         waiting for input is claimed (conditional UPDATE); one working on a
         queued or running turn takes it as a follow-up. The task row is
         locked first, so that the turn before cannot end unseen meanwhile."""
-        row = conn.execute(
-            "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
-            " AND agent = %s FOR UPDATE", (task_id, owner, agent)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        state, task_context = row
-        if context_id is not None and context_id != task_context:
-            raise ContextMismatchError(task_id, task_context)
+        state, task_context = task_for_message(conn, owner, agent, task_id,
+                                               context_id, lock=True)
         if state in WAITING_STATES and conn.execute(
                 "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
                 " WHERE id = %s AND state IN " + WAITING_SQL,

@@ -116,6 +116,21 @@ def _read_sql(cutoff, any_owner=False):
         " ORDER BY 1, 2")
 
 
+def task_for_message(conn, owner, agent, task_id, context_id, lock=False):
+    """(state, context id) of the task a message names (its row locked with
+    ``lock``): NoSuchTaskError, or ContextMismatchError when the message
+    names another context."""
+    row = conn.execute(
+        "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
+        " AND agent = %s" + (" FOR UPDATE" if lock else ""),
+        (task_id, owner, agent)).fetchone()
+    if row is None:
+        raise NoSuchTaskError(task_id)
+    if context_id is not None and context_id != row[1]:
+        raise ContextMismatchError(task_id, row[1])
+    return row
+
+
 class TaskOperations:
     """Mixed into ``PostgresStorage`` (needs ``connection``/``transaction``)."""
 
@@ -216,14 +231,7 @@ class TaskOperations:
             {"id": task_id, "owner": owner, "agent": agent, "ctx": context_id}).fetchone()
         if row is not None:
             return row[0]
-        row = conn.execute(
-            "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
-            " AND agent = %s", (task_id, owner, agent)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        state, task_context = row
-        if context_id is not None and context_id != task_context:
-            raise ContextMismatchError(task_id, task_context)
+        state, task_context = task_for_message(conn, owner, agent, task_id, context_id)
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
