@@ -54,6 +54,13 @@ class AppState:
             from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)
 
+    @staticmethod
+    def call_agent(turn, agent, text=None, **options):
+        """What ``turn.call`` runs: the client (the ``client`` extra) sends
+        and waits; imported on first use."""
+        from .client.calls import call_agent
+        return call_agent(turn, agent, text, **options)
+
     def schema_problem(self, version=None):
         """None when the database is at the schema this package needs, else
         the ``SchemaOutdatedError`` to answer (A2A_AUTO_MIGRATE=0). Given

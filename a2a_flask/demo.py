@@ -50,8 +50,9 @@ _NUMBER = re.compile(r"\d+")
 
 
 def slow(turn):
-    """A long-running agent (run by ``flask a2a worker``): waits the number of
-    seconds its text names, reporting progress each second."""
+    """Waits the number of seconds its text names, reporting progress each second.
+
+    A long-running agent: ``flask a2a worker`` runs its turns."""
     found = _NUMBER.search(turn.text)
     seconds = min(int(found.group()) if found else SLOW_DEFAULT, SLOW_MOST)
     for second in range(seconds):

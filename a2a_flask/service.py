@@ -128,7 +128,8 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
                             metadata), tracing=context.app_state.tracing,
-                       max_output_bytes=context.app_state.settings.max_turn_output_bytes)
+                       max_output_bytes=context.app_state.settings.max_turn_output_bytes,
+                       call_agent=context.app_state.call_agent)
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
         return _answer(context, storage.get_task(start.task_id, owner, agent_name,

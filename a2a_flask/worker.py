@@ -167,11 +167,13 @@ class Worker:
             limit = self.app_state.settings.max_turn_output_bytes
             if tracing is None:
                 outcome = run_turn(turn, store=self._store_outcome,
-                                   max_output_bytes=limit)
+                                   max_output_bytes=limit,
+                                   call_agent=self.app_state.call_agent)
             else:
                 with tracing.worker_span(claimed) as span:
                     outcome = run_turn(turn, store=self._store_outcome,
-                                       tracing=tracing, max_output_bytes=limit)
+                                       tracing=tracing, max_output_bytes=limit,
+                                       call_agent=self.app_state.call_agent)
                     span.set_attribute("a2a.outcome", outcome[0] if outcome
                                        else "discarded")
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,

@@ -17,7 +17,7 @@ import time
 
 import requests
 
-from chaos import BIN, CHAT, ECHO, REPO, Server, post, send_body
+from chaos_harness import BIN, CHAT, ECHO, REPO, Server, post, send_body
 
 
 def _rss_mb(pids):

@@ -34,6 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+from a2a_flask.config import Settings  # noqa: E402
 from a2a_flask.storage import open_storage  # noqa: E402
 from a2a_flask.storage.base import TaskRecord  # noqa: E402
 
@@ -45,15 +46,6 @@ LIST_INDEXES = {
     "a2a_tasks_context": "(owner, agent, context_id, updated_at DESC, id DESC)",
     "a2a_tasks_state": "(owner, agent, state, updated_at DESC, id DESC)",
 }
-
-
-class _Settings:
-    def __init__(self, database):
-        self.database = database
-        self.busy_timeout_ms = 5000
-        self.sqlite_synchronous = "NORMAL"
-        self.stale_turn_seconds = 3600
-        self.auto_migrate = True
 
 
 def _task(n):
@@ -72,7 +64,7 @@ def _task(n):
 
 
 def fill(database, total):
-    storage = open_storage(_Settings(database))
+    storage = open_storage(Settings({"A2A_DATABASE": database}, "."))
     storage.migrate()
     if storage.count_tasks(OWNER, AGENT) < total:
         for start in range(0, total, 10_000):

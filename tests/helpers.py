@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import re
+import threading
 import time
 from datetime import datetime, timezone
 
@@ -158,6 +159,22 @@ def register_scripted(a2a):
         return scripted(turn)
 
     a2a.add_agent("script", script, description="Does what it is told.")
+
+
+def add_gated_agent(a2a, answer=lambda turn: "opened " + turn.text, name="waits"):
+    """Registers background agent ``name``: it reports progress "halfway",
+    then waits until the test opens ``a2a.gate`` (a ``threading.Event``) or
+    the task is canceled, and replies ``answer(turn)``."""
+    gate = a2a.gate = threading.Event()
+
+    def waits(turn):
+        turn.progress("halfway")
+        while not gate.wait(0.02):
+            if turn.canceled:
+                break
+        return Reply(answer(turn))
+
+    a2a.add_agent(name, waits, background=True)
 
 
 def task_in_state(rpc, state):

@@ -90,6 +90,9 @@ class Turn:
         #: A2A_MAX_TURN_OUTPUT_BYTES, set by ``run_turn``.
         self.max_output_bytes = None
         self._calls = 0
+        #: What ``call`` runs, given by ``run_turn``: the client lives in a
+        #: higher layer (it speaks the wire), so the app hands it down.
+        self._call_agent = None
 
     @property
     def parts(self) -> List[JSONObject]:
@@ -150,8 +153,10 @@ class Turn:
         turn); ``wait``: False returns after the send, a number bounds the
         wait; other options go to ``Client.send`` (``parts``,
         ``context_id``, ``metadata``...)."""
-        from ..client.calls import call_agent
-        return call_agent(self, agent, text, **options)
+        if self._call_agent is None:
+            raise RuntimeError("turn.call works in a turn that a2a_flask runs "
+                               "(a request or `flask a2a worker`)")
+        return self._call_agent(self, agent, text, **options)
 
     def progress(self, text: str) -> bool:
         """Show ``text`` as the task's status message while it is ``working``

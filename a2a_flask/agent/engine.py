@@ -75,7 +75,8 @@ def store_outcome(turn, state, message, artifacts=()):
 
 
 def run_turn(turn, store: Callable = store_outcome, tracing=None,
-             max_output_bytes: Optional[int] = None):
+             max_output_bytes: Optional[int] = None,
+             call_agent: Optional[Callable] = None):
     """Run the agent on ``turn`` and store the outcome with
     ``store(turn, state, message, artifacts)`` (the worker passes its own,
     which stores only while it holds the turn); ``tracing``: the app's
@@ -84,9 +85,10 @@ def run_turn(turn, store: Callable = store_outcome, tracing=None,
     Returns (state, status message, artifacts, timestamp) as stored, or None
     when the task was canceled meanwhile and the outcome discarded. An
     outcome over ``max_output_bytes`` (A2A_MAX_TURN_OUTPUT_BYTES) fails the
-    turn instead.
+    turn instead. ``call_agent``: what ``turn.call`` runs (``AppState.call_agent``).
     """
     turn.max_output_bytes = max_output_bytes
+    turn._call_agent = call_agent
     try:
         if tracing is None:
             result = turn.agent.func(turn)

@@ -14,7 +14,8 @@ import click
 import pytest
 
 from a2a_flask.cli import a2a_cli
-from a2a_flask.config import DEFAULTS, DOCS
+from a2a_flask.config import DEFAULTS
+from a2a_flask.settings_docs import DOCS
 from serving import REPO_DIR as REPO
 
 

@@ -35,8 +35,12 @@ def test_body_limits_in_step():
 def test_units_run_the_shipped_commands():
     assert "ExecStart=/srv/a2a/venv/bin/gunicorn wsgi:app\n" in _read("a2a.service")
     assert "a2a tasks prune\n" in _read("a2a-prune.service")
-    assert "ExecStart=/srv/a2a/venv/bin/flask --app wsgi a2a worker " in _read(
-        "a2a-worker.service")
+    # FLASK_APP, not --app, which Flask < 2.2 lacks (docs/compatibility.md).
+    assert "ExecStart=/srv/a2a/venv/bin/flask a2a worker " in _read("a2a-worker.service")
+    assert re.search(r"^FLASK_APP=wsgi$", _read("a2a.env"), re.M)
+    for unit in ("a2a-worker.service", "a2a-prune.service", "a2a-backup.service"):
+        assert "--app" not in _read(unit)
+        assert "EnvironmentFile=/etc/a2a/a2a.env" in _read(unit)
     assert "OnCalendar=daily" in _read("a2a-prune.timer")
     backup = _read("a2a-backup.service")
     assert "a2a db backup" in backup and "a2a db check" in backup

@@ -7,18 +7,10 @@ import base64
 
 import pytest
 
+from a2a_flask.config import Settings
 from a2a_flask.storage import open_storage
 from helpers import Rpc, message, register_scripted
 from serving import assert_fails, flask_a2a
-
-
-class _Settings:
-    def __init__(self, database):
-        self.database = database
-        self.busy_timeout_ms = 5000
-        self.sqlite_synchronous = "NORMAL"
-        self.stale_turn_seconds = 3600
-        self.auto_migrate = True
 
 
 def _ok(result):
@@ -145,8 +137,8 @@ def test_db_copy_moves_an_sqlite_database_to_postgres(tmp_path, make_app, postgr
     out = _ok(flask_a2a(db, "db", "copy", "--to", postgres_url))
     assert "Copied 3 tasks, 2 API keys and 1 users" in out
 
-    source = open_storage(_Settings(str(db)))
-    target = open_storage(_Settings(postgres_url))
+    source = open_storage(Settings({"A2A_DATABASE": str(db)}, "."))
+    target = open_storage(Settings({"A2A_DATABASE": postgres_url}, "."))
     try:
         for task in source.list_tasks(limit=10).tasks:
             assert target.show_task(task.id) == source.show_task(task.id)

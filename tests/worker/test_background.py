@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from a2a_flask import Reply
 from a2a_flask.demo import slow
 from a2a_flask.storage.base import QUEUED_TEXT
 from a2a_flask.worker import Worker
+from helpers import add_gated_agent
 
 NON_BLOCKING = {"blocking": False}
 
@@ -21,17 +21,7 @@ pytestmark = pytest.mark.compat
 
 
 def _register(a2a):
-    gate = a2a.gate = threading.Event()
-
-    def waits(turn):
-        """Reports progress, then waits for the test's gate (or a cancel)."""
-        turn.progress("halfway")
-        while not gate.wait(0.02):
-            if turn.canceled:
-                break
-        return Reply("opened " + turn.text)
-
-    a2a.add_agent("waits", waits, background=True)
+    add_gated_agent(a2a)
     a2a.add_agent("slow", slow, background=True)
     a2a.add_agent("quick", lambda turn: "quick " + turn.text, background=True)
 

@@ -7,27 +7,19 @@ import threading
 
 import pytest
 
-from a2a_flask import Reply
 from a2a_flask.worker import Worker
-from helpers import Rpc, message, wait_until
+from helpers import Rpc, add_gated_agent, message, wait_until
 from v1.inprocess import Caller, detail, user_message
 
 NON_BLOCKING = {"blocking": False}
 
 
 def _register(a2a):
-    gate = a2a.gate = threading.Event()
-
-    def waits(turn):
-        """Answers once the test opens the gate (or at a cancel)."""
-        turn.progress("halfway")
-        while not gate.wait(0.02):
-            if turn.canceled:
-                break
+    def answer(turn):
         earlier = [m["parts"][0]["text"] for m in turn.history]
-        return Reply("opened %s after %s" % (turn.text, "/".join(earlier) or "-"))
+        return "opened %s after %s" % (turn.text, "/".join(earlier) or "-")
 
-    a2a.add_agent("waits", waits, background=True)
+    add_gated_agent(a2a, answer)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
