@@ -16,6 +16,7 @@ from ..base import (
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
+from .changes import notify_changes
 from .tasks import _INSERT_MESSAGE, NOW, WAITING_SQL, task_for_message
 
 
@@ -95,6 +96,7 @@ class QueueOperations:
                 conn.execute("UPDATE a2a_tasks SET status_message = %s WHERE id = %s",
                              (dumps(dict(status_message, taskId=task_id,
                                          contextId=context_id)), task_id))
+            notify_changes(conn)  # a turn to claim
         return TurnStart(task_id, context_id, stored, seq, created=created)
 
     @staticmethod
@@ -210,6 +212,7 @@ class QueueOperations:
             elif follow_ups:  # the task ended: they never start
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
                              " worker IS NULL", (task_id,))
+            notify_changes(conn)  # the task settled, or its next turn is claimable
         return row[0]
 
     def expire_leases(self, max_attempts=3):
@@ -254,6 +257,8 @@ class QueueOperations:
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
                              " worker IS NULL", (task_id,))  # its follow-ups
+            if done:
+                notify_changes(conn)  # failed, or claimable again
         return done
 
     @staticmethod

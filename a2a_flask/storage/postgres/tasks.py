@@ -18,6 +18,7 @@ from ..base import (
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from ...messages import agent_message, text_part
+from .changes import notify_changes
 from .connection import is_storage_failure
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
@@ -333,7 +334,7 @@ class TaskOperations:
     # -- cancel ------------------------------------------------------------------
 
     def cancel_task(self, task_id, owner, agent):
-        with self.connection() as conn:
+        with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
                     " updated_at = " + NOW + " WHERE id = %s AND owner = %s AND"
@@ -343,6 +344,7 @@ class TaskOperations:
                 # anyway); a running one sees turn.canceled.
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
                              " worker IS NULL", (task_id,))
+                notify_changes(conn)  # its blocking sends answer
                 return
             # a new statement: the state as it is now, after whoever won
             row = conn.execute(
