@@ -10,6 +10,7 @@ Ownership: every call is keyed by (caller, agent); another caller's task is
 ``NoSuchTaskError``. The stale-turn policy is the storage's (``get_task``).
 """
 
+import time
 from typing import Optional
 
 from . import errors
@@ -18,6 +19,7 @@ from .auth.callers import KEY_REFUSED
 from .storage import sizes
 from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
 from .messages import agent_message, text_part
+from .waits import settled
 
 
 class CallContext:
@@ -83,12 +85,17 @@ def _answer(context, record):
     return fit(record, _budget(context))
 
 
-def _read(context, task_id, history_length=None, remembered_key=None):
-    """The caller's task as an answer shows it: the storage reads no more of
-    its history than fits the budget (``fit`` measures the rest exactly)."""
-    return _answer(context, context.storage.get_task(
+def _stored(context, task_id, history_length=None, remembered_key=None):
+    """The caller's task as stored, no more of its history read than fits
+    the answer budget (``fit`` then measures it exactly)."""
+    return context.storage.get_task(
         task_id, context.caller.id, context.agent.name, history_length,
-        remembered_key=remembered_key, max_bytes=_budget(context)))
+        remembered_key=remembered_key, max_bytes=_budget(context))
+
+
+def _read(context, task_id, history_length=None, remembered_key=None):
+    """The caller's task as an answer shows it."""
+    return _answer(context, _stored(context, task_id, history_length, remembered_key))
 
 
 def clamp_history(history, limit):
@@ -169,13 +176,33 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     context.caller.remembered_key = None  # live when the turn was queued
-    if not return_immediately:
-        # No transaction is open while waiting: the enqueue has committed. A
-        # replay waits too: blocking means the outcome, whoever sent it first.
+    # A replay waits too: blocking means the outcome, whoever sent it first.
+    record = None if return_immediately else _outcome(
+        context, start.task_id, history_length)
+    if record is None:
+        record = _stored(context, start.task_id, history_length)
+    return _answer(context, record)
+
+
+def _outcome(context, task_id, history_length) -> Optional[TaskRecord]:
+    """The task once a read after this send's enqueue shows it settled:
+    the turn queued ran (the task stays ``working`` while a turn of it is
+    queued or running) or never will (failed, canceled). None when the
+    operator's cap (A2A_BLOCKING_WAIT_SECONDS) ran out first."""
+    storage, waits = context.storage, context.app_state.task_waits
+    seconds = context.app_state.settings.blocking_wait_seconds
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while True:
+        # No transaction is open while waiting: the enqueue has committed.
         storage.release_connection()  # 1,000 waiting calls need no 1,000
-        context.app_state.task_waits.wait(
-            start.task_id, context.app_state.settings.blocking_wait_seconds)
-    return _read(context, start.task_id, history_length)
+        if not waits.wait(task_id, None if deadline is None
+                          else deadline - time.monotonic()):
+            return None
+        record = _stored(context, task_id, history_length)
+        # Woken by an earlier read, and another message queued a turn since:
+        # wait for that one too (a blocking send answers no ``working``).
+        if settled(record.state):
+            return record
 
 
 def get(context: CallContext, task_id: str,

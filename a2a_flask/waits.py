@@ -3,9 +3,10 @@ for its background turn to end, the worker's dispatcher for a turn to queue.
 
 A storage that can tell cheaply whether anything was committed since it last
 looked (``Storage.change_marker``: SQLite's ``PRAGMA data_version``, a read
-of shared memory) is looked at every ``TICK``; the task states are read only
-after a commit, in one query for every task this process waits on
-(``TaskWaits``). A storage that cannot tell is read every ``UNMARKED_TICK``.
+of shared memory; PostgreSQL's count of the NOTIFYs its listener heard) is
+looked at every ``TICK``; the task states are read only after a commit, in
+one query for every task this process waits on (``TaskWaits``). A storage
+that cannot tell is read every ``UNMARKED_TICK``.
 No transaction is held while waiting.
 """
 
@@ -23,6 +24,10 @@ TICK = 0.01
 UNMARKED_TICK = 0.05
 #: Seconds between two tries after the storage failed (logged once a minute).
 FAILED_TICK = 0.5
+#: Seconds after which the states are read again, the marker unchanged: a
+#: writer that does not signal (PostgreSQL: an older version of this package
+#: during an upgrade sends no NOTIFY) delays a waiter by at most this.
+MARKED_READ_EVERY = 5.0
 
 
 def settled(state: Optional[str]) -> bool:
@@ -79,6 +84,7 @@ class TaskWaits:
 
     def _watch(self):
         marker = object()  # matches nothing: the first pass reads
+        read_at = 0.0
         while True:
             with self._lock:
                 if not self._waiting:
@@ -87,25 +93,32 @@ class TaskWaits:
                 fresh, self._fresh = self._fresh, False
             try:
                 found = self._storage.change_marker()
-                if fresh or found is None or found != marker:
-                    marker = found
+                # No marker (none at all, or PostgreSQL's listener down): a
+                # timer; the marker is still looked at every TICK, so that
+                # its return (a listener up again) is used at once.
+                every = UNMARKED_TICK if found is None else MARKED_READ_EVERY
+                if fresh or found != marker or time.monotonic() - read_at >= every:
+                    marker, read_at = found, time.monotonic()
                     self._wake_settled()
             except Exception as exc:
                 self._note_failure(exc)
                 marker = object()
                 time.sleep(FAILED_TICK)
                 continue
-            time.sleep(TICK if found is not None else UNMARKED_TICK)
+            time.sleep(TICK)
 
     def _wake_settled(self):
+        # Only the waiters there before the read: one that came meanwhile
+        # (a follow-up queued on a task the read found interrupted) waits
+        # for a read that sees its own turn queued (``_fresh`` asks for it).
         with self._lock:
-            task_ids = list(self._waiting)
-        states = self._storage.task_states(task_ids)
-        with self._lock:
-            for task_id in task_ids:
-                if settled(states.get(task_id)):
-                    for event in self._waiting.get(task_id, ()):
-                        event.set()
+            awaited = {task_id: list(events)
+                       for task_id, events in self._waiting.items()}
+        states = self._storage.task_states(list(awaited))
+        for task_id, events in awaited.items():
+            if settled(states.get(task_id)):
+                for event in events:
+                    event.set()
 
     def _note_failure(self, exc):
         if self._storage.failure(exc) is None:

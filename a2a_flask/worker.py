@@ -24,7 +24,8 @@ log = logging.getLogger("a2a_flask")
 
 #: The longest an idle dispatcher waits before it looks at the queue again:
 #: it looks at once when the store changed (waits.wait_for_change), or after
-#: waits.UNMARKED_TICK on a store that cannot tell (PostgreSQL).
+#: waits.UNMARKED_TICK on a store that cannot tell (PostgreSQL while its
+#: listening connection is down).
 IDLE_SLEEP = 0.5
 #: Tries to store an outcome the storage refused (busy, full) before leaving
 #: it to the lease (the turn is then failed or retried).

@@ -11,7 +11,7 @@ from a2a_flask.storage import base
 from a2a_flask.storage.postgres import PostgresStorage
 from a2a_flask.storage.postgres.migrations import MIGRATIONS
 
-from helpers import TIMESTAMP, message
+from helpers import TIMESTAMP, message, wait_until
 
 
 @pytest.fixture
@@ -327,3 +327,23 @@ def test_a_server_that_is_down_is_storage_unavailable_then_comes_back(postgres_s
         storage.close()
     finally:
         cluster.stop()
+
+
+def test_waiters_read_on_a_timer_while_the_listening_connection_is_down(
+        storage, postgres_url):
+    """The process's listening connection (LISTEN a2a_changes) killed: the
+    change marker is None (waiters read on the timer) until it listens
+    again; then it moves with the next NOTIFY again."""
+    wait_until(lambda: storage.change_marker() is not None, timeout=10)
+    before = storage.change_marker()
+    assert sql(postgres_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+               " WHERE datname = current_database() AND query = 'LISTEN a2a_changes'"
+               ) == [(True,)]
+    wait_until(lambda: storage.change_marker() is None, timeout=10,
+               what="the listener noticed")
+    wait_until(lambda: storage.change_marker() is not None, timeout=10,
+               what="listening again")
+    again = storage.change_marker()
+    assert again != before
+    storage.enqueue_turn("alice", "bg", message("x"))
+    wait_until(lambda: storage.change_marker() != again, timeout=10)

@@ -13,7 +13,7 @@ import pytest
 
 from a2a_flask import InputRequired, Reply
 from a2a_flask.worker import Worker
-from helpers import Rpc, message
+from helpers import Rpc, message, wait_until
 from v1.inprocess import Caller, user_message
 
 #: Past the cap every blocking send had before (10 s): a send answered
@@ -32,6 +32,14 @@ def _register(a2a):
 
     a2a.add_agent("gated", gated, background=True)
     a2a.add_agent("asks", lambda turn: InputRequired("which one?"), background=True)
+
+    def asks_first(turn):
+        if not turn.history:
+            return InputRequired("which one?")
+        gate.wait(60)
+        return Reply("done " + turn.text)
+
+    a2a.add_agent("asks_first", asks_first, background=True)
 
 
 @pytest.fixture
@@ -134,3 +142,54 @@ def test_an_operators_cap_answers_working_when_it_runs_out(service, send, blocki
 def test_no_cap_is_the_default_and_can_be_spelled(make_app, value):
     app, _ = make_app(A2A_BLOCKING_WAIT_SECONDS=value)
     assert app.extensions["a2a"].settings.blocking_wait_seconds is None
+
+
+def _follow_up_v03(app, task_id):
+    task = Rpc(app.test_client(), agent="asks_first").send("two", taskId=task_id)
+    return task["status"]["state"], task["status"]["message"]["parts"][0]["text"]
+
+
+def _follow_up_v10(app, task_id):
+    task = Caller(app.test_client(), agent="asks_first").result("SendMessage", {
+        "message": user_message("two", taskId=task_id)})["task"]
+    return task["status"]["state"], task["status"]["message"]["parts"][0]["text"]
+
+
+@pytest.mark.parametrize("follow_up, done", [
+    (_follow_up_v03, "completed"), (_follow_up_v10, "TASK_STATE_COMPLETED")])
+def test_a_blocking_follow_up_answers_once_its_own_turn_ran(
+        service, monkeypatch, follow_up, done):
+    """The process's watcher read the task interrupted for the first send's
+    waiter; the follow-up queued its turn and began waiting before that read
+    woke anyone: its answer is its own turn's outcome, not the task still
+    working on it."""
+    app, a2a = service()
+    storage, waits = app.extensions["a2a"].storage, app.extensions["a2a"].task_waits
+    read, woken, found = threading.Event(), threading.Event(), []
+    real_states = storage.task_states
+
+    def states_then_pause(task_ids):
+        states = real_states(task_ids)
+        if not read.is_set() and "input-required" in states.values():
+            found.extend(task_ids)
+            read.set()
+            woken.wait(30)  # the follow-up queues and waits meanwhile
+        return states
+
+    monkeypatch.setattr(storage, "task_states", states_then_pause)
+    first = threading.Thread(target=lambda: Rpc(
+        app.test_client(), agent="asks_first").send("one"))
+    first.start()
+    assert read.wait(30)
+    answers = []
+    second = threading.Thread(target=lambda: answers.append(
+        follow_up(app, found[0])))
+    second.start()
+    wait_until(lambda: len(waits._waiting.get(found[0], ())) == 2,
+               what="both sends waiting")
+    woken.set()
+    second.join(2)  # before: answered at once, the task working on its turn
+    a2a.gate.set()
+    for thread in (first, second):
+        thread.join(30)
+    assert answers == [(done, "done two")]

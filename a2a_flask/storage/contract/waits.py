@@ -15,9 +15,11 @@ class WaitStorage:
         return {task_id: self.task_state(task_id) for task_id in task_ids}
 
     def change_marker(self) -> Optional[Hashable]:
-        """A value that changes once another connection committed, cheap
+        """A value that changes once another connection committed (at least
+        a queued turn, a settled or canceled task, a released turn), cheap
         enough to read every few milliseconds (no query of the tables); None
-        when the backend cannot tell, and waiters read states on a timer."""
+        when the backend cannot tell (now), and waiters read states on a
+        timer."""
         return None
 
     def release_connection(self) -> None:

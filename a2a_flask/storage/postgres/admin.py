@@ -17,6 +17,7 @@ import psycopg
 
 from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
+from .changes import notify_changes
 from .tasks import NOW, TERMINAL_SQL, history_limit
 
 #: Tasks deleted per statement by ``prune`` (canceled by ``cancel_tasks``).
@@ -205,8 +206,10 @@ class AdminOperations:
             " SELECT c.* FROM c JOIN u ON u.id = c.id ORDER BY c.id")
         canceled, params["after"] = [], ""
         while True:
-            with self.connection() as conn:
+            with self.transaction() as conn:
                 rows = conn.execute(select if dry_run else cancel, params).fetchall()
+                if rows and not dry_run:
+                    notify_changes(conn)  # their blocking sends answer
             canceled += [_record(row) for row in rows]
             if not rows:
                 return canceled

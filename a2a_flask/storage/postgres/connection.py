@@ -25,6 +25,7 @@ import psycopg_pool
 
 from ..errors import StorageBusyError, StorageFullError, StorageUnavailableError
 from ..base import SchemaError
+from .changes import ChangeListener
 from .migrations import MIGRATIONS, MIGRATION_LOCK
 
 log = logging.getLogger("a2a_flask")
@@ -88,6 +89,7 @@ class PostgresConnections:
         self._opening = threading.Lock()
         self._ready = not auto_migrate
         self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
+        self._changes = ChangeListener(url, CONNECT_TIMEOUT)
 
     # -- the pool ------------------------------------------------------------
 
@@ -141,7 +143,14 @@ class PostgresConnections:
             return exc
         return storage_failure(exc, self.location) if is_storage_failure(exc) else None
 
+    def change_marker(self):
+        """See ``Storage.change_marker``: the notifications this process's
+        listening connection counted (``changes``); None while it is down."""
+        return self._changes.marker()
+
     def close(self):
+        self._changes.stop()
+        self._changes = ChangeListener(self.url, CONNECT_TIMEOUT)
         pool, self._pool = self._pool, None
         if pool is not None and self._pool_pid == os.getpid():
             pool.close()

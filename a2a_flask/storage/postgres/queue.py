@@ -12,13 +12,14 @@ import json
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
-    ContextMismatchError, NoSuchTaskError, QueueFullError, RememberedKeyRevokedError,
-    TaskNotWaitingError, TurnStart,
+    QueueFullError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
+from .changes import notify_changes
 from .tasks import (
-    _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params, check_artifacts_fit,
+    _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
+    check_artifacts_fit, task_for_message,
 )
 
 
@@ -105,6 +106,7 @@ class QueueOperations:
                 conn.execute("UPDATE a2a_tasks SET status_message = %s WHERE id = %s",
                              (dumps(dict(status_message, taskId=task_id,
                                          contextId=context_id)), task_id))
+            notify_changes(conn)  # a turn to claim
         return TurnStart(task_id, context_id, stored, seq, created=created)
 
     @staticmethod
@@ -113,14 +115,8 @@ class QueueOperations:
         waiting for input is claimed (conditional UPDATE); one working on a
         queued or running turn takes it as a follow-up. The task row is
         locked first, so that the turn before cannot end unseen meanwhile."""
-        row = conn.execute(
-            "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
-            " AND agent = %s FOR UPDATE", (task_id, owner, agent)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        state, task_context = row
-        if context_id is not None and context_id != task_context:
-            raise ContextMismatchError(task_id, task_context)
+        state, task_context = task_for_message(conn, owner, agent, task_id,
+                                               context_id, lock=True)
         if state in WAITING_STATES and conn.execute(
                 "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
                 " WHERE id = %s AND state IN " + WAITING_SQL,
@@ -228,6 +224,7 @@ class QueueOperations:
             elif follow_ups:  # the task ended: they never start
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
                              " worker IS NULL", (task_id,))
+            notify_changes(conn)  # the task settled, or its next turn is claimable
         return row[0]
 
     def expire_leases(self, max_attempts=3):
@@ -272,6 +269,8 @@ class QueueOperations:
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
                              " worker IS NULL", (task_id,))  # its follow-ups
+            if done:
+                notify_changes(conn)  # failed, or claimable again
         return done
 
     @staticmethod

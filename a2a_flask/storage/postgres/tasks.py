@@ -18,6 +18,7 @@ from ..base import (
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
+from .changes import notify_changes
 from .connection import is_storage_failure
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
@@ -125,6 +126,21 @@ def check_artifacts_fit(conn, params):
                                  params["alimit"])
 
 
+def task_for_message(conn, owner, agent, task_id, context_id, lock=False):
+    """(state, context id) of the task a message names (its row locked with
+    ``lock``): NoSuchTaskError, or ContextMismatchError when the message
+    names another context."""
+    row = conn.execute(
+        "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
+        " AND agent = %s" + (" FOR UPDATE" if lock else ""),
+        (task_id, owner, agent)).fetchone()
+    if row is None:
+        raise NoSuchTaskError(task_id)
+    if context_id is not None and context_id != row[1]:
+        raise ContextMismatchError(task_id, row[1])
+    return row
+
+
 class TaskOperations:
     """Mixed into ``PostgresStorage`` (needs ``connection``/``transaction``)."""
 
@@ -223,14 +239,7 @@ class TaskOperations:
             {"id": task_id, "owner": owner, "agent": agent, "ctx": context_id}).fetchone()
         if row is not None:
             return row[0]
-        row = conn.execute(
-            "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
-            " AND agent = %s", (task_id, owner, agent)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        state, task_context = row
-        if context_id is not None and context_id != task_context:
-            raise ContextMismatchError(task_id, task_context)
+        state, task_context = task_for_message(conn, owner, agent, task_id, context_id)
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
@@ -263,7 +272,7 @@ class TaskOperations:
     # -- cancel ------------------------------------------------------------------
 
     def cancel_task(self, task_id, owner, agent):
-        with self.connection() as conn:
+        with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
                     " updated_at = " + NOW + " WHERE id = %s AND owner = %s AND"
@@ -273,6 +282,7 @@ class TaskOperations:
                 # anyway); a running one sees turn.canceled.
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
                              " worker IS NULL", (task_id,))
+                notify_changes(conn)  # its blocking sends answer
                 return
             # a new statement: the state as it is now, after whoever won
             row = conn.execute(
