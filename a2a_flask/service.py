@@ -141,6 +141,10 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     if start.replayed:
         return _read(context, start.task_id, history_length, remembered_key)
     context.caller.remembered_key = None  # live when the turn was stored
+    # The agent may wait seconds on a model: the thread's SQLite connection
+    # (~130 KB) goes back to the process's idle ones meanwhile, as before a
+    # blocking send waits; the agent's reads and its outcome take one again.
+    storage.release_connection()
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
                             metadata), tracing=context.app_state.tracing,
