@@ -20,7 +20,6 @@ import urllib.parse
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
-import sqlite_utils
 
 from ..errors import StorageUnavailableError
 from ..common import now_iso
@@ -28,7 +27,7 @@ from .file import (
     KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
     storage_failure,
 )
-from .migrations import MIGRATIONS, migrate
+from .migrations import MIGRATIONS, migrate, stored_version
 
 log = logging.getLogger("a2a_flask")
 
@@ -278,7 +277,11 @@ class SqliteConnections:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    migrate(sqlite_utils.Database(conn))
+                    if stored_version(conn) != len(MIGRATIONS):
+                        # Imported only to migrate: sqlite-utils (and click,
+                        # which it imports) held ~16 MB in every process.
+                        import sqlite_utils
+                        migrate(sqlite_utils.Database(conn))
                 except BaseException:
                     rollback(conn)
                     raise
@@ -317,14 +320,7 @@ class SqliteConnections:
 
     def schema_version(self):
         """The schema version of the file, by one trivial query (0: none)."""
-        try:
-            row = self.connection().execute(
-                "SELECT version FROM a2a_schema_version").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" not in str(exc):
-                raise
-            return 0
-        return row[0] if row else 0
+        return stored_version(self.connection())
 
     # The clock is this process's: SQLite has no server clock.
     def _now(self):

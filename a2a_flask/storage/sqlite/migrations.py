@@ -5,6 +5,8 @@ caller's write transaction and brings the schema one version forward. Add new
 versions at the end; never edit one that has shipped.
 """
 
+import sqlite3
+
 
 def _v1_tasks(db):
     db.execute(db.create_table_sql("a2a_tasks", {
@@ -159,16 +161,21 @@ MIGRATIONS = [_v1_tasks, _v2_credentials, _v3_task_listing, _v4_turn_queue,
               _v5_messages_once, _v6_turn_trace, _v7_fair_queue]
 
 
-def schema_version(db):
-    if not db["a2a_schema_version"].exists():
+def stored_version(conn):
+    """The schema version of the file on the ``sqlite3`` connection ``conn``,
+    by one trivial query (0: none yet)."""
+    try:
+        row = conn.execute("SELECT version FROM a2a_schema_version").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
         return 0
-    row = db.execute("SELECT version FROM a2a_schema_version").fetchone()
     return row[0] if row else 0
 
 
 def migrate(db):
     """Apply the migrations this database lacks; returns the new version."""
-    version = schema_version(db)
+    version = stored_version(db.conn)
     if version > len(MIGRATIONS):
         raise RuntimeError(
             "The database schema is version %d, newer than this a2a_flask "
