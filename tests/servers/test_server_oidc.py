@@ -34,6 +34,17 @@ def send(server, token):
                          headers={"Authorization": "Bearer " + token})
 
 
+def _until_six_taken(server, issuer, sub, what):
+    """Send tokens for ``sub`` until six in a row are taken (200), within
+    30 s; a worker still in its retry interval answers 503, nothing else."""
+    deadline, taken = time.monotonic() + 30, 0
+    while taken < 6:
+        status = send(server, issuer.token(sub=sub)).status_code
+        assert status in (200, 503), status
+        taken = taken + 1 if status == 200 else 0
+        assert time.monotonic() < deadline, what
+
+
 def test_python_sdk_1_sends_a_token_of_the_provider_the_card_names(start_server):
     with Issuer() as issuer:
         secret = issuer.add_client("svc-sdk", scopes=["a2a.call"], name="SDK service")
@@ -67,22 +78,12 @@ def test_rotation_reaches_every_worker_and_the_provider_down_at_start(start_serv
     with issuer:
         # Each worker asks again RETRY_INTERVAL after its failure: wait until
         # six calls in a row (both workers, whichever takes each) are taken.
-        deadline, taken = time.monotonic() + 30, 0
-        while taken < 6:
-            status = send(server, issuer.token(sub="before")).status_code
-            assert status in (200, 503), status
-            taken = taken + 1 if status == 200 else 0
-            assert time.monotonic() < deadline, "tokens still refused with the provider up"
+        _until_six_taken(server, issuer, "before", "tokens still refused with the provider up")
         issuer.rotate()
         # A worker that has not asked since the provider was down asks again
         # RETRY_INTERVAL after its failure (503 until then); none may refuse
         # a token of the new key (401: its kid unknown).
-        deadline, taken = time.monotonic() + 30, 0
-        while taken < 6:
-            status = send(server, issuer.token(sub="after")).status_code
-            assert status in (200, 503), status
-            taken = taken + 1 if status == 200 else 0
-            assert time.monotonic() < deadline, "the new key's tokens still refused"
+        _until_six_taken(server, issuer, "after", "the new key's tokens still refused")
         # Each worker read the keys at most twice: first use, then the rotation.
         assert issuer.jwks_fetches <= 4
     assert owners(server.database).count("oidc:after") >= 6

@@ -190,20 +190,11 @@ def test_cancel_tasks_by_caller_agent_task_and_state_with_a_dry_run(queue):
 def test_a_version_5_sqlite_file_keeps_its_queue_in_order(tmp_path):
     """SQLite's migration 7: turns queued before it keep their order and
     are claimed as before; the task gains follow-ups."""
-    import sqlite3
-
-    import sqlite_utils
-
-    from a2a_flask.storage.sqlite import SqliteStorage, migrations
+    from a2a_flask.storage.sqlite import SqliteStorage
+    from helpers import sqlite_file_at_version
 
     path = str(tmp_path / "v5.sqlite3")
-    conn = sqlite3.connect(path, isolation_level=None)
-    db = sqlite_utils.Database(conn)
-    db.execute("CREATE TABLE a2a_schema_version (version INTEGER NOT NULL)")
-    for step in migrations.MIGRATIONS[:5]:
-        step(db)
-    db.execute("INSERT INTO a2a_schema_version (version) VALUES (5)")
-    conn.close()
+    sqlite_file_at_version(path, 5).conn.close()
     old = SqliteStorage(path, auto_migrate=False)
     assert old.schema_version() == 5
     starts = [old.start_turn("alice", "bg", msg(text)) for text in ("first", "second")]

@@ -282,21 +282,11 @@ def test_reading_a_long_queued_task_never_tries_to_fail_it(make_queue, monkeypat
 def test_a_version_3_database_migrates_to_the_queue(tmp_path):
     """SQLite's migration 4: a file of version 3 with a working task keeps
     it, and gains the queue."""
-    import sqlite3
-
-    import sqlite_utils
-
-    from a2a_flask.storage.sqlite import SqliteStorage
-    from a2a_flask.storage.sqlite import migrations
+    from a2a_flask.storage.sqlite import SqliteStorage, migrations
+    from helpers import sqlite_file_at_version
 
     path = str(tmp_path / "v3.sqlite3")
-    conn = sqlite3.connect(path, isolation_level=None)
-    db = sqlite_utils.Database(conn)
-    db.execute("CREATE TABLE a2a_schema_version (version INTEGER NOT NULL)")
-    for step in migrations.MIGRATIONS[:3]:
-        step(db)
-    db.execute("INSERT INTO a2a_schema_version (version) VALUES (3)")
-    conn.close()
+    sqlite_file_at_version(path, 3).conn.close()
     old = SqliteStorage(path, auto_migrate=False)
     assert old.schema_version() == 3
     start = old.start_turn("alice", "echo", msg("old"))

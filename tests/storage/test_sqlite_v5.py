@@ -7,12 +7,11 @@ to it with nothing lost."""
 import json
 import sqlite3
 
-import sqlite_utils
-
 from a2a_flask.storage.base import MessageIdReusedError
 from a2a_flask.storage.common import fingerprint
 from a2a_flask.storage.sqlite import SqliteStorage
 from a2a_flask.storage.sqlite.migrations import MIGRATIONS
+from helpers import sqlite_file_at_version
 
 OWNER, AGENT = "key:key_1", "echo"
 ARTIFACT = {"artifactId": "art1", "parts": [{"kind": "text", "text": "hi"}],
@@ -32,12 +31,7 @@ def _dumps(value):
 def _version_3_file(path):
     """A file as a2a_flask with schema version 3 wrote it: the status message
     copied into the task row, whole bodies in the history."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    db = sqlite_utils.Database(conn)
-    db.execute("CREATE TABLE a2a_schema_version (version INTEGER NOT NULL)")
-    for step in MIGRATIONS[:3]:
-        step(db)
-    db.execute("INSERT INTO a2a_schema_version VALUES (3)")
+    conn = sqlite_file_at_version(path, 3).conn
     user = _message("user", "u1", "hello", "t1", "c1")
     agent = _message("agent", "a1", "hello back", "t1", "c1")
     alone = _message("agent", "a3", "not in the history", "t3", "c3")
