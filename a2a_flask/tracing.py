@@ -36,7 +36,7 @@ STORAGE_OPERATIONS = frozenset({
     "start_turn", "finish_turn", "get_task", "fail_stale_turn", "cancel_task",
     "task_history", "context_history", "task_state", "list_tasks",
     "count_tasks", "enqueue_turn", "claim_turns", "finish_queued_turn",
-    "progress", "find_key", "touch_key", "password_hash", "has_users"})
+    "progress", "find_key", "touch_keys", "password_hash", "has_users"})
 
 _setup_lock = threading.Lock()
 _set_up_in = [None]  # the pid that set up the provider

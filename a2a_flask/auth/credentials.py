@@ -13,11 +13,13 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from . import passwords
+from .key_uses import KeyUses
 from ..storage.base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 from ..storage.common import now_iso
 
 KEY_PREFIX = "a2a_"
-#: Last use is recorded to the minute: a write per request would cost more.
+#: Last use is recorded to the minute: a write per request would cost more
+#: (and the uses of one second are written together: key_uses.py).
 LAST_USED_GRANULARITY = timedelta(minutes=1)
 _dummy_hash = []  # made on first need: hashing at import slows every start
 
@@ -96,6 +98,7 @@ class Credentials:
     def __init__(self, storage):
         self.storage = storage
         self._live = {}  # key hash -> ApiKey found live by find_key
+        self._uses = KeyUses(storage, _last_used_cutoff)
 
     # -- API keys ----------------------------------------------------------
 
@@ -141,7 +144,8 @@ class Credentials:
         # ISO timestamps of one format sort as text: no parsing per request.
         cutoff = _last_used_cutoff()
         if key.last_used_at is None or key.last_used_at < cutoff:
-            key.last_used_at = self.storage.touch_key(key.id, cutoff) or key.last_used_at
+            key.last_used_at = now_iso()
+            self._uses.note(key.id)
         if len(self._live) >= self.REMEMBERED_MAX:
             self._live.clear()
         self._live[key_hash] = key
@@ -149,7 +153,7 @@ class Credentials:
 
     def remembered_key(self, secret):
         """(ApiKey, its hash) of a key ``find_key`` found live in this process
-        less than a minute ago (its use then recorded), else None. Not proof
+        less than a minute ago (its use then noted), else None. Not proof
         that it is live *now*: whoever takes it checks that in the storage
         statement of the call (``remembered_key`` of ``Storage.get_task`` and
         ``start_turn``) or with ``key_is_live``, so a revoked key is refused

@@ -190,7 +190,7 @@ def test_export_then_import_copies_keys_and_users(make_storage, tmp_path):
     source.insert_key(KeyRow("key_1", "a2a_abc", "ci", "*", None), "hash1")
     source.insert_key(KeyRow("key_2", "a2a_def", None, '["echo"]', None), "hash2")
     source.revoke_key("key_2")
-    source.touch_key("key_1", "9999")
+    source.touch_keys(["key_1"], "9999")
     source.insert_user("ann", "h-ann")
     keys, users = source.export_credentials()
     assert [(k.id, h) for k, h in keys] == [("key_1", "hash1"), ("key_2", "hash2")]
@@ -213,8 +213,12 @@ def test_keys(storage):
     assert [k.id for k in storage.keys()] == ["key_1"]
     assert storage.find_key("hash1").id == "key_1"
     assert storage.find_key("nope") is None
-    assert storage.touch_key("key_1", "9999") is not None
-    assert storage.touch_key("key_1", "0000") is None  # recent enough: no write
+    storage.insert_key(KeyRow("key_2", "a2a_def", None, "*", None), "hash2")
+    assert storage.touch_keys(["key_1", "key_2", "key_nope"], "9999") == 2
+    used = {k.id: k.last_used_at for k in storage.keys()}
+    assert used["key_1"] is not None and used["key_1"] == used["key_2"]
+    assert storage.touch_keys(["key_1"], "0000") == 0  # recent enough: no write
+    assert storage.touch_keys([], "9999") == 0
     storage.revoke_key("key_1")
     storage.revoke_key("key_1")  # twice: no change
     assert storage.find_key("hash1") is None

@@ -264,9 +264,9 @@ def test_keys_and_users(storage):
     key = base.KeyRow("key_1", "a2a_abc", "ci", "*", "2026-01-01T00:00:00.000Z")
     assert TIMESTAMP.match(storage.insert_key(key, "hash1").created_at)
     assert storage.find_key("hash1").astuple() == key.astuple()
-    touched = storage.touch_key("key_1", "2026-01-01T00:00:00.000Z")
-    assert TIMESTAMP.match(touched)
-    assert storage.touch_key("key_1", "2000-01-01T00:00:00.000Z") is None
+    assert storage.touch_keys(["key_1", "key_nope"], "2026-01-01T00:00:00.000Z") == 1
+    assert TIMESTAMP.match(storage.keys()[0].last_used_at)
+    assert storage.touch_keys(["key_1"], "2000-01-01T00:00:00.000Z") == 0
     storage.revoke_key("key_1")
     storage.revoke_key("key_1")  # twice: no change, no error
     assert storage.find_key("hash1") is None

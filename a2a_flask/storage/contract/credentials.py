@@ -30,9 +30,10 @@ class CredentialStorage(abc.ABC):
         """The live (unrevoked) key with this hash, or None."""
 
     @abc.abstractmethod
-    def touch_key(self, key_id: str, older_than: str) -> Optional[str]:
-        """Record a use: ``last_used_at`` = now where it is NULL or older than
-        ``older_than``; returns the new value, None when nothing changed."""
+    def touch_keys(self, key_ids: List[str], older_than: str) -> int:
+        """Record uses, in one write: ``last_used_at`` = now for each of
+        ``key_ids`` where it is NULL or older than ``older_than``; returns
+        how many keys changed."""
 
     @abc.abstractmethod
     def insert_user(self, name: str, password_hash: str) -> None:

@@ -47,12 +47,12 @@ class CredentialOperations:
                         " AND revoked_at IS NULL" % _KEY_COLUMNS, (key_hash,))
         return None if row is None else KeyRow(*row)
 
-    def touch_key(self, key_id, older_than):
-        row = self._one(
-            "UPDATE a2a_api_keys SET last_used_at = " + NOW + " WHERE id = %s AND"
-            " (last_used_at IS NULL OR last_used_at < %s) RETURNING last_used_at",
-            (key_id, older_than))
-        return row[0] if row else None
+    def touch_keys(self, key_ids, older_than):
+        return self._one(
+            "WITH touched AS (UPDATE a2a_api_keys SET last_used_at = " + NOW +
+            " WHERE id = ANY(%s) AND (last_used_at IS NULL OR last_used_at < %s)"
+            " RETURNING 1) SELECT count(*) FROM touched",
+            (list(key_ids), older_than))[0]
 
     def insert_user(self, name, password_hash):
         if self._one("INSERT INTO a2a_users (name, password_hash, created_at)"

@@ -38,15 +38,13 @@ class CredentialOperations:
             % _KEY_COLUMNS, (key_hash,)).fetchone()
         return None if row is None else KeyRow(*row)
 
-    def touch_key(self, key_id, older_than):
+    def touch_keys(self, key_ids, older_than):
         now = self._now()
         with self.transaction() as conn:
-            if conn.execute(
-                    "UPDATE a2a_api_keys SET last_used_at = ? WHERE id = ? AND"
-                    " (last_used_at IS NULL OR last_used_at < ?)",
-                    (now, key_id, older_than)).rowcount:
-                return now
-        return None
+            return conn.executemany(
+                "UPDATE a2a_api_keys SET last_used_at = ? WHERE id = ? AND"
+                " (last_used_at IS NULL OR last_used_at < ?)",
+                [(now, key_id, older_than) for key_id in key_ids]).rowcount
 
     def insert_user(self, name, password_hash):
         with self.transaction() as conn:
