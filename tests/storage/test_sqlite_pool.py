@@ -4,12 +4,15 @@ gets "the storage is busy" with nothing stored; an agent holds none while it
 waits on something else after reading the storage."""
 
 import threading
+import time
+from types import SimpleNamespace
 
 import pytest
 
 from a2a_flask.agent.api import Reply
 from a2a_flask.storage.errors import StorageBusyError
 from a2a_flask.storage.sqlite import SqliteStorage
+from a2a_flask.storage.sqlite.pool import ConnectionPool, Lease
 from helpers import Rpc, wait_until
 
 OWNER, AGENT = "key:key_1", "echo"
@@ -113,3 +116,51 @@ def test_an_agent_holds_no_connection_while_it_waits_after_reading(make_app):
         caller.join(30)
     wait_until(lambda: answers, what="the answer")
     assert answers[0]["status"]["state"] == "completed"
+
+
+def _pool(limit):
+    opened = []
+
+    def open_connection():
+        opened.append(SimpleNamespace(in_transaction=False))
+        return opened[-1], None
+
+    return ConnectionPool(limit, open_connection), opened
+
+
+def test_a_connection_handed_back_goes_to_the_oldest_waiter():
+    pool, opened = _pool(1)
+    held, got = pool.take(time.monotonic() + 30), {}
+
+    def wait(name):
+        got[name] = pool.take(time.monotonic() + 30)
+
+    first = threading.Thread(target=wait, args=("first",))
+    first.start()
+    wait_until(lambda: len(pool._waiters) == 1, what="the first waiter")
+    second = threading.Thread(target=wait, args=("second",))
+    second.start()
+    wait_until(lambda: len(pool._waiters) == 2, what="the second waiter")
+    pool.give_back(held)
+    first.join(30)
+    assert got == {"first": held}  # the second still waits
+    pool.give_back(got["first"])
+    second.join(30)
+    assert got["second"] is held and len(opened) == 1
+
+
+def test_a_thread_local_that_goes_while_its_thread_holds_the_pool_gives_back_later():
+    pool, _ = _pool(1)
+    leases = [Lease()]
+    leases[0].pool, leases[0].entry = pool, pool.take(time.monotonic() + 30)
+
+    def collected_while_holding():
+        with pool._lock:  # as if the garbage collector ran the destructor here
+            leases.pop()  # it must not wait for the lock its own thread holds
+
+    thread = threading.Thread(target=collected_while_holding, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert pool.in_use() == 0
+    assert pool.take(time.monotonic() + 30) is not None

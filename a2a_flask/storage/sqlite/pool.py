@@ -53,12 +53,17 @@ class ConnectionPool:
         self._idle = []  # [(connection, file identity)]
         self._open = 0  # held + idle
         self._waiters = collections.deque()
+        #: Given back by a thread-local that went (``Lease``), maybe inside
+        #: the garbage collector on a thread holding ``_lock``: appended
+        #: without it, put in place by the next holder of the lock.
+        self._returned = collections.deque()
 
     def take(self, deadline):
         """A (connection, identity): an idle one, a new one while fewer than
         ``limit`` are open, else the next handed back before ``deadline``
         (``time.monotonic()``; ``ConnectionWaitTimeout`` after it)."""
         with self._lock:
+            self._settle_returned()
             waiter = None
             if self._waiters or self._open >= self.limit and not self._idle:
                 waiter = _Waiter()
@@ -71,6 +76,7 @@ class ConnectionPool:
             return self._opened()
         waiter.woken.acquire(timeout=max(deadline - time.monotonic(), 0))
         with self._lock:
+            self._settle_returned()
             handed = waiter.handed
             if handed is None:  # not handed one in time (nor since)
                 self._waiters.remove(waiter)
@@ -90,32 +96,51 @@ class ConnectionPool:
     def give_back(self, entry):
         """A (connection, identity) no longer used by its thread."""
         with self._lock:
-            if self._waiters:
-                self._hand(entry)
-            else:
-                self._idle.append(entry)
+            self._settle_returned()
+            self._put(entry)
 
     def closed(self):
         """A connection of this pool was closed (or never opened)."""
         with self._lock:
-            if self._waiters:
-                self._hand(OPEN)
-            else:
-                self._open -= 1
+            self._settle_returned()
+            self._put(OPEN)
 
-    def _hand(self, entry):
-        waiter = self._waiters.popleft()
-        waiter.handed = entry
-        waiter.woken.release()
+    def returned(self, entry):
+        """``give_back`` (or ``closed``, ``entry`` OPEN) from a destructor:
+        never waits for the lock (its thread may hold it already)."""
+        self._returned.append(entry)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._settle_returned()
+            finally:
+                self._lock.release()
+
+    def _settle_returned(self):
+        while self._returned:
+            self._put(self._returned.popleft())
+
+    def _put(self, entry):
+        """Under ``_lock``: a connection (or, OPEN, the place of one closed)
+        to the oldest waiter, else to the idle ones (or fewer open)."""
+        if self._waiters:
+            waiter = self._waiters.popleft()
+            waiter.handed = entry
+            waiter.woken.release()
+        elif entry is OPEN:
+            self._open -= 1
+        else:
+            self._idle.append(entry)
 
     def in_use(self):
         """Connections held by threads now."""
         with self._lock:
+            self._settle_returned()
             return self._open - len(self._idle)
 
     def close_idle(self):
         """Close the idle connections."""
         with self._lock:
+            self._settle_returned()
             idle, self._idle = self._idle, []
             self._open -= len(idle)
         for conn, _ in idle:
@@ -147,8 +172,7 @@ class Lease:
             try:
                 if entry[0].in_transaction:  # a thread that died mid-write
                     entry[0].close()
-                    pool.closed()
-                else:
-                    pool.give_back(entry)
+                    entry = OPEN
+                pool.returned(entry)
             except Exception:  # interpreter shutdown
                 pass
