@@ -155,7 +155,7 @@ class Lease:
     thread (or greenlet) that ends holding one gives it back when its
     thread-local goes."""
 
-    __slots__ = ("pool", "entry", "__weakref__")
+    __slots__ = ("pool", "entry")
 
     def __init__(self):
         self.pool = None
