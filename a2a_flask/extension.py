@@ -93,6 +93,7 @@ class A2A:
         app.extensions["a2a"] = app_state
         if not settings.auto_migrate:
             problem = app_state.schema_problem()
+            storage.release_connection()  # read on the thread building the app
             if problem is not None:
                 log.warning("%s Calls are refused until then.", problem.message)
         blueprint = make_blueprint(settings)

@@ -113,19 +113,31 @@ class Turn:
     def data(self) -> List[Any]:
         return [p["data"] for p in self.parts if p["kind"] == "data"]
 
+    def _stored(self, read, *args, **kwargs):
+        """``read(*args, **kwargs)`` of the storage; then this thread's
+        connection goes back to the pool (no transaction is open while an
+        agent runs): the agent may now wait seconds on a model, and a
+        process's connections are bounded."""
+        try:
+            return read(*args, **kwargs)
+        finally:
+            self._store.release_connection()
+
     @property
     def history(self) -> List[JSONObject]:
         """Earlier messages of this task, oldest first (read on first use)."""
         if self._history is None:
-            self._history = self._store.task_history(self.task_id, before_seq=self._seq)
+            self._history = self._stored(self._store.task_history, self.task_id,
+                                         before_seq=self._seq)
         return self._history
 
     @property
     def context_history(self) -> List[JSONObject]:
         """Earlier messages of the whole conversation (all its tasks)."""
         if self._context_history is None:
-            self._context_history = self._store.context_history(
-                self.caller.id, self.agent.name, self.context_id, before_seq=self._seq)
+            self._context_history = self._stored(
+                self._store.context_history, self.caller.id, self.agent.name,
+                self.context_id, before_seq=self._seq)
         return self._context_history
 
     def recent(self, count):
@@ -135,14 +147,14 @@ class Turn:
             return []
         if self._context_history is not None:
             return self._context_history[-count:]
-        return self._store.context_history(self.caller.id, self.agent.name,
-                                           self.context_id, before_seq=self._seq,
-                                           limit=count)
+        return self._stored(self._store.context_history, self.caller.id,
+                            self.agent.name, self.context_id, before_seq=self._seq,
+                            limit=count)
 
     @property
     def canceled(self) -> bool:
         """True once the task was canceled: stop early, the result is discarded."""
-        return self._store.task_state(self.task_id) == "canceled"
+        return self._stored(self._store.task_state, self.task_id) == "canceled"
 
     def call(self, agent: Any, text: Optional[str] = None, **options: Any) -> Any:
         """Send ``text`` to another A2A agent and wait for its task to be done
@@ -168,5 +180,5 @@ class Turn:
         limit = self.max_output_bytes
         if limit is not None and len(text) * 4 > limit:  # UTF-8: 4 bytes at most
             text = text[:limit // 8] + "..."  # a progress note, not an answer
-        return self._store.progress(self.task_id, agent_message(
+        return self._stored(self._store.progress, self.task_id, agent_message(
             [text_part(text)], self.task_id, self.context_id))

@@ -208,6 +208,8 @@ class Credentials:
         raise: the login throttle), not before a remembered success.
         """
         stored = self.storage.password_hash(name)
+        # A slow hash holds no connection: a process has few (SQLite's pool).
+        self.storage.release_connection()
         if before_slow_check is not None and (
                 stored is None or _verified.get(name) != _proof(stored, password)):
             before_slow_check()

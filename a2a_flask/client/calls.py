@@ -58,5 +58,6 @@ def _note(turn: Any, name: str, client: Client, task: Task) -> None:
     calls[name] = {"url": client.interface.url, "taskId": task.id,
                    "contextId": task.context_id}
     metadata[CALLS_KEY] = calls
-    turn._store.note_metadata(turn.task_id, metadata)
+    # Then the wait for the remote agent holds no connection of the storage.
+    turn._stored(turn._store.note_metadata, turn.task_id, metadata)
     turn.metadata = metadata

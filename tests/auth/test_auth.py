@@ -365,6 +365,24 @@ def test_a_checked_password_is_not_hashed_again_but_a_change_is_seen_at_once(
     svc.result(ECHO, send(), basic("dora", "second pw"))
 
 
+def test_the_slow_password_hash_holds_no_connection_of_the_storage(svc, monkeypatch):
+    import a2a_flask.auth.passwords as passwords
+
+    held = []
+    real = passwords.check_password
+    storage = svc.state.storage
+
+    def check(stored, password):  # seconds of CPU for a burst of logins
+        held.append(storage.connections_in_use())
+        return real(stored, password)
+
+    monkeypatch.setattr(passwords, "check_password", check)
+    svc.credentials.create_user("erin", "pw of erin")
+    storage.release_connection()
+    svc.result(ECHO, send(), basic("erin", "pw of erin"))
+    assert held == [0]  # the request thread read the hash, then handed it back
+
+
 def test_password_hook_replaces_the_built_in_users(service):
     seen = []
 

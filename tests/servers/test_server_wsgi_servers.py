@@ -32,9 +32,9 @@ a2a.add_agent("crash", crash)
 '''
 
 ROUNDS, CALLERS, SENDS = 8, 16, 4
-#: Open handles on the database file a server process may hold: the idle
-#: connections it keeps, one per call running at once, the waits' watcher.
-MOST_HANDLES = SqliteStorage.IDLE_CONNECTIONS + CALLERS + 1
+#: Open handles on the database file a server process may hold: its pool's
+#: bound on connections, and the start-up migration's own.
+MOST_HANDLES = SqliteStorage.MAX_CONNECTIONS + 1
 
 
 def _commands(kind, port):

@@ -24,6 +24,7 @@ class WaitStorage:
 
     def release_connection(self) -> None:
         """This thread is done with the storage for now (the end of a web
-        request, a blocking send about to wait): a backend holding a
-        connection per thread may hand it to the next user. The next call
-        on this thread takes one again."""
+        request, a blocking send about to wait, an agent's read before it
+        waits on a model): a backend holding a connection per thread may
+        hand it to the next user. The next call on this thread takes one
+        again. Never inside a transaction."""

@@ -1,5 +1,6 @@
-"""The SQLite file of ``SqliteStorage``: connections per thread, short write
-transactions behind the process's writers' lock, the schema migration.
+"""The SQLite file of ``SqliteStorage``: connections per thread from a
+bounded pool (``pool.py``), short write transactions behind the process's
+writers' lock, the schema migration.
 
 WAL journal, a busy timeout, short ``BEGIN IMMEDIATE`` write transactions (so
 a writer takes the lock up front instead of failing to upgrade a read lock).
@@ -28,6 +29,7 @@ from .file import (
     storage_failure,
 )
 from .migrations import MIGRATIONS, migrate, stored_version
+from .pool import ConnectionPool, Lease
 
 log = logging.getLogger("a2a_flask")
 
@@ -36,21 +38,36 @@ def _utc_now():
     return datetime.now(timezone.utc)
 
 
+def _close(conn):
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
+
+
 class SqliteConnections:
     """One SQLite file; one connection per thread, one lock per process.
 
     A thread's connection lives in a ``threading.local`` while the thread
-    uses it. ``release_connection`` (the end of each web request, and before
-    a blocking send waits) hands it to the process's idle connections, which
-    the next user takes: as many connections as calls running at once, not
-    as threads or greenlets (under gevent a greenlet's local outlives the
-    greenlet, and its connection kept the file open). A thread that ends
-    holding one closes it with the thread-local. The lock file is opened once
-    per process and closed when the Store is garbage-collected.
+    uses it. ``release_connection`` (the end of each web request, before a
+    blocking send waits, before and after an agent's reads: anything that
+    then waits on something else) hands it back to the process's pool,
+    whose next user takes it: as many connections as calls using the
+    storage at once, not as threads or greenlets, and never more than
+    MAX_CONNECTIONS (a thread needing one then waits, within the busy
+    timeout). A thread that ends holding one gives it back with its
+    thread-local. The lock file is opened once per process and closed when
+    the Store is garbage-collected.
     """
 
-    #: Idle connections a process keeps for its next calls; more are closed.
-    IDLE_CONNECTIONS = 16
+    #: Connections a process opens at most (held by its threads or idle).
+    #: Each costs 100-150 KB that SQLite hardly returns; with the interpreter
+    #: lock one thread runs at a time, and a connection is held only while a
+    #: call uses the storage (not while an agent or a blocking send waits):
+    #: 32 served 1,000 concurrent callers on 2 workers in bench/waiting.py
+    #: without an error. A thread past the bound waits for one, first come
+    #: first served, within A2A_BUSY_TIMEOUT_MS.
+    MAX_CONNECTIONS = 32
 
     #: The storage's clock (a test may set a fixed one to make tasks old).
     clock = staticmethod(_utc_now)
@@ -63,9 +80,8 @@ class SqliteConnections:
         #: A turn ``working`` for longer lost its worker (killed mid-turn).
         self.stale_turn = timedelta(seconds=stale_turn_seconds)
         self._local = threading.local()
-        self._idle = []  # [(connection, file identity)] of this process
-        self._idle_pid = os.getpid()
-        self._idle_lock = threading.Lock()
+        self._pool = None  # this process's (see _connection_pool)
+        self._pool_lock = threading.Lock()
         self._writer = ProcessWriteLock(path + "-lock")
         self._kept = KeptOutcomes(path + "-outcomes")
         #: False (A2A_AUTO_MIGRATE=0): the file is opened as it is, and only
@@ -96,8 +112,10 @@ class SqliteConnections:
             raise
         return conn, identity
 
-    def connection(self):
-        """This thread's connection, opened on first use.
+    def connection(self, deadline=None):
+        """This thread's connection, taken from the pool on first use (a wait
+        past ``deadline``, by default the busy timeout from now: "database
+        is locked").
 
         Keyed by process id too: a connection must never cross a fork (gunicorn
         --preload forks workers after the app is built).
@@ -106,50 +124,65 @@ class SqliteConnections:
         conn = getattr(local, "conn", None)
         if conn is None or local.pid != os.getpid():
             local.conn = None
-            idle = self._take_idle()
-            if idle is None:
-                if not self._ready and self.auto_migrate:
-                    self._retry_migrate()
-                idle = self._open(create=not self._ready)
-                self._ready = True
-            conn, local.identity = idle
+            pool = self._connection_pool()
+            lease = getattr(local, "lease", None)
+            if lease is None:
+                lease = local.lease = Lease()
+            if deadline is None:
+                deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+            lease.entry = None  # an inherited one is the parent's
+            lease.pool, lease.entry = pool, pool.take(deadline)
+            conn, local.identity = lease.entry
             local.conn, local.pid = conn, os.getpid()
         return conn
 
-    def _take_idle(self):
-        with self._idle_lock:
-            if self._idle_pid != os.getpid():  # inherited: the parent's
-                self._idle, self._idle_pid = [], os.getpid()
-            return self._idle.pop() if self._idle else None
+    def _connection_pool(self):
+        pool = self._pool
+        if pool is None or pool.pid != os.getpid():  # none yet, or the parent's
+            with self._pool_lock:
+                pool = self._pool
+                if pool is None or pool.pid != os.getpid():
+                    pool = self._pool = ConnectionPool(self.MAX_CONNECTIONS,
+                                                       self._open_for_pool)
+        return pool
 
-    def release_connection(self):
-        """Hand this thread's connection to the process's idle ones (see the
-        class); the thread takes one again on its next use."""
+    def _open_for_pool(self):
+        if not self._ready and self.auto_migrate:
+            self._retry_migrate()
+        opened = self._open(create=not self._ready)
+        self._ready = True
+        return opened
+
+    def _end_lease(self):
+        """This thread's (connection, pool) if it holds one of this process,
+        no longer the thread's; else (None, None)."""
         local = self._local
         conn = getattr(local, "conn", None)
+        local.conn = None
+        if conn is None or local.pid != os.getpid():
+            return None, None  # none, or the parent's (never closed here)
+        lease = local.lease
+        entry = lease.end()
+        return (conn, lease.pool) if entry is not None else (None, None)
+
+    def release_connection(self):
+        """Hand this thread's connection back to the process's pool (see the
+        class); the thread takes one again on its next use."""
+        conn, pool = self._end_lease()
         if conn is None:
             return
-        local.conn = None
-        if local.pid == os.getpid() and not conn.in_transaction:
-            with self._idle_lock:
-                if (self._idle_pid == os.getpid()
-                        and len(self._idle) < self.IDLE_CONNECTIONS):
-                    self._idle.append((conn, local.identity))
-                    return
-        try:
-            conn.close()
-        except sqlite3.Error:
-            pass
+        if conn.in_transaction:  # a transaction left open: never shared
+            _close(conn)
+            pool.closed()
+        else:
+            pool.give_back((conn, self._local.identity))
 
     def drop_connection(self):
-        """Close this thread's connection; the next use opens a new one."""
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
+        """Close this thread's connection; the next use takes another."""
+        conn, pool = self._end_lease()
         if conn is not None:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass
+            _close(conn)
+            pool.closed()
 
     def failed(self, exc):
         """The ``StorageUnavailableError`` for ``exc`` (logged with the path);
@@ -192,8 +225,10 @@ class SqliteConnections:
         Commits only into the file the service was configured with: a file
         deleted or replaced meanwhile is detected before the commit.
         """
-        conn = self.connection()
+        # One bound for the waits of a write: for a connection, for our
+        # writers' lock and in SQLite's busy handler together.
         deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+        conn = self.connection(deadline)
         with self._writer.hold(deadline):
             # SQLite's busy wait (a host app's writer, a checkpoint) gets
             # what is left of the bound after the wait for our lock.
@@ -307,13 +342,14 @@ class SqliteConnections:
 
     def close(self):
         self.drop_connection()
-        with self._idle_lock:
-            idle, self._idle = self._idle, []
-        for conn, _ in idle:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass
+        pool = self._pool
+        if pool is not None and pool.pid == os.getpid():
+            pool.close_idle()
+
+    def connections_in_use(self):
+        """Connections held by this process's threads now (0 before any)."""
+        pool = self._pool
+        return pool.in_use() if pool is not None and pool.pid == os.getpid() else 0
 
     def expected_version(self):
         return len(MIGRATIONS)

@@ -1,0 +1,178 @@
+"""The SQLite connections of one process, bounded: a thread that needs one
+when ``limit`` are open waits its turn for one handed back, at most until a
+deadline (the busy timeout), then gets "database is locked" (answered as
+"the storage is busy"). No SQL here.
+
+Why a bound: each connection costs 100-150 KB of malloc arenas that SQLite
+hardly returns after close, and a burst of N calls at once opened about N.
+With the interpreter lock only one thread runs Python at a time: a few dozen
+connections keep a core busy, more only cost memory.
+"""
+
+import collections
+import os
+import sqlite3
+import threading
+import time
+
+
+class ConnectionWaitTimeout(sqlite3.OperationalError):
+    """No connection was handed back before the deadline: answered as
+    SQLite's own "database is locked" (``StorageBusyError``); nothing ran."""
+
+    sqlite_errorname = "SQLITE_BUSY"
+
+
+class _Waiter:
+    """One thread waiting for a connection: woken by the release of ``woken``
+    with ``handed`` set (a connection, or OPEN: open a new one)."""
+
+    __slots__ = ("woken", "handed")
+
+    def __init__(self):
+        self.woken = threading.Lock()
+        self.woken.acquire()
+        self.handed = None
+
+
+#: Handed to a waiter instead of a connection: one was closed, open a new one.
+OPEN = object()
+
+
+class ConnectionPool:
+    """At most ``limit`` connections open in this process (held by a thread
+    or idle); ``open_connection()`` makes one. Waiters are served first come,
+    first served: a connection handed back goes to the oldest waiter, never
+    to a thread that came later. Made anew in a forked child (``pid``)."""
+
+    def __init__(self, limit, open_connection):
+        self.limit = max(1, int(limit))
+        self.pid = os.getpid()
+        self._open_connection = open_connection
+        self._lock = threading.Lock()
+        self._idle = []  # [(connection, file identity)]
+        self._open = 0  # held + idle
+        self._waiters = collections.deque()
+        #: Given back by a thread-local that went (``Lease``), maybe inside
+        #: the garbage collector on a thread holding ``_lock``: appended
+        #: without it, put in place by the next holder of the lock.
+        self._returned = collections.deque()
+
+    def take(self, deadline):
+        """A (connection, identity): an idle one, a new one while fewer than
+        ``limit`` are open, else the next handed back before ``deadline``
+        (``time.monotonic()``; ``ConnectionWaitTimeout`` after it)."""
+        with self._lock:
+            self._settle_returned()
+            waiter = None
+            if self._waiters or self._open >= self.limit and not self._idle:
+                waiter = _Waiter()
+                self._waiters.append(waiter)
+            elif self._idle:
+                return self._idle.pop()
+            else:
+                self._open += 1
+        if waiter is None:
+            return self._opened()
+        waiter.woken.acquire(timeout=max(deadline - time.monotonic(), 0))
+        with self._lock:
+            self._settle_returned()
+            handed = waiter.handed
+            if handed is None:  # not handed one in time (nor since)
+                self._waiters.remove(waiter)
+                raise ConnectionWaitTimeout(
+                    "database is locked: no connection was free within the "
+                    "busy timeout (%d open in this process)" % self.limit)
+        return self._opened() if handed is OPEN else handed
+
+    def _opened(self):
+        """A new connection, its place already counted."""
+        try:
+            return self._open_connection()
+        except BaseException:
+            self.closed()
+            raise
+
+    def give_back(self, entry):
+        """A (connection, identity) no longer used by its thread."""
+        with self._lock:
+            self._settle_returned()
+            self._put(entry)
+
+    def closed(self):
+        """A connection of this pool was closed (or never opened)."""
+        with self._lock:
+            self._settle_returned()
+            self._put(OPEN)
+
+    def returned(self, entry):
+        """``give_back`` (or ``closed``, ``entry`` OPEN) from a destructor:
+        never waits for the lock (its thread may hold it already)."""
+        self._returned.append(entry)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._settle_returned()
+            finally:
+                self._lock.release()
+
+    def _settle_returned(self):
+        while self._returned:
+            self._put(self._returned.popleft())
+
+    def _put(self, entry):
+        """Under ``_lock``: a connection (or, OPEN, the place of one closed)
+        to the oldest waiter, else to the idle ones (or fewer open)."""
+        if self._waiters:
+            waiter = self._waiters.popleft()
+            waiter.handed = entry
+            waiter.woken.release()
+        elif entry is OPEN:
+            self._open -= 1
+        else:
+            self._idle.append(entry)
+
+    def in_use(self):
+        """Connections held by threads now."""
+        with self._lock:
+            self._settle_returned()
+            return self._open - len(self._idle)
+
+    def close_idle(self):
+        """Close the idle connections."""
+        with self._lock:
+            self._settle_returned()
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+        for conn, _ in idle:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+
+class Lease:
+    """A thread's hold on a pooled connection, kept in its thread-local: a
+    thread (or greenlet) that ends holding one gives it back when its
+    thread-local goes."""
+
+    __slots__ = ("pool", "entry")
+
+    def __init__(self):
+        self.pool = None
+        self.entry = None  # (connection, identity) while held
+
+    def end(self):
+        """The held (connection, identity), no longer the thread's (or None)."""
+        entry, self.entry = self.entry, None
+        return entry
+
+    def __del__(self):
+        entry, pool = self.entry, self.pool
+        if entry is not None and pool is not None and pool.pid == os.getpid():
+            try:
+                if entry[0].in_transaction:  # a thread that died mid-write
+                    entry[0].close()
+                    entry = OPEN
+                pool.returned(entry)
+            except Exception:  # interpreter shutdown
+                pass

@@ -1,0 +1,166 @@
+"""A process's SQLite connections are bounded (MAX_CONNECTIONS): a thread
+past the bound waits for one handed back, within A2A_BUSY_TIMEOUT_MS, then
+gets "the storage is busy" with nothing stored; an agent holds none while it
+waits on something else after reading the storage."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from a2a_flask.agent.api import Reply
+from a2a_flask.storage.errors import StorageBusyError
+from a2a_flask.storage.sqlite import SqliteStorage
+from a2a_flask.storage.sqlite.pool import ConnectionPool, Lease
+from helpers import Rpc, wait_until
+
+OWNER, AGENT = "key:key_1", "echo"
+BOUND, THREADS = 4, 64
+
+
+def _message(text):
+    return {"kind": "message", "role": "user", "messageId": "m-" + text,
+            "parts": [{"kind": "text", "text": text}]}
+
+
+def _storage(tmp_path, bound, busy_timeout_ms=5000):
+    storage = SqliteStorage(str(tmp_path / "pool.sqlite3"),
+                            busy_timeout_ms=busy_timeout_ms)
+    storage.MAX_CONNECTIONS = bound
+    storage.migrate()
+    opened = []
+    open_connection = storage._open
+
+    def counted(create):
+        opened.append(threading.get_ident())
+        return open_connection(create)
+
+    storage._open = counted
+    return storage, opened
+
+
+def test_many_threads_at_once_open_at_most_the_bound(tmp_path):
+    storage, opened = _storage(tmp_path, BOUND)
+    start, failures = threading.Barrier(THREADS), []
+
+    def use(n):
+        try:
+            start.wait()
+            # No release_connection: each thread keeps its connection until
+            # it ends, and its thread-local gives it back to the next one.
+            began = storage.start_turn(OWNER, AGENT, _message("t%d" % n))
+            storage.get_task(began.task_id, OWNER, AGENT)
+            storage.task_state(began.task_id)
+        except Exception as exc:  # pragma: no cover - the failure shown below
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=use, args=(n,)) for n in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == []
+    assert storage.count_tasks(owner=OWNER) == THREADS
+    assert len(opened) <= BOUND  # 64 before: one per thread
+
+
+def test_a_thread_past_the_bound_is_told_busy_and_nothing_is_stored(tmp_path):
+    storage, _ = _storage(tmp_path, bound=1, busy_timeout_ms=200)
+    holding, done = threading.Event(), threading.Event()
+
+    def hold():  # a thread that keeps the one connection a while
+        storage.task_state("none")
+        holding.set()
+        done.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(Exception) as refused:
+            storage.start_turn(OWNER, AGENT, _message("late"))
+        assert isinstance(storage.failure(refused.value), StorageBusyError)
+    finally:
+        done.set()
+        holder.join(30)
+    # The holder ended: its connection came back, and the write had left nothing.
+    assert storage.count_tasks() == 0
+    storage.start_turn(OWNER, AGENT, _message("again"))
+    assert storage.count_tasks() == 1
+    assert storage.connections_in_use() == 1  # this thread's, the only one
+
+
+def test_an_agent_holds_no_connection_while_it_waits_after_reading(make_app):
+    read, gate = threading.Event(), threading.Event()
+
+    def reader(turn):
+        turn.history, turn.context_history, turn.recent(3), turn.canceled
+        turn.progress("thinking")
+        read.set()
+        gate.wait(60)  # a model answering
+        return Reply("read")
+
+    app, a2a = make_app(register=lambda a2a: a2a.add_agent("reader", reader))
+    storage = app.extensions["a2a"].storage
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(
+        Rpc(app.test_client(), agent="reader").send("hi")))
+    caller.start()
+    try:
+        assert read.wait(30)
+        storage.release_connection()  # this test thread's own, if any
+        assert storage.connections_in_use() == 0
+    finally:
+        gate.set()
+        caller.join(30)
+    wait_until(lambda: answers, what="the answer")
+    assert answers[0]["status"]["state"] == "completed"
+
+
+def _pool(limit):
+    opened = []
+
+    def open_connection():
+        opened.append(SimpleNamespace(in_transaction=False))
+        return opened[-1], None
+
+    return ConnectionPool(limit, open_connection), opened
+
+
+def test_a_connection_handed_back_goes_to_the_oldest_waiter():
+    pool, opened = _pool(1)
+    held, got = pool.take(time.monotonic() + 30), {}
+
+    def wait(name):
+        got[name] = pool.take(time.monotonic() + 30)
+
+    first = threading.Thread(target=wait, args=("first",))
+    first.start()
+    wait_until(lambda: len(pool._waiters) == 1, what="the first waiter")
+    second = threading.Thread(target=wait, args=("second",))
+    second.start()
+    wait_until(lambda: len(pool._waiters) == 2, what="the second waiter")
+    pool.give_back(held)
+    first.join(30)
+    assert got == {"first": held}  # the second still waits
+    pool.give_back(got["first"])
+    second.join(30)
+    assert got["second"] is held and len(opened) == 1
+
+
+def test_a_thread_local_that_goes_while_its_thread_holds_the_pool_gives_back_later():
+    pool, _ = _pool(1)
+    leases = [Lease()]
+    leases[0].pool, leases[0].entry = pool, pool.take(time.monotonic() + 30)
+
+    def collected_while_holding():
+        with pool._lock:  # as if the garbage collector ran the destructor here
+            leases.pop()  # it must not wait for the lock its own thread holds
+
+    thread = threading.Thread(target=collected_while_holding, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert pool.in_use() == 0
+    assert pool.take(time.monotonic() + 30) is not None
