@@ -52,7 +52,7 @@ DOCS = {
     "A2A_DISABLED_AGENTS": "Comma-separated agent names (or a list) to switch "
         "off: they answer 404.",
     "A2A_BUSY_TIMEOUT_MS": "How long a write waits in all for other writers "
-        "(SQLite: the wait for one of the process's 32 connections, the writers' "
+        "(SQLite: the wait for one of the process's 16 connections, the writers' "
         "lock and SQLite's busy wait together, a host app's transaction included; PostgreSQL: its `lock_timeout`, and how long a call "
         "waits for a pooled connection); then it answers \"The storage is busy\", "
         "retryable.",

@@ -63,11 +63,13 @@ class SqliteConnections:
     #: Connections a process opens at most (held by its threads or idle).
     #: Each costs 100-150 KB that SQLite hardly returns; with the interpreter
     #: lock one thread runs at a time, and a connection is held only while a
-    #: call uses the storage (not while an agent or a blocking send waits):
-    #: 32 served 1,000 concurrent callers on 2 workers in bench/waiting.py
-    #: without an error. A thread past the bound waits for one, first come
-    #: first served, within A2A_BUSY_TIMEOUT_MS.
-    MAX_CONNECTIONS = 32
+    #: call uses the storage (not while an agent or a blocking send waits).
+    #: Measured on 2 idle cores (bench/waiting.py, 2 workers): 8, 16 and 32
+    #: all served 1,000 callers without an error; 16 gave the RSS of 8 (8-28
+    #: MB less than 32 at 400-1,000 callers) and the echo req/s of 32 (8
+    #: lost 15%). A thread past the bound waits for one, first come first
+    #: served, within A2A_BUSY_TIMEOUT_MS.
+    MAX_CONNECTIONS = 16
 
     #: The storage's clock (a test may set a fixed one to make tasks old).
     clock = staticmethod(_utc_now)
