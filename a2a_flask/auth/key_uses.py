@@ -5,14 +5,17 @@ One write per key and minute was one more write of the writers' lock for
 each new caller: 1,000 callers arriving together made 1,000 such writes
 beside their 1,000 sends. A process notes the uses instead and records
 those of the last second in one write, on the request that finds the last
-write a second old, else on a timer thread a second later. A process
-killed in that second loses the record of those uses (not the calls).
+write a second old, else on a timer thread a second later, and when the
+process exits (a worker recycled, stopped). A process killed in that
+second loses the record of those uses (not the calls).
 """
 
+import atexit
 import logging
 import os
 import threading
 import time
+import weakref
 
 log = logging.getLogger("a2a_flask")
 
@@ -37,6 +40,7 @@ class KeyUses:
         self._pending = set()
         self._written_at = -self.WRITE_EVERY  # the first use is written at once
         self._timer = None
+        self._at_exit = False
 
     def note(self, key_id):
         """Record that ``key_id`` was used now (at once, or within a second)."""
@@ -49,6 +53,9 @@ class KeyUses:
                 self._timer = threading.Timer(self.WRITE_EVERY, self._write_later)
                 self._timer.daemon = True
                 self._timer.start()
+            at_exit, self._at_exit = self._at_exit, True
+        if not at_exit:  # once per process: the timer thread dies with it
+            atexit.register(_write_at_exit, weakref.ref(self))
         if due:
             self.write()
 
@@ -79,3 +86,13 @@ class KeyUses:
             with self._lock:
                 if len(self._pending) + len(key_ids) <= self.MAX_PENDING:
                     self._pending |= key_ids
+
+
+def _write_at_exit(uses_ref):
+    uses = uses_ref()  # weak: an app that went is not kept for this
+    if uses is None or uses._pid != os.getpid():
+        return
+    try:
+        uses.write()
+    except Exception:  # exiting: the uses are lost, as when killed
+        pass

@@ -87,3 +87,46 @@ def test_a_refused_write_fails_no_call_and_is_tried_with_the_next_uses(svc, monk
     call(svc, second_secret)
     assert svc.writes == [[first.id], sorted([first.id, second.id])]
     assert all(last_used(svc).values())
+
+
+EXITING = r"""
+import sys
+sys.path[:0] = [%(tests)r]
+from flask import Flask
+from a2a_flask import A2A
+app = Flask("exiting")
+app.config.update(A2A_DATABASE=%(db)r, A2A_AUTH="required")
+a2a = A2A(app)
+a2a.add_agent("echo", lambda turn: turn.text)
+credentials = app.extensions["a2a"].credentials
+client = app.test_client()
+for label in ("a", "b", "c"):
+    _, secret = credentials.create_key(None, label)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+        "kind": "message", "role": "user", "messageId": "m-" + label,
+        "parts": [{"kind": "text", "text": "hi"}]}}}
+    answer = client.post("/api/v1/agents/echo/a2a", json=body,
+                         headers={"Authorization": "Bearer " + secret}).get_json()
+    assert answer["result"]["status"]["state"] == "completed", answer
+"""
+
+
+def test_the_uses_noted_are_written_when_the_process_exits(tmp_path):
+    """A worker recycled or stopped right after its calls: the uses of its
+    last second are written as it exits (its timer thread would die)."""
+    import os
+    import subprocess
+    import sys
+
+    from a2a_flask.storage.sqlite import SqliteStorage
+
+    db = str(tmp_path / "exit.sqlite3")
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", EXITING % {"db": db, "tests": tests}],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    storage = SqliteStorage(db)
+    try:
+        assert sorted(k.label for k in storage.keys() if k.last_used_at) == ["a", "b", "c"]
+    finally:
+        storage.close()
