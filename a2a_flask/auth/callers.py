@@ -173,7 +173,8 @@ def _from_key(app_state, key, use_remembered_key, bearer):
     if found is not None:
         return _key_caller(found, hash_key(key))
     if bearer and _takes_host_token(app_state, key):
-        caller = _host_caller(app_state.extension.hooks.token_caller(key), "token")
+        caller = _host_caller(_host_hook(app_state, app_state.extension.hooks.token_caller,
+                                         key), "token")
         if caller is None:
             raise errors.UnauthenticatedError(
                 "The bearer token is not valid: neither an API key nor "
@@ -210,7 +211,7 @@ def _check_password(app_state, request, name, password):
     checker = app_state.extension.hooks.password_check
     if checker is not None:
         before_slow_check()
-        caller = _host_caller(checker(name, password), "user")
+        caller = _host_caller(_host_hook(app_state, checker, name, password), "user")
     elif app_state.credentials.check_user(name, password, before_slow_check):
         caller = Caller("user:" + name, "user", name)
     else:
@@ -218,6 +219,13 @@ def _check_password(app_state, request, name, password):
     if caller is None:
         throttle.failed(*keys)
     return caller
+
+
+def _host_hook(app_state, hook, *args):
+    """``hook(*args)`` holding no SQLite connection: a host's check may ask
+    an identity provider over the network, and a process has few."""
+    app_state.storage.release_connection()
+    return hook(*args)
 
 
 def _takes_host_token(app_state, token):

@@ -383,6 +383,31 @@ def test_the_slow_password_hash_holds_no_connection_of_the_storage(svc, monkeypa
     assert held == [0]  # the request thread read the hash, then handed it back
 
 
+def test_the_host_hooks_run_holding_no_connection_of_the_storage(service):
+    # A host's check may ask an identity provider over the network.
+    held = []
+
+    def register(a2a):
+        @a2a.token_caller
+        def token(value):
+            held.append(("token", state["storage"].connections_in_use()))
+            return "tok-user" if value == "host-token" else None
+
+        @a2a.password_check
+        def password(name, pw):
+            held.append(("password", state["storage"].connections_in_use()))
+            return name if pw == "right" else None
+
+    state = {}
+    svc = service(register)
+    state["storage"] = svc.state.storage
+    _, secret = svc.credentials.create_key(None, "k")
+    svc.result(ECHO, send(), bearer(secret))  # the key lookup took a connection
+    svc.result(ECHO, send(), bearer("host-token"))
+    svc.result(ECHO, send(), basic("ann", "right"))
+    assert held == [("token", 0), ("password", 0)]
+
+
 def test_password_hook_replaces_the_built_in_users(service):
     seen = []
 
