@@ -13,9 +13,9 @@ import gunicorn.config
 
 from a2a_flask.config import DEFAULTS
 
-# Imported here, in the master, so that every worker forks with it loaded: a
-# worker recycled by max_requests then starts in ~30 ms instead of ~200 ms
-# importing sqlite_utils (and numpy, when installed) again, a stall of its
+# Imported here, in the master (a2a_flask.config above loads Flask and the
+# package), so that every worker forks with them loaded: a worker recycled
+# by max_requests then starts without ~250 ms of imports, a stall of its
 # connections at every recycle. The backend is imported only when the app
 # is built (storage.open_storage), so nothing else loads it in the master.
 import a2a_flask.storage.sqlite  # noqa: E402,F401
