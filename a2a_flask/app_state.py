@@ -54,6 +54,16 @@ class AppState:
             from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)
 
+    def turn_options(self):
+        """What ``run_turn`` takes from the app, in a request and in the
+        worker alike: tracing, the limits on an outcome, what ``turn.call``
+        runs."""
+        settings = self.settings
+        return dict(tracing=self.tracing,
+                    max_output_bytes=settings.max_turn_output_bytes,
+                    max_artifact_bytes=settings.max_task_artifact_bytes,
+                    call_agent=self.call_agent)
+
     @staticmethod
     def call_agent(turn, agent, text=None, **options):
         """What ``turn.call`` runs: the client (the ``client`` extra) sends

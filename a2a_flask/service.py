@@ -142,15 +142,12 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
         return _read(context, start.task_id, history_length, remembered_key)
     context.caller.remembered_key = None  # live when the turn was stored
     # The agent may wait seconds on a model: the thread's SQLite connection
-    # (~130 KB) goes back to the process's idle ones meanwhile, as before a
-    # blocking send waits; the agent's reads and its outcome take one again.
+    # goes back to the process's pool meanwhile, as before a blocking send
+    # waits; the agent's reads and its outcome take one again.
     storage.release_connection()
     outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
                             start.context_id, message, start.message_seq,
-                            metadata), tracing=context.app_state.tracing,
-                       max_output_bytes=context.app_state.settings.max_turn_output_bytes,
-                       max_artifact_bytes=context.app_state.settings.max_task_artifact_bytes,
-                       call_agent=context.app_state.call_agent)
+                            metadata), **context.app_state.turn_options())
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
         return _read(context, start.task_id, history_length)

@@ -53,8 +53,9 @@ DOCS = {
         "off: they answer 404.",
     "A2A_BUSY_TIMEOUT_MS": "How long a write waits in all for other writers "
         "(SQLite: the wait for one of the process's 16 connections, the writers' "
-        "lock and SQLite's busy wait together, a host app's transaction included; PostgreSQL: its `lock_timeout`, and how long a call "
-        "waits for a pooled connection); then it answers \"The storage is busy\", "
+        "lock and SQLite's busy wait together, a host app's transaction included; "
+        "PostgreSQL: its `lock_timeout`, and how long a call waits for a pooled "
+        "connection); then it answers \"The storage is busy\", "
         "retryable.",
     "A2A_SQLITE_SYNCHRONOUS": "SQLite `synchronous`: `NORMAL` survives a crash "
         "of any process; `FULL` also survives a power cut, at a cost per write "

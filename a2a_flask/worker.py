@@ -165,17 +165,12 @@ class Worker:
         try:
             agent = self.app_state.extension.agents[claimed.agent]
             turn = BackgroundTurn(self.storage, agent, claimed)
-            tracing = self.app_state.tracing
-            settings = self.app_state.settings
-            limits = dict(max_output_bytes=settings.max_turn_output_bytes,
-                          max_artifact_bytes=settings.max_task_artifact_bytes,
-                          call_agent=self.app_state.call_agent)
-            if tracing is None:
-                outcome = run_turn(turn, store=self._store_outcome, **limits)
+            options = self.app_state.turn_options()
+            if options["tracing"] is None:
+                outcome = run_turn(turn, store=self._store_outcome, **options)
             else:
-                with tracing.worker_span(claimed) as span:
-                    outcome = run_turn(turn, store=self._store_outcome,
-                                       tracing=tracing, **limits)
+                with options["tracing"].worker_span(claimed) as span:
+                    outcome = run_turn(turn, store=self._store_outcome, **options)
                     span.set_attribute("a2a.outcome", outcome[0] if outcome
                                        else "discarded")
             log.info("worker %s: finished task %s: %s in %.1f s", self.id,
