@@ -9,7 +9,8 @@ issuer being down never stops the service: API keys work as usual, and a
 token call answers ``IdentityProviderUnavailable`` (HTTP 503) until the
 issuer answers again. One thread at a time reads the keys, holding no lock:
 while the issuer is slow or silent, a token whose key is cached is verified
-with it, and only calls needing keys not cached wait for that read.
+with it; only the call that found a refresh due and calls needing keys not
+cached wait for that read.
 
 A token is taken when its signature verifies with one of those keys under an
 allow-listed asymmetric algorithm (never ``none``, never an HMAC: a public
