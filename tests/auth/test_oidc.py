@@ -364,13 +364,17 @@ def test_the_issuer_down_later_keeps_known_keys(make_app):
 
 
 @pytest.fixture
-def slow_issuer(monkeypatch):
-    """An issuer whose JWKS reads can be held; a fetch timeout long enough
-    that a held read ends when the test lets it, not before."""
+def slow(make_app, monkeypatch, caplog):
+    """A service whose issuer's JWKS reads can be held, its verifier on a
+    ``Clock`` (``slow.clock``); a fetch timeout long enough that a held read
+    ends when the test lets it, not before."""
     monkeypatch.setattr(oidc, "FETCH_TIMEOUT", 20.0)
+    caplog.set_level(logging.WARNING, logger="a2a_flask")
     with Issuer() as issuer:
+        service = Service(make_app, issuer)
+        service.clock = service.app_state.tokens._clock = Clock()
         try:
-            yield issuer
+            yield service
         finally:
             issuer.release_jwks()
 
@@ -389,22 +393,24 @@ class Call(threading.Thread):
         self.status = self.service.send(self.token, client=client).status_code
 
 
+def held_read(service, token):
+    """A call that reads the keys, held at the JWKS until the test lets it go."""
+    service.issuer.hold_jwks()
+    call = Call(service, token)
+    assert service.issuer.jwks_asked.wait(30)
+    return call
+
+
 def issuer_failures(caplog):
     """How many reads of the keys failed, by the warnings logged."""
     return sum("did not answer" in r.getMessage() for r in caplog.records)
 
 
-def test_a_cached_key_serves_while_the_hourly_refresh_hangs(make_app, slow_issuer,
-                                                           caplog):
-    caplog.set_level(logging.WARNING, logger="a2a_flask")
-    issuer = slow_issuer
-    service = Service(make_app, issuer)
-    clock = service.app_state.tokens._clock = Clock()
+def test_a_cached_key_serves_while_the_hourly_refresh_hangs(slow, caplog):
+    service, issuer = slow, slow.issuer
     assert service.send(issuer.token(sub="a")).status_code == 200
-    clock.now += oidc.MAX_AGE
-    issuer.hold_jwks()
-    refreshing = Call(service, issuer.token(sub="b"))  # it finds the refresh due
-    assert issuer.jwks_asked.wait(30)
+    service.clock.now += oidc.MAX_AGE
+    refreshing = held_read(service, issuer.token(sub="b"))  # it found the refresh due
     # Another call with the same key is verified with the cached key meanwhile.
     assert service.send(issuer.token(sub="c")).status_code == 200
     assert issuer_failures(caplog) == 0 and refreshing.status is None  # still hanging
@@ -415,19 +421,14 @@ def test_a_cached_key_serves_while_the_hourly_refresh_hangs(make_app, slow_issue
 
 
 def test_while_the_issuer_hangs_cached_keys_serve_without_waiting_for_its_retries(
-        make_app, slow_issuer, caplog):
-    caplog.set_level(logging.WARNING, logger="a2a_flask")
-    issuer = slow_issuer
-    service = Service(make_app, issuer)
-    clock = service.app_state.tokens._clock = Clock()
+        slow, caplog):
+    service, issuer, clock = slow, slow.issuer, slow.clock
     assert service.send(issuer.token(sub="a")).status_code == 200
     # Blackholed from now on: the hourly refresh, then every retry hangs
     # until it times out.
     clock.now += oidc.MAX_AGE
     for attempt in range(2):
-        issuer.hold_jwks()
-        asking = Call(service, issuer.token(sub="asking-%d" % attempt))
-        assert issuer.jwks_asked.wait(30)
+        asking = held_read(service, issuer.token(sub="asking-%d" % attempt))
         for n in range(3):
             assert service.send(issuer.token(sub="meanwhile-%d" % n)).status_code == 200
         assert issuer_failures(caplog) == attempt and asking.status is None
@@ -441,16 +442,10 @@ def test_while_the_issuer_hangs_cached_keys_serve_without_waiting_for_its_retrie
         clock.now += oidc.RETRY_INTERVAL
 
 
-def test_one_read_of_the_keys_at_a_time_and_a_new_kid_waits_for_it(
-        make_app, slow_issuer, caplog):
-    caplog.set_level(logging.WARNING, logger="a2a_flask")
-    issuer = slow_issuer
-    service = Service(make_app, issuer)
-    clock = service.app_state.tokens._clock = Clock()
+def test_one_read_of_the_keys_at_a_time_and_a_new_kid_waits_for_it(slow, caplog):
+    service, issuer, clock = slow, slow.issuer, slow.clock
     # No keys yet: two calls, one read of the keys; the second waits for it.
-    issuer.hold_jwks()
-    first = Call(service, issuer.token(sub="first"))
-    assert issuer.jwks_asked.wait(30)
+    first = held_read(service, issuer.token(sub="first"))
     second = Call(service, issuer.token(sub="second"))
     assert clock.wait_reads(2)  # both reached the verifier
     assert (first.status, second.status) == (None, None)
@@ -463,9 +458,7 @@ def test_one_read_of_the_keys_at_a_time_and_a_new_kid_waits_for_it(
     old = issuer.key
     issuer.rotate(keep_old=True)
     clock.now += oidc.MAX_AGE
-    issuer.hold_jwks()
-    refreshing = Call(service, issuer.token(key=old, sub="refreshing"))
-    assert issuer.jwks_asked.wait(30)
+    refreshing = held_read(service, issuer.token(key=old, sub="refreshing"))
     assert service.send(issuer.token(key=old, sub="cached")).status_code == 200
     assert issuer_failures(caplog) == 0 and refreshing.status is None
     assert issuer.jwks_fetches == 2
