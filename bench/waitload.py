@@ -159,9 +159,11 @@ def run_callers(port, path, headers_per_caller, seconds, blocking, proto="0.3",
             "errors": len(errors), "error_samples": errors[:3]}
 
 
-def group_rss_kb(pgids):
-    """The summed VmRSS (kB) of every process in these process groups."""
-    total = 0
+def group_memory_kb(pgids):
+    """(RSS, PSS) in kB, summed over every process in these process groups.
+    RSS counts a page shared by forked processes once in each; PSS splits
+    it among them (``/proc/PID/smaps_rollup``)."""
+    rss = pss = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -170,27 +172,32 @@ def group_rss_kb(pgids):
                 fields = f.read().rsplit(")", 1)[1].split()
             if int(fields[2]) not in pgids:
                 continue
-            with open("/proc/%s/status" % pid) as f:
+            with open("/proc/%s/smaps_rollup" % pid) as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return rss, pss
 
 
 class RssSampler:
-    """The peak summed RSS (MB) of process groups, sampled every ``every`` s."""
+    """The peak summed RSS and PSS (MB) of process groups, sampled every
+    ``every`` s."""
 
     def __init__(self, pgids, every=0.5):
         self.pgids, self.every = set(pgids), every
-        self.peak_kb = 0
+        self.peak_kb = self.peak_pss_kb = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while not self._stop.is_set():
-            self.peak_kb = max(self.peak_kb, group_rss_kb(self.pgids))
+            rss, pss = group_memory_kb(self.pgids)
+            self.peak_kb = max(self.peak_kb, rss)
+            self.peak_pss_kb = max(self.peak_pss_kb, pss)
             self._stop.wait(self.every)
 
     def __enter__(self):
@@ -204,3 +211,7 @@ class RssSampler:
     @property
     def peak_mb(self):
         return self.peak_kb / 1024.0
+
+    @property
+    def peak_pss_mb(self):
+        return self.peak_pss_kb / 1024.0

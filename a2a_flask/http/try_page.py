@@ -34,7 +34,10 @@ def _read(name):
 @lru_cache(maxsize=1)
 def page():
     """(the page's HTML, its Content-Security-Policy), built once."""
-    html, script = (_read("try_page.html"), _read("try_page.js"))
+    html = _read("try_page.html")
+    # One closure: the key typed in stays in it, and so do the view's helpers.
+    script = '(function () {\n  "use strict";\n%s\n%s}());' % (
+        _read("try_page_view.js"), _read("try_page.js"))
     html = html.replace("/*SCRIPT*/", script, 1)
     hashes = {"script": [], "style": []}
     for kind, text in _INLINE.findall(html):
