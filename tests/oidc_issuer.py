@@ -6,11 +6,14 @@ signed with PyJWT (keys made with ``cryptography``).
         token = issuer.token(sub="svc-a", scope="a2a.call")
         issuer.rotate()                        # a new signing key, published
         issuer.stop(); issuer.start()          # down, then up on the same port
+        issuer.hold_jwks(); issuer.release_jwks()  # slow or silent, then not
 
 ``token(**claims)`` signs whatever the test asks (expired, another audience,
 another key, no ``kid``...); ``POST /token`` (the client-credentials grant,
 client id and secret by HTTP Basic or in the form) is what a real client
 uses. ``jwks_fetches`` counts the JWKS reads, to prove the service caches.
+``hold_jwks()`` makes the JWKS reads hang (``jwks_asked`` is set when one
+arrives) until ``release_jwks()`` lets them be answered, or fail as timed out.
 """
 
 import base64
@@ -28,6 +31,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from serving import free_port
 
 AUDIENCE = "https://agents.example/a2a"
+#: A held JWKS read is let go after this long (seconds) even if no test does.
+HOLD_LIMIT = 60.0
 __all__ = ["AUDIENCE", "Issuer", "SigningKey", "free_port"]
 
 
@@ -72,6 +77,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, issuer.discovery())
         if self.path == "/jwks":
             issuer.jwks_fetches += 1
+            held = issuer.held
+            if held is not None:
+                issuer.jwks_asked.set()
+                held["gate"].wait(HOLD_LIMIT)
+                if held["timed_out"]:
+                    return self._json(504, {"error": "timeout"})
             return self._json(200, {"keys": [k.jwk() for k in issuer.published]})
         self._json(404, {"error": "not_found"})
 
@@ -110,6 +121,8 @@ class Issuer:
         self.published = [self.key]
         self.clients = {}
         self.jwks_fetches = self.discovery_fetches = self.grants = 0
+        self.held = None  # while JWKS reads hang: their gate, how they end
+        self.jwks_asked = threading.Event()
         self._server = None
 
     # -- serving ----------------------------------------------------------------
@@ -142,6 +155,19 @@ class Issuer:
                 "id_token_signing_alg_values_supported": ["RS256", "ES256"],
                 "response_types_supported": ["token"],
                 "subject_types_supported": ["public"]}
+
+    def hold_jwks(self):
+        """From now on JWKS reads hang, as with a slow or blackholed issuer,
+        until ``release_jwks``."""
+        self.jwks_asked.clear()
+        self.held = {"gate": threading.Event(), "timed_out": False}
+
+    def release_jwks(self, timed_out=False):
+        """Let the held JWKS reads go: answered, or 504 when ``timed_out``."""
+        held, self.held = self.held, None
+        if held is not None:
+            held["timed_out"] = timed_out
+            held["gate"].set()
 
     # -- keys, clients, tokens ----------------------------------------------------
 

@@ -7,7 +7,10 @@ signed with a key not in the cache (the issuer rotated its keys) fetches
 them again, at most once a minute, so a rotation needs no restart. The
 issuer being down never stops the service: API keys work as usual, and a
 token call answers ``IdentityProviderUnavailable`` (HTTP 503) until the
-issuer answers again.
+issuer answers again. One thread at a time reads the keys, holding no lock:
+while the issuer is slow or silent, a token whose key is cached is verified
+with it; only the call that found a refresh due and calls needing keys not
+cached wait for that read.
 
 A token is taken when its signature verifies with one of those keys under an
 allow-listed asymmetric algorithm (never ``none``, never an HMAC: a public
@@ -114,6 +117,23 @@ def _header(token):
     return header
 
 
+class _KeySet:
+    """The issuer's keys as read once, with what was worked out from them:
+    a refresh replaces it whole, so a call still verifying with the old set
+    fills the old set's caches, never the new one's."""
+
+    def __init__(self, keys: Dict[str, dict]):
+        self.keys = keys  # kid -> JWK
+        self.verifying: Dict[tuple, object] = {}  # (kid, alg) -> key object
+        self.verified: Dict[str, dict] = {}  # token -> its claims
+
+    def lookup(self, kid):
+        """The JWK ``kid``, or the only one for a token naming none."""
+        if kid == "" and len(self.keys) == 1:
+            return next(iter(self.keys.values()))
+        return self.keys.get(kid)
+
+
 class TokenVerifier:
     """Validates the access tokens of one issuer, its keys cached (thread-safe)."""
 
@@ -127,22 +147,21 @@ class TokenVerifier:
         self._fetch = fetch
         self._clock = clock
         self._wall_clock = wall_clock
-        self._lock = threading.Lock()
-        self._jwks_uri: Optional[str] = None
-        self._keys: Optional[Dict[str, dict]] = None  # kid -> JWK, once fetched
-        self._verifying: Dict[tuple, object] = {}  # (kid, alg) -> key object
+        # Guards the fields below. The keys are read with it released, so that
+        # a slow or silent issuer holds up no call whose key is cached.
+        self._changed = threading.Condition()
+        self._jwks_uri: Optional[str] = None  # the refreshing thread's alone
+        self._keys: Optional[_KeySet] = None  # once fetched
         self._fetched_at = None  # when the keys were last read
         self._tried_at = None  # when the issuer was last asked
         self._kid_refresh_at = None  # when an unknown kid last made it so
         self._failed = False  # whether that last ask failed
-        self._verified: Dict[str, dict] = {}  # token -> its claims
+        self._refreshing = False  # one thread reads the keys at a time
 
     # -- the issuer's keys ----------------------------------------------------
 
-    def _refresh(self):
-        """Read the discovery document (once) and the JWKS; ``_IssuerUnreachable``."""
-        self._tried_at = self._clock()
-        self._failed = True
+    def _read_keys(self):
+        """The discovery document (once) and the JWKS; ``_IssuerUnreachable``."""
         if self._jwks_uri is None:
             found = self._fetch(self.issuer.rstrip("/") + DISCOVERY_PATH)
             if not isinstance(found, dict) or found.get("issuer") != self.issuer:
@@ -157,20 +176,29 @@ class TokenVerifier:
         keys = jwks.get("keys") if isinstance(jwks, dict) else None
         if not isinstance(keys, list):
             raise _IssuerUnreachable("%s holds no JWK set" % self._jwks_uri)
-        self._keys = {key.get("kid", ""): key for key in keys
-                      if isinstance(key, dict) and key.get("use", "sig") == "sig"}
-        self._verifying.clear()
-        self._verified.clear()
-        self._fetched_at = self._tried_at
-        self._failed = False
+        return _KeySet({key.get("kid", ""): key for key in keys
+                        if isinstance(key, dict) and key.get("use", "sig") == "sig"})
+
+    def _refresh(self):
+        """Read the keys, no lock held, then install them and wake the calls
+        waiting for them, whatever happened: none may wait forever."""
+        keys = None
+        try:
+            keys = self._read_keys()
+        except _IssuerUnreachable as exc:
+            log.warning("OIDC: the identity provider %s did not answer: "
+                        "%s", self.issuer, exc)
+        finally:
+            with self._changed:
+                if keys is not None:
+                    self._keys = keys
+                    self._fetched_at = self._tried_at
+                self._failed = keys is None
+                self._refreshing = False
+                self._changed.notify_all()
 
     def _lookup(self, kid):
-        """The cached JWK ``kid``, or the only one for a token naming none."""
-        if self._keys is None:
-            return None
-        if kid == "" and len(self._keys) == 1:
-            return next(iter(self._keys.values()))
-        return self._keys.get(kid)
+        return None if self._keys is None else self._keys.lookup(kid)
 
     def _may_ask(self, now, unknown_kid):
         """Whether to read the keys again now."""
@@ -184,30 +212,43 @@ class TokenVerifier:
         return now - self._fetched_at >= MAX_AGE
 
     def _jwk(self, kid):
-        """The issuer's JWK named ``kid`` ("" when the token names none)."""
-        with self._lock:
-            now = self._clock()
-            unknown = self._lookup(kid) is None
-            if self._may_ask(now, unknown):
+        """The issuer's JWK named ``kid`` ("" when the token names none), and
+        the key set it is in."""
+        with self._changed:
+            while True:
+                now = self._clock()
+                unknown = self._lookup(kid) is None
+                if not self._refreshing:
+                    refresh = self._may_ask(now, unknown)
+                    break
+                if not unknown:
+                    refresh = False  # the cached key serves meanwhile
+                    break
+                # The keys being read may hold it (a rotation): wait for them,
+                # as long as the fetch's timeouts let it take, then decide again.
+                self._changed.wait()
+            if refresh:
                 if unknown and self._keys is not None:
                     self._kid_refresh_at = now
-                try:
-                    self._refresh()
-                except _IssuerUnreachable as exc:
-                    log.warning("OIDC: the identity provider %s did not answer: "
-                                "%s", self.issuer, exc)
+                self._tried_at = now
+                self._refreshing = True
+        if refresh:
+            self._refresh()
+        with self._changed:
+            keys = self._keys
             found = self._lookup(kid)
-            if found is None and (self._keys is None or self._failed):
+            if found is None and (keys is None or self._failed):
                 raise errors.IdentityProviderUnavailableError(data={"retry": True})
         if found is not None:
-            return found
+            return found, keys
         raise errors.InvalidTokenError(
             "The token is signed with a key the identity provider does not "
             "publish (kid %r)." % kid)
 
     def _verifying_key(self, kid, alg):
-        jwk = self._jwk(kid)
-        found = self._verifying.get((kid, alg))
+        """The key object to verify with, and the key set it comes from."""
+        jwk, keys = self._jwk(kid)
+        found = keys.verifying.get((kid, alg))
         if found is None:
             if jwk.get("alg", alg) != alg:
                 raise errors.InvalidTokenError(
@@ -218,8 +259,8 @@ class TokenVerifier:
             except (jwt.PyJWTError, ValueError, TypeError, KeyError):
                 raise errors.InvalidTokenError(
                     "The token's algorithm %s does not fit its key." % alg) from None
-            self._verifying[(kid, alg)] = found
-        return found
+            keys.verifying[(kid, alg)] = found
+        return found, keys
 
     # -- tokens -----------------------------------------------------------------
 
@@ -235,7 +276,8 @@ class TokenVerifier:
     def claims(self, token: str) -> dict:
         """The verified claims of ``token``; ``InvalidToken`` (401) or
         ``IdentityProviderUnavailable`` (503) otherwise."""
-        claims = self._verified.get(token)
+        current = self._keys
+        claims = current.verified.get(token) if current is not None else None
         if claims is not None:
             now = self._wall_clock()
             if claims["exp"] + self.leeway < now:
@@ -243,13 +285,14 @@ class TokenVerifier:
             if claims.get("nbf", 0) - self.leeway > now:
                 raise errors.InvalidTokenError(_refusal(jwt.ImmatureSignatureError()))
             return claims
-        claims = self._verify(token)
-        if len(self._verified) >= VERIFIED_MAX:
-            self._verified.clear()
-        self._verified[token] = claims
+        claims, keys = self._verify(token)
+        if len(keys.verified) >= VERIFIED_MAX:
+            keys.verified.clear()
+        keys.verified[token] = claims
         return claims
 
     def _verify(self, token):
+        """The claims of ``token``, and the key set that verified them."""
         header = _header(token)
         alg = header.get("alg")
         if alg not in self.algorithms:
@@ -257,7 +300,7 @@ class TokenVerifier:
                 "The token is signed with %r; this service accepts %s."
                 % (alg, ", ".join(sorted(self.algorithms))))
         kid = header.get("kid", "")
-        key = self._verifying_key(kid if isinstance(kid, str) else "", alg)
+        key, keys = self._verifying_key(kid if isinstance(kid, str) else "", alg)
         try:
             claims = jwt.decode(token, key, algorithms=[alg], audience=self.audience,
                                 issuer=self.issuer, leeway=self.leeway,
@@ -269,7 +312,7 @@ class TokenVerifier:
             raise errors.InvalidTokenError(_refusal(jwt.ImmatureSignatureError()))
         if not isinstance(claims["sub"], str) or not claims["sub"]:
             raise errors.InvalidTokenError("The token's sub claim is empty.")
-        return claims
+        return claims, keys
 
     def caller_fields(self, token: str):
         """(id, name, scopes) of the caller this token authenticates."""

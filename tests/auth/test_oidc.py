@@ -10,7 +10,9 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import re
+import threading
 import time
 
 import pytest
@@ -54,18 +56,19 @@ class Service:
         self.client = self.app.test_client()
         self.issuer = issuer
 
-    def post(self, path, body, token=None, headers=None):
+    def post(self, path, body, token=None, headers=None, client=None):
         headers = dict(headers or {})
         if token is not None:
             headers["Authorization"] = "Bearer " + token
-        response = self.client.post(path, json=body, headers=headers)
+        response = (client or self.client).post(path, json=body, headers=headers)
         if response.headers.get("A2A-Version") is None and "A2A-Version" not in headers:
             check_answer(response.status_code, response.get_json())
         return response
 
-    def send(self, token, path=WHOAMI, text="hello", headers=None):
+    def send(self, token, path=WHOAMI, text="hello", headers=None, client=None):
         return self.post(path, {"jsonrpc": "2.0", "id": 1, "method": "message/send",
-                                "params": {"message": message(text)}}, token, headers)
+                                "params": {"message": message(text)}}, token, headers,
+                         client)
 
     def stored_tasks(self):
         return self.app_state.storage.count_tasks()
@@ -268,11 +271,23 @@ def test_the_default_scopes_apply_to_agents_without_their_own(make_app, issuer):
 
 
 class Clock:
+    """The verifier's monotonic clock, moved by hand. Each token call needing
+    a key reads it first: ``wait_reads(n)`` returns once it was read n times."""
+
     def __init__(self):
         self.now = 1000.0
+        self.reads = 0
+        self._read = threading.Condition()
 
     def __call__(self):
+        with self._read:
+            self.reads += 1
+            self._read.notify_all()
         return self.now
+
+    def wait_reads(self, count):
+        with self._read:
+            return self._read.wait_for(lambda: self.reads >= count, timeout=30)
 
 
 def test_keys_are_cached_and_an_unknown_kid_refreshes_at_most_once_a_minute(make_app):
@@ -343,6 +358,120 @@ def test_the_issuer_down_later_keeps_known_keys(make_app):
     issuer.rotate()
     clock.now += oidc.RETRY_INTERVAL
     assert service.send(issuer.token()).status_code == 503
+
+
+# -- the issuer slow or silent: cached keys serve, one read of the keys at a time ------
+
+
+@pytest.fixture
+def slow(make_app, monkeypatch, caplog):
+    """A service whose issuer's JWKS reads can be held, its verifier on a
+    ``Clock`` (``slow.clock``); a fetch timeout long enough that a held read
+    ends when the test lets it, not before."""
+    monkeypatch.setattr(oidc, "FETCH_TIMEOUT", 20.0)
+    caplog.set_level(logging.WARNING, logger="a2a_flask")
+    with Issuer() as issuer:
+        service = Service(make_app, issuer)
+        service.clock = service.app_state.tokens._clock = Clock()
+        try:
+            yield service
+        finally:
+            issuer.release_jwks()
+
+
+class Call(threading.Thread):
+    """A token call in a thread (and test client) of its own; ``status`` is
+    None until it is answered."""
+
+    def __init__(self, service, token):
+        super().__init__(daemon=True)
+        self.service, self.token, self.status = service, token, None
+        self.start()
+
+    def run(self):
+        client = self.service.app.test_client()
+        self.status = self.service.send(self.token, client=client).status_code
+
+
+def held_read(service, token):
+    """A call that reads the keys, held at the JWKS until the test lets it go."""
+    service.issuer.hold_jwks()
+    call = Call(service, token)
+    assert service.issuer.jwks_asked.wait(30)
+    return call
+
+
+def issuer_failures(caplog):
+    """How many reads of the keys failed, by the warnings logged."""
+    return sum("did not answer" in r.getMessage() for r in caplog.records)
+
+
+def test_a_cached_key_serves_while_the_hourly_refresh_hangs(slow, caplog):
+    service, issuer = slow, slow.issuer
+    assert service.send(issuer.token(sub="a")).status_code == 200
+    service.clock.now += oidc.MAX_AGE
+    refreshing = held_read(service, issuer.token(sub="b"))  # it found the refresh due
+    # Another call with the same key is verified with the cached key meanwhile.
+    assert service.send(issuer.token(sub="c")).status_code == 200
+    assert issuer_failures(caplog) == 0 and refreshing.status is None  # still hanging
+    issuer.release_jwks()
+    refreshing.join()
+    assert refreshing.status == 200
+    assert (issuer.jwks_fetches, issuer_failures(caplog)) == (2, 0)
+
+
+def test_while_the_issuer_hangs_cached_keys_serve_without_waiting_for_its_retries(
+        slow, caplog):
+    service, issuer, clock = slow, slow.issuer, slow.clock
+    assert service.send(issuer.token(sub="a")).status_code == 200
+    # Blackholed from now on: the hourly refresh, then every retry hangs
+    # until it times out.
+    clock.now += oidc.MAX_AGE
+    for attempt in range(2):
+        asking = held_read(service, issuer.token(sub="asking-%d" % attempt))
+        for n in range(3):
+            assert service.send(issuer.token(sub="meanwhile-%d" % n)).status_code == 200
+        assert issuer_failures(caplog) == attempt and asking.status is None
+        issuer.release_jwks(timed_out=True)
+        asking.join()
+        assert asking.status == 200  # its key was cached: the failure leaves it be
+        assert issuer_failures(caplog) == attempt + 1
+        # Within RETRY_INTERVAL of the failure nobody asks again.
+        assert service.send(issuer.token(sub="soon-%d" % attempt)).status_code == 200
+        assert issuer.jwks_fetches == 2 + attempt
+        clock.now += oidc.RETRY_INTERVAL
+
+
+def test_one_read_of_the_keys_at_a_time_and_a_new_kid_waits_for_it(slow, caplog):
+    service, issuer, clock = slow, slow.issuer, slow.clock
+    # No keys yet: two calls, one read of the keys; the second waits for it.
+    first = held_read(service, issuer.token(sub="first"))
+    second = Call(service, issuer.token(sub="second"))
+    assert clock.wait_reads(2)  # both reached the verifier
+    assert (first.status, second.status) == (None, None)
+    issuer.release_jwks()
+    first.join()
+    second.join()
+    assert (first.status, second.status, issuer.jwks_fetches) == (200, 200, 1)
+    # An hour later the issuer rotates: two calls find the refresh due, one
+    # reads, the other's key is cached and serves.
+    old = issuer.key
+    issuer.rotate(keep_old=True)
+    clock.now += oidc.MAX_AGE
+    refreshing = held_read(service, issuer.token(key=old, sub="refreshing"))
+    assert service.send(issuer.token(key=old, sub="cached")).status_code == 200
+    assert issuer_failures(caplog) == 0 and refreshing.status is None
+    assert issuer.jwks_fetches == 2
+    # A token of the new key waits for the keys being read, which hold it.
+    reads = clock.reads
+    rotated = Call(service, issuer.token(sub="rotated"))
+    assert clock.wait_reads(reads + 1)
+    assert rotated.status is None
+    issuer.release_jwks()
+    refreshing.join()
+    rotated.join()
+    assert (refreshing.status, rotated.status) == (200, 200)
+    assert (issuer.discovery_fetches, issuer.jwks_fetches) == (1, 2)
 
 
 def test_a_discovery_document_naming_another_issuer_is_unavailable(make_app, issuer,
