@@ -14,6 +14,8 @@ client id and secret by HTTP Basic or in the form) is what a real client
 uses. ``jwks_fetches`` counts the JWKS reads, to prove the service caches.
 ``hold_jwks()`` makes the JWKS reads hang (``jwks_asked`` is set when one
 arrives) until ``release_jwks()`` lets them be answered, or fail as timed out.
+``jwks_body`` (bytes) replaces the JWKS answer, sent a byte every
+``trickle_pause`` seconds when that is set: an oversized or trickling answer.
 """
 
 import base64
@@ -83,8 +85,28 @@ class _Handler(BaseHTTPRequestHandler):
                 held["gate"].wait(HOLD_LIMIT)
                 if held["timed_out"]:
                     return self._json(504, {"error": "timeout"})
+            if issuer.jwks_body is not None:
+                return self._trickle(issuer.jwks_body, issuer.trickle_pause)
             return self._json(200, {"keys": [k.jwk() for k in issuer.published]})
         self._json(404, {"error": "not_found"})
+
+    def _trickle(self, body, pause):
+        """``body`` as the answer, sent a byte at a time every ``pause`` s
+        (at once when 0); a reader gone ends it."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not pause:
+            self.wfile.write(body)
+            return
+        try:
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(pause)
+        except OSError:
+            pass
 
     def do_POST(self):
         issuer = self.server.issuer
@@ -122,6 +144,9 @@ class Issuer:
         self.clients = {}
         self.jwks_fetches = self.discovery_fetches = self.grants = 0
         self.held = None  # while JWKS reads hang: their gate, how they end
+        #: The JWKS answer's bytes instead of the keys, sent a byte every
+        #: ``trickle_pause`` seconds (0: at once): a slow or oversized answer.
+        self.jwks_body, self.trickle_pause = None, 0.0
         self.jwks_asked = threading.Event()
         self._server = None
 

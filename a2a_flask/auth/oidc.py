@@ -49,8 +49,12 @@ MAX_AGE = 3600.0
 #: After the issuer failed to answer, token calls are refused at once (503)
 #: for this long before it is asked again.
 RETRY_INTERVAL = 2.0
-#: How long one request to the issuer may take (seconds).
+#: How long one request to the issuer may wait on the network (seconds); an
+#: answer still trickling in this long after the request began is given up,
+#: as is one larger than FETCH_MAX_BYTES.
 FETCH_TIMEOUT = 5.0
+#: The largest discovery document or JWK set read (bytes).
+FETCH_MAX_BYTES = 1024 * 1024
 #: Tokens verified lately, remembered per process (by the whole token) with
 #: their claims, at most this many: a client sends the same token for
 #: minutes, and its signature needs checking once. Only exp and nbf are
@@ -65,10 +69,27 @@ class _IssuerUnreachable(Exception):
 
 
 def _fetch_json(url):
+    """The JSON at ``url``; ``_IssuerUnreachable`` when it cannot be read, is
+    over FETCH_MAX_BYTES or still arriving FETCH_TIMEOUT after the request
+    began (the socket's timeout bounds each read, not a body sent a byte at
+    a time)."""
+    deadline = time.monotonic() + FETCH_TIMEOUT
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as answer:
-            return json.loads(answer.read().decode("utf-8"))
+            body = bytearray()
+            while True:
+                chunk = answer.read1(65536)
+                if not chunk:
+                    break
+                body += chunk
+                if len(body) > FETCH_MAX_BYTES:
+                    raise _IssuerUnreachable("%s: the answer is larger than %d bytes"
+                                             % (url, FETCH_MAX_BYTES))
+                if time.monotonic() > deadline:
+                    raise _IssuerUnreachable("%s: the answer took longer than %g s"
+                                             % (url, FETCH_TIMEOUT))
+            return json.loads(bytes(body).decode("utf-8"))
     except (OSError, ValueError) as exc:  # URLError, timeouts, bad JSON
         raise _IssuerUnreachable("%s: %s" % (url, exc)) from None
 

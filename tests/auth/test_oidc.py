@@ -482,6 +482,41 @@ def test_a_discovery_document_naming_another_issuer_is_unavailable(make_app, iss
     assert service.send(issuer.token()).status_code == 503
 
 
+def padded_jwks(issuer, size):
+    """The issuer's JWK set as JSON, padded with spaces to ``size`` bytes."""
+    body = json.dumps({"keys": [k.jwk() for k in issuer.published]}).encode()
+    return body + b" " * (size - len(body))
+
+
+def test_a_jwks_trickling_in_longer_than_the_timeout_is_given_up(
+        make_app, monkeypatch, caplog):
+    # Each byte within the socket's timeout, the whole far past FETCH_TIMEOUT:
+    # read to its end, it would hold the reading call (and every call waiting
+    # for the keys) for 20 s.
+    monkeypatch.setattr(oidc, "FETCH_TIMEOUT", 1.0)
+    with Issuer() as issuer:
+        service = Service(make_app, issuer)
+        issuer.jwks_body, issuer.trickle_pause = padded_jwks(issuer, 400), 0.05
+        started = time.monotonic()
+        assert service.send(issuer.token()).status_code == 503
+        assert time.monotonic() - started < 4.0
+    assert any("took longer than 1 s" in r.getMessage() for r in caplog.records)
+
+
+def test_a_jwks_larger_than_the_bound_is_refused(make_app, monkeypatch, caplog):
+    monkeypatch.setattr(oidc, "FETCH_MAX_BYTES", 4096)
+    with Issuer() as issuer:
+        service = Service(make_app, issuer)
+        clock = service.app_state.tokens._clock = Clock()
+        issuer.jwks_body = padded_jwks(issuer, 64 * 1024)
+        assert service.send(issuer.token()).status_code == 503
+        assert any("larger than 4096 bytes" in r.getMessage() for r in caplog.records)
+        # Within the bound, the same keys serve (asked again after RETRY_INTERVAL).
+        issuer.jwks_body = padded_jwks(issuer, 4096)
+        clock.now += oidc.RETRY_INTERVAL
+        assert service.send(issuer.token()).status_code == 200
+
+
 # -- settings ------------------------------------------------------------------------
 
 
