@@ -188,11 +188,22 @@ class AdminOperations:
         """Cancel the tasks of ``rows`` still in ``states``; their records."""
         ids = [row[0] for row in rows]
         marks = ", ".join("?" * len(ids))
+        in_states = ", ".join("?" * len(states))
+        # No RETURNING (SQLite 3.35; Ubuntu 20.04 ships 3.31): the caller's
+        # BEGIN IMMEDIATE holds the write lock, so the ids read here are the
+        # ones the UPDATE below changes, and its row count proves it.
         done = {task_id for (task_id,) in conn.execute(
-            "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
-            " status_seq = NULL, updated_at = ? WHERE id IN (%s) AND state IN"
-            " (%s) RETURNING id" % (marks, ", ".join("?" * len(states))),
-            [self._now()] + ids + list(states)).fetchall()}
+            "SELECT id FROM a2a_tasks WHERE id IN (%s) AND state IN (%s)"
+            % (marks, in_states), ids + list(states)).fetchall()}
+        if done:
+            changed = conn.execute(
+                "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
+                " status_seq = NULL, updated_at = ? WHERE id IN (%s) AND state IN"
+                " (%s)" % (", ".join("?" * len(done)), in_states),
+                [self._now()] + sorted(done) + list(states)).rowcount
+            if changed != len(done):
+                raise RuntimeError("canceled %d of %d tasks inside one write"
+                                   " transaction" % (changed, len(done)))
         conn.executemany("DELETE FROM a2a_turns WHERE task_id = ? AND worker IS"
                          " NULL", [(task_id,) for task_id in done])
         return [_record(row) for row in rows if row[0] in done]
