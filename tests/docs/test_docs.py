@@ -106,13 +106,17 @@ def test_the_cli_reference_shows_every_command_and_option(site):
     out, _ = site
     links = _parse(out / "reference" / "cli.html")
     page = (out / "reference" / "cli.html").read_text(encoding="utf-8")
+    # The page's text: rendered as reStructuredText, the help's quotes and dashes become
+    # typographic ones and its `backticks` markup.
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).translate(
+        {0x2018: "'", 0x2019: "'", 0x201c: '"', 0x201d: '"', 0x2013: "--"}).split())
     commands = dict(_commands(a2a_cli, "flask a2a"))
     assert "flask a2a worker" in commands
     for name, command in commands.items():
         assert name.replace(" ", "-") in links.ids
         for param in command.params:
             if getattr(param, "help", None):
-                assert html.escape(" ".join(param.help.split()[:6]), quote=False) in page
+                assert " ".join(param.help.replace("`", "").split()[:6]) in text
 
 
 def test_the_readme_links_to_files_that_exist():
@@ -121,3 +125,64 @@ def test_the_readme_links_to_files_that_exist():
     local = [t for t in targets if not urlsplit(t).scheme]
     assert "docs/quickstart.md" in local
     assert [t for t in local if not os.path.exists(os.path.join(REPO, t))] == []
+
+
+class _Text(HTMLParser):
+    """A page's visible text outside <pre> (where code may show markup on
+    purpose), <script> and <style>, one string per text run."""
+
+    _HIDDEN = {"pre", "script", "style"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.depth, self.runs = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self._HIDDEN:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        if tag in self._HIDDEN and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if not self.depth:
+            self.runs.append(data)
+
+
+# A directive left as text: what a directive's output in the wrong syntax (an
+# reStructuredText one in MyST, or a fence MyST did not know) looks like once
+# built; sphinx -W says nothing about either.
+_RAW_DIRECTIVE = re.compile(r"(?m)(^|\s)\.\.\s+[A-Za-z][\w:-]*::|(```|:::)\s*\{[\w:-]+\}")
+
+
+def visible_raw_directives(path):
+    text = _Text()
+    text.feed(path.read_text(encoding="utf-8"))
+    return [m.group(0).strip() for m in _RAW_DIRECTIVE.finditer("".join(text.runs))]
+
+
+def test_no_page_shows_a_raw_directive(site):
+    out, build = site
+    assert build.returncode == 0, build.stdout + build.stderr
+    shown = {}
+    for page in sorted(out.rglob("*.html")):
+        found = visible_raw_directives(page)
+        if found:
+            shown[str(page.relative_to(out))] = found
+    assert shown == {}
+
+
+def test_the_raw_directive_check_sees_one(tmp_path):
+    # The check itself: text shows, <pre> does not.
+    page = tmp_path / "p.html"
+    page.write_text("<p>.. program:: flask a2a\n.. rubric:: Usage</p><p>```{click} x</p>"
+                    "<pre>.. option:: --key</pre>", encoding="utf-8")
+    assert visible_raw_directives(page) == [".. program::", ".. rubric::", "```{click}"]
+
+
+def test_the_cli_reference_shows_options_as_definitions(site):
+    out, _ = site
+    page = (out / "reference" / "cli.html").read_text(encoding="utf-8")
+    assert page.count('<dl class="std option">') >= len(a2a_cli.params) + 5
+    assert '<dt class="sig sig-object std" id="cmdoption-flask-a2a-call-key">' in page
