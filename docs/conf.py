@@ -42,3 +42,7 @@ html_theme = "furo"
 html_title = "a2a_flask %s" % release
 html_static_path = []
 html_show_sourcelink = False
+
+# Quotes and ellipses, not dashes: "--" is an option's prefix on every page
+# (the CLI reference's help texts included), never a dash meant as one.
+smartquotes_action = "qe"
