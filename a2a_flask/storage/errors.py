@@ -112,6 +112,11 @@ class SchemaError(StorageError):
     """The schema cannot be read or is newer than this code."""
 
 
+class UnsupportedSqliteError(StorageError):
+    """The SQLite library Python loads is below the floor, or lacks a
+    function the schema needs: refused at start, not at the first write."""
+
+
 # Failures of the storage itself (busy, full, unreachable): nothing was
 # stored and the call may be retried. Neutral too: the protocol layer
 # (``protocol/errors.py``) answers them.

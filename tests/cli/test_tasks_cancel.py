@@ -9,6 +9,9 @@ import pytest
 from a2a_flask.storage.sqlite import SqliteStorage
 from serving import flask_a2a
 
+# On the matrix too: the legs on Ubuntu 20.04's and Debian 11's SQLite run it.
+pytestmark = pytest.mark.compat
+
 
 def _msg(text):
     return {"role": "user", "messageId": "m-" + text,
