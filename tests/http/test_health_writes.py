@@ -122,3 +122,83 @@ def test_a_read_only_postgres_database_is_unavailable(make_app, postgres_url,
     postgres_server.query("ALTER DATABASE %s SET default_transaction_read_only = off" % name)
     app.extensions["a2a"].storage.close()
     assert _health(app)[0] == 200
+
+
+# -- "nothing was stored" only when nothing was --------------------------------
+
+
+def _big_answer(a2a):
+    a2a.add_agent("big", lambda turn: "z" * 400000)
+
+
+def test_an_answer_that_can_be_neither_stored_nor_kept_fails_its_task_and_says_so(
+        make_app, monkeypatch):
+    app, _ = make_app(register=_big_answer)
+    database = app.config["A2A_DATABASE"]
+    rpc = Rpc(app.test_client(), agent="big")
+    rpc.send("warm up")  # pages for the small rows to come
+    # Nowhere to keep an outcome aside: a file where its folder would be.
+    with open(database + "-outcomes", "w") as blocker:
+        blocker.write("not a folder")
+    storage = app.extensions["a2a"].storage
+    pages = storage.connection().execute("PRAGMA page_count").fetchone()[0]
+    storage.drop_connection()
+    # A full database on every connection (a failed write drops its
+    # connection; the retry opens another): SQLite's own SQLITE_FULL.
+    opened = storage._open
+
+    def full(create):
+        conn, identity = opened(create)
+        conn.execute("PRAGMA max_page_count = %d" % pages)
+        return conn, identity
+    monkeypatch.setattr(storage, "_open", full)
+    sent = message("hello")
+    status, answer = rpc.call("message/send", {"message": sent})
+    assert "error" in answer, answer
+    error = answer["error"]
+    assert error["code"] == -32603
+    task_id = error["data"]["taskId"]
+    assert error["data"] == {"retry": False, "taskId": task_id, "state": "failed"}
+    assert error["message"] == (
+        "The storage is full (no space left on the disk): task %s was stored, "
+        "but its agent's answer could not be: it is failed. Send the message "
+        "again with a new messageId once the storage works again." % task_id)
+    assert "nothing was stored" not in error["message"]
+    monkeypatch.undo()
+    storage.drop_connection()
+    assert rpc.result("tasks/get", {"id": task_id})["status"]["state"] == "failed"
+    # A retry of the same message finds the failed task, not one stuck working.
+    status, again = rpc.call("message/send", {"message": sent})
+    assert again["result"]["id"] == task_id, again
+    assert again["result"]["status"]["state"] == "failed"
+
+
+def _fill(where):
+    with open(str(where / "filler"), "wb") as out:
+        try:
+            while True:
+                out.write(b"x" * 65536)
+                out.flush()
+        except OSError:
+            pass
+
+
+def test_a_disk_that_fills_while_the_agent_runs_leaves_no_half_written_file(
+        make_app, small_disk):
+    def filling(turn):
+        _fill(small_disk)  # the task's start is stored; its answer will not be
+        return "z" * 400000
+
+    app, _ = make_app(register=lambda a2a: a2a.add_agent("filling", filling),
+                      A2A_DATABASE=str(small_disk / "a2a.sqlite3"))
+    rpc = Rpc(app.test_client(), agent="filling")
+    status, answer = rpc.call("message/send", {"message": message("hello")})
+    error = answer["error"]
+    assert error["code"] == -32603, answer
+    assert error["data"]["retry"] is False and "was stored" in error["message"], error
+    assert "nothing was stored" not in error["message"]
+    kept = small_disk / "a2a.sqlite3-outcomes"
+    assert kept.is_dir() and not list(kept.iterdir())  # the .tmp removed
+    (small_disk / "filler").unlink()
+    got = rpc.result("tasks/get", {"id": error["data"]["taskId"]})
+    assert got["status"]["state"] == error["data"]["state"]

@@ -229,8 +229,13 @@ class KeptOutcomes:
                 os.fsync(out.fileno())
             os.replace(path + ".tmp", path)
             return True
-        except (OSError, TypeError, ValueError):
-            log.exception("could not keep the outcome of task %s aside", task_id)
+        except (OSError, TypeError, ValueError) as exc:
+            log.error("could not keep the outcome of task %s aside: %s: %s",
+                      task_id, type(exc).__name__, exc)
+            try:  # a half-written file would only take more of a full disk
+                os.unlink(path + ".tmp")
+            except OSError:
+                pass
             return False
 
     def read(self, task_id):
