@@ -13,7 +13,7 @@ from marshmallow import (
 )
 
 from .ids import new_id
-from .validation import NON_EMPTY, Text
+from .validation import NON_EMPTY, Id, Text
 
 #: A message, part or artifact in its stored form: a plain JSON object.
 JSONObject = Dict[str, Any]
@@ -110,13 +110,13 @@ class MessageSchema(_StoredSchema):
         required=True, validate=validate.Equal("user", error='must be "user".')
     )
     parts = fields.List(PartField(), required=True, validate=NON_EMPTY)
-    messageId = Text(required=True, validate=NON_EMPTY)
-    contextId = Text(allow_none=True, validate=NON_EMPTY)
-    taskId = Text(allow_none=True, validate=NON_EMPTY)
+    messageId = Id(required=True, validate=NON_EMPTY)
+    contextId = Id(allow_none=True, validate=NON_EMPTY)
+    taskId = Id(allow_none=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
     # Stored and shown as sent: they must be what the A2A schema says they are.
     extensions = fields.List(Text())
-    referenceTaskIds = fields.List(Text())
+    referenceTaskIds = fields.List(Id())
 
 
 def text_part(text: str) -> JSONObject:

@@ -25,6 +25,23 @@ class Text(fields.String):
         return text
 
 
+#: The longest id a caller may give (messageId, contextId, taskId, the ids of
+#: tasks/get and tasks/cancel...), in characters: the same on both backends,
+#: and short enough for a PostgreSQL index entry even in 4-byte characters.
+MAX_ID_CHARS = 256
+
+
+class Id(Text):
+    """An id a caller gives: at most ``MAX_ID_CHARS`` characters."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if len(text) > MAX_ID_CHARS:
+            raise ValidationError("must be at most %d characters long (an id); "
+                                  "this one has %d." % (MAX_ID_CHARS, len(text)))
+        return text
+
+
 class BoundedInteger(fields.Integer):
     """An integer up to INT_MAX; read from a query string (``strict`` off)
     it may be a numeral."""

@@ -83,21 +83,44 @@ def agent_list():
 
 
 def _health(app_state):
-    """(body, status) of ``GET PREFIX/health``: one trivial query; a database
-    problem is told as "unavailable" and no more (the log has the rest)."""
+    """(body, status) of ``GET PREFIX/health``: one trivial query, and whether
+    writes work (``Storage.writes_problem``). A database problem is told in a
+    few words and logged once per change, without a traceback (a load
+    balancer asks every few seconds)."""
+    storage = app_state.storage
     try:
-        version = app_state.storage.schema_version()
+        version = storage.schema_version()
     except Exception as exc:
-        if app_state.storage.failure(exc) is None:
+        if storage.failure(exc) is None:
             raise
-        log.warning("health: the database is unavailable", exc_info=True)
+        _note_health("the database is unavailable: %s" % exc)
         return {"status": "unavailable", "database": "unavailable"}, 503
+    writes = storage.writes_problem()
+    if writes is not None:
+        _note_health("writes fail: %s" % writes)
+        return {"status": "unavailable", "writes": writes}, 503
+    _note_health(None)
     body = {"status": "ok", "database": "ok", "schemaVersion": version}
     problem = app_state.schema_problem(version)
     if problem is not None:
         body.update(status="outdated", message=problem.message)
         return body, 503
     return body, 200
+
+
+_health_problem = [None]  # this process's last one logged
+
+
+def _note_health(problem):
+    """Log a health problem when it starts or changes, and when it ends."""
+    last = _health_problem[0]
+    if problem == last:
+        return
+    _health_problem[0] = problem
+    if problem is not None:
+        log.warning("health: %s", problem)
+    elif last is not None:
+        log.warning("health: ok again (was: %s)", last)
 
 
 def health():

@@ -144,6 +144,15 @@ def failure_error(exc: storage.StorageUnavailableError,
                   wording: Wording = V03) -> errors.ServiceUnavailableError:
     """The A2A error for a failure of the storage itself (busy, full,
     unreachable): the storage's sentence, ``data.retry`` true."""
+    if exc.stored_task is not None:
+        task_id, state = exc.stored_task
+        ending = ("it is failed" if state == "failed" else
+                  "it stays working until the service fails it as stale")
+        return errors.ServiceUnavailableError(
+            "%s: task %s was stored, but its agent's answer could not be: %s. "
+            "Send the message again with a new messageId once the storage "
+            "works again." % (exc.what, task_id, ending),
+            data={"retry": False, "taskId": task_id, "state": state})
     if exc.kept_task_id is None:
         return errors.ServiceUnavailableError(exc.message, data={"retry": True})
     return errors.ServiceUnavailableError(

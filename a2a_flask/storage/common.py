@@ -5,6 +5,7 @@ statements alike in both backends but for the driver's placeholder."""
 import base64
 import hashlib
 import json
+import time
 from datetime import datetime, timezone
 
 from ..ids import new_id  # noqa: F401  (the backends' ids)
@@ -105,3 +106,41 @@ def reassign_owner(conn, mark, from_owner, to_owner):
     for table in ("a2a_messages", "a2a_turns"):
         run("UPDATE " + table + " SET owner = ? WHERE owner = ?", (to_owner, from_owner))
     return run("UPDATE a2a_tasks SET owner = ? WHERE owner = ?", (to_owner, from_owner))
+
+
+
+class WriteHealth:
+    """Whether this process's writes work, for ``/health``: the outcome of its
+    last write, and when none was tried for ``PROBE_SECONDS``, of one write
+    that changes nothing. A load balancer then stops sending calls to a
+    process whose writes fail (disk full, read-only, file deleted) while its
+    reads still work.
+
+    ``reason(exc)`` is the backend's: a few words for a failed write, or None
+    when ``exc`` says nothing about writes (busy: someone else writes)."""
+
+    PROBE_SECONDS = 5.0
+
+    def __init__(self, reason):
+        self._reason = reason
+        self._problem = None
+        self._at = None  # monotonic time of the last outcome; None: none yet
+
+    def succeeded(self):
+        self._problem, self._at = None, time.monotonic()
+
+    def failed(self, exc):
+        reason = self._reason(exc)
+        if reason is not None:
+            self._problem, self._at = reason, time.monotonic()
+
+    def problem(self, probe):
+        """None while writes work, else why not. ``probe()`` makes one write,
+        whose transaction reports its outcome here."""
+        if self._at is None or time.monotonic() - self._at >= self.PROBE_SECONDS:
+            try:
+                probe()
+            except Exception as exc:
+                if self._reason(exc) is None:
+                    self._at = time.monotonic()  # busy: asked again later
+        return self._problem

@@ -130,10 +130,15 @@ class StorageUnavailableError(Exception):
 
     default_message = ("The storage is unavailable: nothing was stored. The call "
                        "may be retried.")
+    #: What happened, without what it means for the call.
+    what = "The storage is unavailable"
 
     def __init__(self, message=None, kept_task_id=None):
         self.message = message or self.default_message
         self.kept_task_id = kept_task_id
+        #: (task id, its state) when the task was stored but the outcome of
+        #: its turn was lost: "nothing was stored" would not be true.
+        self.stored_task = None
         super().__init__(self.message)
 
 
@@ -142,6 +147,7 @@ class StorageFullError(StorageUnavailableError):
 
     default_message = ("The storage is full (no space left on the disk): nothing "
                        "was stored. The call may be retried once space is freed.")
+    what = "The storage is full (no space left on the disk)"
 
 
 class StorageBusyError(StorageUnavailableError):
@@ -149,3 +155,4 @@ class StorageBusyError(StorageUnavailableError):
 
     default_message = ("The storage is busy (another writer holds it): nothing was "
                        "stored. The call may be retried.")
+    what = "The storage is busy (another writer holds it)"

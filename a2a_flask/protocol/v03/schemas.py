@@ -4,7 +4,7 @@ import (``validation.load_params`` turns a failure into InvalidParamsError)."""
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from ...messages import MessageSchema
-from ...validation import NON_EMPTY, StrictBoolean, StrictInteger, Text
+from ...validation import NON_EMPTY, Id, StrictBoolean, StrictInteger, Text
 
 
 class SendConfigurationSchema(Schema):
@@ -38,7 +38,7 @@ class TaskIdParamsSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    id = Text(required=True, validate=NON_EMPTY)
+    id = Id(required=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
 
 

@@ -15,7 +15,7 @@ from marshmallow import (
     validates_schema,
 )
 
-from ...validation import (NON_EMPTY, BoundedInteger, StrictBoolean, StrictInteger,
+from ...validation import (NON_EMPTY, Id, BoundedInteger, StrictBoolean, StrictInteger,
                            Text)
 from .convert import STORED_STATES
 
@@ -109,16 +109,16 @@ class PartSchema(_Request):
 class MessageSchema(_Request):
     """A 1.0 ``Message`` from a caller."""
 
-    messageId = Text(required=True, validate=NON_EMPTY)
+    messageId = Id(required=True, validate=NON_EMPTY)
     role = Text(required=True, validate=validate.Equal(
         "ROLE_USER", error='must be "ROLE_USER".'))
     parts = fields.List(fields.Nested(PartSchema), required=True,
                         validate=NON_EMPTY)
-    contextId = Text()
-    taskId = Text()
+    contextId = Id()
+    taskId = Id()
     metadata = fields.Dict()
     extensions = fields.List(Text())
-    referenceTaskIds = fields.List(Text())
+    referenceTaskIds = fields.List(Id())
 
 
 class SendConfigurationSchema(_Request):
@@ -143,21 +143,21 @@ class SendMessageRequest(_Request):
 class GetTaskRequest(_Request):
     """1.0 ``GetTaskRequest``."""
 
-    id = Text(required=True, validate=NON_EMPTY)
+    id = Id(required=True, validate=NON_EMPTY)
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
 
 
 class CancelTaskRequest(_Request):
     """1.0 ``CancelTaskRequest``."""
 
-    id = Text(required=True, validate=NON_EMPTY)
+    id = Id(required=True, validate=NON_EMPTY)
     metadata = fields.Dict()
 
 
 class ListTasksRequest(_Request):
     """1.0 ``ListTasksRequest``."""
 
-    contextId = Text()
+    contextId = Id()
     status = Text(validate=validate.OneOf(
         list(STORED_STATES), error="must be one of TASK_STATE_SUBMITTED, "
         "TASK_STATE_WORKING, TASK_STATE_INPUT_REQUIRED, TASK_STATE_COMPLETED, "

@@ -40,6 +40,13 @@ class AdminStorage(abc.ABC):
         connection is dropped so that the next use reconnects); None when
         ``exc`` is not a failure of the storage (a bug: let it propagate)."""
 
+    @abc.abstractmethod
+    def writes_problem(self) -> Optional[str]:
+        """None while this process's writes work; else why not, in a few words
+        for ``/health`` ("the disk is full"): from the last write, or, when
+        none was made for a few seconds, from one that changes nothing. Never
+        raises for a failure of the storage."""
+
     # -- operations (flask a2a tasks / db) ---------------------------------------
 
     @abc.abstractmethod

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
+from ..common import WriteHealth
 from ..errors import StorageBusyError, StorageFullError, StorageUnavailableError
 from ..base import SchemaError
 from .changes import ChangeListener
@@ -52,6 +53,19 @@ def is_storage_failure(exc):
     """True for a failure of the server or of the way to it (not of our SQL)."""
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError,
                             psycopg_pool.PoolTimeout))
+
+
+def write_failure(exc):
+    """The few words ``/health`` gives for a write that failed with ``exc``
+    (``connection`` has made it a storage error); None when it says nothing
+    about writes (busy, our own error)."""
+    if any(isinstance(e, psycopg.errors.ReadOnlySqlTransaction) for e in (exc, exc.__cause__)):
+        return "the database is read-only"
+    if isinstance(exc, StorageBusyError) or not isinstance(exc, StorageUnavailableError):
+        return None
+    if isinstance(exc, StorageFullError):
+        return "the disk is full"
+    return "writes fail (%s)" % type(exc.__cause__ or exc).__name__
 
 
 def storage_failure(exc, location):
@@ -90,6 +104,7 @@ class PostgresConnections:
         self._ready = not auto_migrate
         self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
         self._changes = ChangeListener(url, CONNECT_TIMEOUT)
+        self._writes = WriteHealth(write_failure)
 
     # -- the pool ------------------------------------------------------------
 
@@ -131,10 +146,24 @@ class PostgresConnections:
 
     @contextmanager
     def transaction(self):
-        """A connection inside BEGIN ... COMMIT (ROLLBACK on an exception)."""
-        with self.connection() as conn:
-            with conn.transaction():
-                yield conn
+        """A connection inside BEGIN ... COMMIT (ROLLBACK on an exception);
+        its outcome tells ``writes_problem``."""
+        try:
+            with self.connection() as conn:
+                with conn.transaction():
+                    yield conn
+        except BaseException as exc:
+            self._writes.failed(exc)
+            raise
+        self._writes.succeeded()
+
+    def writes_problem(self):
+        """See ``Storage.writes_problem``."""
+        return self._writes.problem(self._probe_write)
+
+    def _probe_write(self):
+        with self.transaction() as conn:
+            conn.execute("UPDATE a2a_schema_version SET version = version")
 
     def failure(self, exc):
         """See ``Storage.failure``: our operations raise the storage errors

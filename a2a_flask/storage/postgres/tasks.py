@@ -258,7 +258,11 @@ class TaskOperations:
                 return row[0] if row else None
             except Exception as exc:
                 cause = exc.__cause__
-                if attempt == self.FINISH_ATTEMPTS or not is_storage_failure(cause):
+                if not is_storage_failure(cause):
+                    raise
+                if attempt == self.FINISH_ATTEMPTS:
+                    # The task's start is committed: not "nothing was stored".
+                    exc.stored_task = task_id, "working"
                     raise
                 time.sleep(0.1 * attempt)
 

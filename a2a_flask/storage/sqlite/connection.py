@@ -23,10 +23,10 @@ from datetime import datetime, timedelta, timezone
 
 
 from ..errors import StorageUnavailableError, UnsupportedSqliteError
-from ..common import now_iso
+from ..common import WriteHealth, now_iso
 from .file import (
     KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
-    storage_failure,
+    storage_failure, write_failure,
 )
 from .migrations import MIGRATIONS, migrate, stored_version
 from .pool import ConnectionPool, Lease
@@ -125,6 +125,7 @@ class SqliteConnections:
         #: (a deleted file is an outage, not a fresh empty service).
         self._ready = False
         self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
+        self._writes = WriteHealth(write_failure)
 
     # -- connections and transactions ----------------------------------
 
@@ -257,8 +258,40 @@ class SqliteConnections:
         """A short write transaction, holding the write lock from the start.
 
         Commits only into the file the service was configured with: a file
-        deleted or replaced meanwhile is detected before the commit.
+        deleted or replaced meanwhile is detected before the commit. Its
+        outcome tells ``writes_problem``.
         """
+        try:
+            with self._transaction() as conn:
+                yield conn
+        except BaseException as exc:
+            self._writes.failed(exc)
+            raise
+        self._writes.succeeded()
+
+    #: Free bytes under which ``writes_problem`` calls the disk full: a write
+    #: that only overwrites pages the WAL already holds still succeeds there,
+    #: the next that needs a new block does not.
+    FULL_DISK_BYTES = 1 << 20
+
+    def writes_problem(self):
+        """See ``Storage.writes_problem``."""
+        if not os.path.exists(self.path):
+            return "the database file is missing"
+        try:
+            found = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return "the database file is missing"
+        if found.f_bavail * found.f_frsize < self.FULL_DISK_BYTES:
+            return "the disk is full"
+        return self._writes.problem(self._probe_write)
+
+    def _probe_write(self):
+        with self.transaction() as conn:
+            conn.execute("UPDATE a2a_schema_version SET version = version")
+
+    @contextmanager
+    def _transaction(self):
         # One bound for the waits of a write: for a connection, for our
         # writers' lock and in SQLite's busy handler together.
         deadline = time.monotonic() + self.busy_timeout_ms / 1000.0

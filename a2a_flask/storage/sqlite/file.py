@@ -68,6 +68,30 @@ def storage_failure(exc, path):
     return error
 
 
+def write_failure(exc):
+    """The few words ``/health`` gives for a write that failed with ``exc``;
+    None when ``exc`` says nothing about writes (busy, our own error)."""
+    if isinstance(exc, StorageBusyError):
+        return None
+    if isinstance(exc, StorageFullError):
+        return "the disk is full"
+    if isinstance(exc, StorageUnavailableError):  # check_same_file's
+        return "the database file was deleted or replaced"
+    if not is_storage_failure(exc) or isinstance(exc, WriteLockTimeout):
+        return None
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    code = getattr(exc, "errno", None)
+    if name.startswith("SQLITE_FULL") or "is full" in text or code in _FULL_ERRNOS:
+        return "the disk is full"
+    if name.startswith("SQLITE_BUSY") or "database is locked" in text:
+        return None
+    if (name.startswith("SQLITE_READONLY") or "readonly" in text
+            or code in (errno.EROFS, errno.EACCES, errno.EPERM)):
+        return "the database file is read-only"
+    return "writes fail (%s)" % (name or type(exc).__name__)
+
+
 class WriteLockTimeout(sqlite3.OperationalError):
     """The writers' lock was not free within the busy timeout: answered as
     SQLite's own "database is locked" (``StorageBusyError``)."""
@@ -205,8 +229,13 @@ class KeptOutcomes:
                 os.fsync(out.fileno())
             os.replace(path + ".tmp", path)
             return True
-        except (OSError, TypeError, ValueError):
-            log.exception("could not keep the outcome of task %s aside", task_id)
+        except (OSError, TypeError, ValueError) as exc:
+            log.error("could not keep the outcome of task %s aside: %s: %s",
+                      task_id, type(exc).__name__, exc)
+            try:  # a half-written file would only take more of a full disk
+                os.unlink(path + ".tmp")
+            except OSError:
+                pass
             return False
 
     def read(self, task_id):

@@ -162,7 +162,27 @@ class TaskOperations:
                         "artifacts": list(artifacts),
                         "max_artifact_bytes": max_artifact_bytes}):
                     failure.kept_task_id = task_id
+                else:
+                    failure.stored_task = task_id, self._fail_in_place(task_id)
                 raise failure from exc
+
+    def _fail_in_place(self, task_id):
+        """The task's state once its outcome could be neither stored nor kept:
+        ``failed`` by an update of its row alone (no new page: it may succeed
+        where the outcome's rows could not), else still ``working`` (until
+        A2A_STALE_TURN_SECONDS ends it)."""
+        try:
+            with self.transaction() as conn:
+                changed = conn.execute(
+                    "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
+                    " status_seq = NULL, updated_at = ? WHERE id = ? AND state = 'working'",
+                    (self._now(), task_id)).rowcount
+        except Exception as exc:
+            if not is_storage_failure(exc):
+                raise
+            self.failed(exc)
+            return "working"
+        return "failed" if changed == 1 else "working"
 
     def _store_outcome(self, task_id, owner, agent, state, status_message,
                        artifacts, max_artifact_bytes=None):
