@@ -130,6 +130,21 @@ def test_a_413_far_over_the_limit_closes_the_connection(start_server):
                      b"Host: 127.0.0.1\r\n\r\n")
         status, _, _ = _read_answer(sock)
     assert status == 200
+    # A chunked body over the limit (no length to judge it by) is drained
+    # too when it ends within the bound.
+    chunk = b"x" * (100 * 1024)
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(3))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n" % ECHO.encode()
+                     + chunked + b"0\r\n\r\n")
+        status, headers, _ = _read_answer(sock)
+        assert (status, headers["connection"]) == (413, "keep-alive")
+        sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\n"
+                     b"Host: 127.0.0.1\r\n\r\n")
+        status, _, _ = _read_answer(sock)
+    assert status == 200
 
 
 def test_workers_boot_without_storage_and_serve_once_it_is_there(start_server,
