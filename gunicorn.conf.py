@@ -72,8 +72,8 @@ LOG_FORMAT = os.environ.get("A2A_LOG_FORMAT", DEFAULTS["A2A_LOG_FORMAT"])
 # over the limit by less. gunicorn would close the connection after the
 # 413 anyway (it drains 64 KiB at most) though the answer said keep-alive,
 # and the client's next request on it would be lost: say "close" instead.
-# An app that sets A2A_MAX_CONTENT_LENGTH in its code, not the environment,
-# sets it here too.
+# The limit is read from the environment: an app that sets it in its code
+# sets A2A_MAX_CONTENT_LENGTH in gunicorn's environment too.
 CLOSE_PAST_BYTES = parse_value(
     "A2A_MAX_CONTENT_LENGTH",
     os.environ.get("A2A_MAX_CONTENT_LENGTH",
