@@ -11,7 +11,8 @@ import os
 
 import gunicorn.config
 
-from a2a_flask.config import DEFAULTS
+from a2a_flask.config import DEFAULTS, parse_value
+from a2a_flask.http.body import REFUSED_BODY_DRAIN_BYTES
 
 # Imported here, in the master (a2a_flask.config above loads Flask and the
 # package), so that every worker forks with them loaded: a worker recycled
@@ -65,6 +66,27 @@ if hasattr(gunicorn.config, "ControlSocketDisable"):
     control_socket_disable = True
 
 LOG_FORMAT = os.environ.get("A2A_LOG_FORMAT", DEFAULTS["A2A_LOG_FORMAT"])
+
+
+# A body declared past this is refused unread (413); the app drains one
+# over the limit by less. gunicorn would close the connection after the
+# 413 anyway (it drains 64 KiB at most) though the answer said keep-alive,
+# and the client's next request on it would be lost: say "close" instead.
+# The limit is read from the environment: an app that sets it in its code
+# sets A2A_MAX_CONTENT_LENGTH in gunicorn's environment too.
+CLOSE_PAST_BYTES = parse_value(
+    "A2A_MAX_CONTENT_LENGTH",
+    os.environ.get("A2A_MAX_CONTENT_LENGTH",
+                   str(DEFAULTS["A2A_MAX_CONTENT_LENGTH"]))) \
+    + REFUSED_BODY_DRAIN_BYTES
+
+
+def pre_request(worker, req):
+    for name, value in req.headers:
+        if name == "CONTENT-LENGTH":
+            if value.isdigit() and int(value) > CLOSE_PAST_BYTES:
+                req.force_close()
+            return
 
 
 def _route_logs(server):

@@ -27,7 +27,8 @@ class AppState:
         #: Failed HTTP Basic logins counted in this process.
         self.login_throttle = LoginThrottle(
             settings.login_failures_per_minute,
-            name_limit=settings.login_failures_per_name)
+            name_limit=settings.login_failures_per_name,
+            address_limit=settings.login_failures_per_address)
         #: Blocking sends waiting on background turns (one watcher a process).
         self.task_waits = TaskWaits(storage)
         self.session_cookie_name = session_cookie_name

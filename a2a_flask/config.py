@@ -38,8 +38,10 @@ DEFAULTS = {
     "A2A_MAX_TURN_OUTPUT_BYTES": 3 * 1024 * 1024,
     # Failed HTTP Basic logins a minute for one name from one address...
     "A2A_LOGIN_FAILURES_PER_MINUTE": 5,
-    # ...and for one name from all addresses, before further tries get 429.
+    # ...and for one name from all addresses, before further tries get 429...
     "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": 100,
+    # ...and from one address whatever the names (a minute).
+    "A2A_LOGIN_FAILURES_PER_ADDRESS": 30,
     # Proxies whose X-Forwarded-For names the client (comma-separated
     # addresses; deploy/ sets nginx's 127.0.0.1). None: the peer is the client.
     "A2A_TRUSTED_PROXIES": "",
@@ -218,6 +220,8 @@ class Settings:
         self.login_failures_per_name = _at_least(
             "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE",
             get("A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE"), 1)
+        self.login_failures_per_address = _at_least(
+            "A2A_LOGIN_FAILURES_PER_ADDRESS", get("A2A_LOGIN_FAILURES_PER_ADDRESS"), 1)
         self.trusted_proxies = frozenset(_names(get("A2A_TRUSTED_PROXIES")))
         self.log_refusals_per_minute = _at_least(
             "A2A_LOG_REFUSALS_PER_MINUTE", get("A2A_LOG_REFUSALS_PER_MINUTE"), 1)

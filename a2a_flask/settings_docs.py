@@ -82,7 +82,16 @@ DOCS = {
         "users at the same address are not affected.",
     "A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE": "The same, per username from all "
         "addresses (much higher, so that guessing at a name from many addresses "
-        "is bounded too; a password the worker already verified keeps working).",
+        "is bounded too; a password the worker already verified keeps working, "
+        "and past the limit an address that has not failed for the name within "
+        "the minute still gets its password checked, so the name's owner is "
+        "not locked out).",
+    "A2A_LOGIN_FAILURES_PER_ADDRESS": "Failed HTTP Basic logins a minute from "
+        "one client address whatever the usernames (in each worker); more are "
+        "refused with 429 and `Retry-After`, without hashing anything (an "
+        "unknown name costs a hash too). Behind a proxy it needs "
+        "`A2A_TRUSTED_PROXIES`, or every client shares the proxy's address "
+        "and this limit.",
     "A2A_TRUSTED_PROXIES": "Comma-separated addresses of the proxies in front "
         "(`deploy/a2a.env`: `127.0.0.1`, the shipped nginx): their "
         "`X-Forwarded-For` names the client address, for the login throttle and "

@@ -2,19 +2,13 @@
 
 ``X-Content-Type-Options: nosniff`` on everything we answer: a JSON body
 (that may hold a caller's text) is never sniffed into HTML by a browser.
-``Cache-Control: no-store`` on every answer but the Agent Cards': the rest
-depends on who asked (a task, a key's agent list, an error about the caller),
-and no shared or browser cache may keep it. The cards set their own caching
-(public cards are cacheable); a header a route set itself is left as it is.
+``Cache-Control: no-store`` on every answer that does not say its own: they
+depend on who asked (a task, a key's agent list, an error about the caller),
+and no shared or browser cache may keep them. An Agent Card (and the JWKS)
+says its own caching (public cards are cacheable); a card route's error (no
+such agent, 401, storage down) says none, so it is no-store like any other
+error. A header a route set itself is left as it is.
 """
-
-from flask import request
-
-#: The endpoints of the Agent Card routes (http/blueprint.py): not no-store.
-CARD_ENDPOINTS = frozenset(
-    "a2a." + prefix + name
-    for prefix in ("", "default_", "endpoint_")
-    for name in ("card", "legacy_card"))
 
 
 def add_headers(bp):
@@ -28,6 +22,6 @@ def add_headers(bp):
         present = {name.lower() for name, _ in headers.items()}
         if "x-content-type-options" not in present:
             headers.add("X-Content-Type-Options", "nosniff")
-        if "cache-control" not in present and request.endpoint not in CARD_ENDPOINTS:
+        if "cache-control" not in present:
             headers.add("Cache-Control", "no-store")
         return response

@@ -94,7 +94,8 @@ def service(make_app):
 def svc(service):
     # Tests of refusals fail many logins on purpose: the throttle is tested
     # on its own, with the default limit.
-    return service(A2A_LOGIN_FAILURES_PER_MINUTE=1000)
+    return service(A2A_LOGIN_FAILURES_PER_MINUTE=1000,
+                   A2A_LOGIN_FAILURES_PER_ADDRESS=1000)
 
 
 def assert_rpc_refusal(response, status, request_id):

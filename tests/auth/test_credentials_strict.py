@@ -1,7 +1,8 @@
 """Credentials and proxies (issue 18): any credential presented that is
 invalid refuses the call, whatever else is valid; the Basic throttle counts
-per (address, name), with a much higher per-name limit across addresses,
-and reads the client address through A2A_TRUSTED_PROXIES only."""
+per (address, name), per address whatever the names (issue 32), with a much
+higher per-name limit across addresses, and reads the client address
+through A2A_TRUSTED_PROXIES only."""
 
 import base64
 import os
@@ -112,12 +113,116 @@ def test_the_per_name_limit_across_addresses_is_higher_and_spares_a_verified_pas
     statuses = [send(client, dict(basic("alice", "guess"),
                                   **_from("198.51.100.%d" % n)),
                      BEHIND_NGINX).status_code for n in range(13)]
-    assert statuses == [401] * 12 + [429]
-    assert send(client, dict(basic("alice", "guess"), **_from("203.0.113.1")),
-                BEHIND_NGINX).status_code == 429
+    # Past the name's limit an address gets one try a minute at it.
+    assert statuses == [401] * 13
+    statuses = [send(client, dict(basic("alice", "guess"),
+                                  **_from("198.51.100.%d" % n)),
+                     BEHIND_NGINX).status_code for n in range(13)]
+    assert statuses == [429] * 13
     # The password this worker verified keeps working, from anywhere.
-    assert send(client, dict(basic("alice", "right"), **_from("203.0.113.1")),
+    assert send(client, dict(basic("alice", "right"), **_from("198.51.100.1")),
                 BEHIND_NGINX).status_code == 200
+
+
+def test_the_owner_of_a_name_under_attack_logs_in_from_a_new_address(service):
+    # alice never logged in on this worker: nothing of hers is remembered.
+    client, _, _ = service(A2A_TRUSTED_PROXIES="127.0.0.1",
+                           A2A_LOGIN_FAILURES_PER_NAME_PER_MINUTE=12)
+    for n in range(12):
+        assert send(client, dict(basic("alice", "guess"), **_from("198.51.100.%d" % n)),
+                    BEHIND_NGINX).status_code == 401
+    # An address that failed for alice lately waits...
+    refused = send(client, dict(basic("alice", "right"), **_from("198.51.100.3")),
+                   BEHIND_NGINX)
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
+    # ...but from a new one, her password is checked, and it is right.
+    assert send(client, dict(basic("alice", "right"), **_from("203.0.113.7")),
+                BEHIND_NGINX).status_code == 200
+    # Now verified here, it works from the address that waited too.
+    assert send(client, dict(basic("alice", "right"), **_from("198.51.100.3")),
+                BEHIND_NGINX).status_code == 200
+
+
+@pytest.fixture
+def hash_calls(monkeypatch):
+    import a2a_flask.auth.passwords as passwords
+
+    calls = []
+    real = passwords.check_password
+
+    def counting(stored, password):
+        calls.append(1)
+        return real(stored, password)
+
+    monkeypatch.setattr(passwords, "check_password", counting)
+    return calls
+
+
+def test_new_names_from_one_address_are_throttled_per_address(service, hash_calls):
+    client, _, _ = service(A2A_TRUSTED_PROXIES="127.0.0.1")
+    attacker = _from("192.0.2.10")
+    statuses = [send(client, dict(basic("nobody%d" % n, "guess"), **attacker),
+                     BEHIND_NGINX).status_code for n in range(30)]
+    assert statuses == [401] * 30  # A2A_LOGIN_FAILURES_PER_ADDRESS: 30 by default
+    hashes = len(hash_calls)
+    assert hashes == 30  # an unknown name costs the dummy hash
+    for n in range(30, 40):
+        response = send(client, dict(basic("nobody%d" % n, "guess"), **attacker),
+                        BEHIND_NGINX)
+        assert response.status_code == 429, response.data
+        assert 0 < int(response.headers["Retry-After"]) <= 61
+        error = response.get_json()["error"]
+        assert error["code"] == -32600 and "from this address" in error["message"]
+    # A real user at that address (not yet verified here) waits too...
+    assert send(client, dict(basic("bob", "pw"), **attacker),
+                BEHIND_NGINX).status_code == 429
+    assert len(hash_calls) == hashes  # refused attempts hash nothing
+    # ...another address does not.
+    assert send(client, dict(basic("bob", "pw"), **_from("192.0.2.11")),
+                BEHIND_NGINX).status_code == 200
+    assert send(client, dict(basic("nobody99", "guess"), **_from("192.0.2.12")),
+                BEHIND_NGINX).status_code == 401
+
+
+def test_the_per_address_limit_is_a_setting(service):
+    client, _, _ = service(A2A_LOGIN_FAILURES_PER_ADDRESS=3)
+    statuses = [send(client, basic("nobody%d" % n, "guess")).status_code
+                for n in range(5)]
+    assert statuses == [401] * 3 + [429] * 2
+
+
+def test_a_full_throttle_forgets_no_live_count(service, monkeypatch):
+    import a2a_flask.auth.credentials as credentials
+    import a2a_flask.auth.throttle as throttle_module
+
+    client, _, _ = service(A2A_TRUSTED_PROXIES="127.0.0.1")
+    throttle = client.application.extensions["a2a"].login_throttle
+    monkeypatch.setattr(throttle_module, "MAX_KEYS", 60)  # main's module limit
+    monkeypatch.setattr(throttle, "max_keys", 60, raising=False)
+    now = [1000.0]
+    monkeypatch.setattr(throttle, "clock", lambda: now[0])
+    # Unknown names cost a slow hash; not the point here.
+    monkeypatch.setattr(credentials, "_check_dummy_password", lambda password: None)
+    victim = _from("1.2.3.4")
+    for _ in range(4):  # one short of the (address, name) limit
+        assert send(client, dict(basic("alice", "guess"), **victim),
+                    BEHIND_NGINX).status_code == 401
+    # A flood of new addresses and names: 3 counts each, the table (alice's
+    # 3 and 19 x 3) is full, then the rest share one overflow count (30).
+    statuses = [send(client, dict(basic("new%d" % n, "x"), **_from("10.0.%d.%d" % (n // 200, n % 200))),
+                     BEHIND_NGINX).status_code for n in range(100)]
+    # alice's count at 1.2.3.4 was kept: one more try, then 429.
+    assert send(client, dict(basic("alice", "guess"), **victim),
+                BEHIND_NGINX).status_code == 401
+    assert send(client, dict(basic("alice", "guess"), **victim),
+                BEHIND_NGINX).status_code == 429
+    assert statuses == [401] * (19 + 30) + [429] * 51
+    assert len(throttle._failures) <= 60
+    # A minute later everything is spent: new addresses are checked again.
+    now[0] += 61
+    assert send(client, dict(basic("new1000", "x"), **_from("10.9.9.9")),
+                BEHIND_NGINX).status_code == 401
+    assert len(throttle._failures) <= 3
 
 
 def test_the_shipped_config_trusts_the_shipped_nginx_only():

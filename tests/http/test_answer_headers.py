@@ -1,6 +1,7 @@
 """Headers on every answer (issue 18): ``X-Content-Type-Options: nosniff``
 on all of them, ``Cache-Control: no-store`` on all but the Agent Cards'
-(which depend on no caller, and whose caching is theirs to say)."""
+(which depend on no caller, and whose caching is theirs to say); a card
+route's errors are no-store too (issue 32)."""
 
 import pytest
 
@@ -55,3 +56,18 @@ def test_cards_are_nosniff_and_keep_their_own_caching(client_and_key):
         assert response.status_code == 200, path
         assert response.headers.get("X-Content-Type-Options") == "nosniff", path
         assert "no-store" not in response.headers.get("Cache-Control", ""), path
+
+
+@pytest.mark.parametrize("public_cards", [True, False])
+def test_a_card_route_error_is_no_store_and_nosniff(make_app, public_cards):
+    app, _ = make_app(A2A_AUTH="required", A2A_PUBLIC_CARDS=public_cards,
+                      A2A_DISABLED_AGENTS="chat")  # the default agent, at /
+    client = app.test_client()
+    status = 404 if public_cards else 401
+    for path in ("/api/v1/agents/nope/.well-known/agent-card.json",
+                 "/api/v1/agents/nope/.well-known/agent.json",
+                 "/.well-known/agent-card.json", "/.well-known/agent.json"):
+        response = client.get(path)
+        assert response.status_code == status, (path, response.data)
+        assert response.headers.get("X-Content-Type-Options") == "nosniff", path
+        assert response.headers.get("Cache-Control") == "no-store", path

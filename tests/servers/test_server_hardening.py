@@ -57,6 +57,96 @@ def test_a_body_shorter_than_its_content_length_is_refused(start_server):
     assert task["status"]["state"] == "completed"
 
 
+def _read_answer(sock):
+    """One HTTP answer from ``sock``: (status, headers lower-cased, body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed before an answer: %r" % data
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers["content-length"])
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside an answer"
+        rest += chunk
+    assert len(rest) == length, "bytes after the answer: %r" % rest[length:]
+    return int(lines[0].split()[1]), headers, rest
+
+
+def _post_head(path, length):
+    return (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % (path.encode(), length))
+
+
+LIMIT = 64 * 1024  # A2A_MAX_CONTENT_LENGTH of these servers
+
+
+def test_a_413_keeps_the_connection_for_the_next_request(start_server):
+    # The shipped gunicorn.conf.py (wsgi:app runs beside it). A body 200 KiB
+    # over the limit: more than gunicorn drains by itself (64 KiB).
+    server = start_server(app="wsgi:app", auth="off",
+                          env={"A2A_MAX_CONTENT_LENGTH": str(LIMIT)})
+    refused = b"x" * (LIMIT + 200 * 1024)
+    sent = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "message/send",
+                       "params": {"message": message("after")}}).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(_post_head(ECHO, len(refused)) + refused)
+        status, headers, payload = _read_answer(sock)
+        assert status == 413, payload
+        assert json.loads(payload)["error"]["code"] == -32600
+        assert headers["connection"] == "keep-alive"
+        # The same connection answers the next request.
+        sock.sendall(_post_head(ECHO, len(sent)) + sent)
+        status, headers, payload = _read_answer(sock)
+    assert status == 200, payload
+    assert json.loads(payload)["result"]["status"]["state"] == "completed"
+
+
+def test_a_413_far_over_the_limit_closes_the_connection(start_server):
+    server = start_server(app="wsgi:app", auth="off",
+                          env={"A2A_MAX_CONTENT_LENGTH": str(LIMIT)})
+    declared = LIMIT + 1024 * 1024 + 1  # past what the app drains
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        # Only the head: the refusal must come without the body being read.
+        sock.sendall(_post_head(ECHO, declared))
+        status, headers, payload = _read_answer(sock)
+        assert status == 413, payload
+        assert headers["connection"] == "close"
+        assert sock.recv(65536) == b""  # and closed: EOF, not a reset
+    # A body over by exactly the drain bound is still read: the connection stays.
+    body = b"x" * (LIMIT + 1024 * 1024)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(_post_head(ECHO, len(body)) + body)
+        status, headers, _ = _read_answer(sock)
+        assert (status, headers["connection"]) == (413, "keep-alive")
+        sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\n"
+                     b"Host: 127.0.0.1\r\n\r\n")
+        status, _, _ = _read_answer(sock)
+    assert status == 200
+    # A chunked body over the limit (no length to judge it by) is drained
+    # too when it ends within the bound.
+    chunk = b"x" * (100 * 1024)
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(3))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n" % ECHO.encode()
+                     + chunked + b"0\r\n\r\n")
+        status, headers, _ = _read_answer(sock)
+        assert (status, headers["connection"]) == (413, "keep-alive")
+        sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\n"
+                     b"Host: 127.0.0.1\r\n\r\n")
+        status, _, _ = _read_answer(sock)
+    assert status == 200
+
+
 def test_workers_boot_without_storage_and_serve_once_it_is_there(start_server,
                                                                   tmp_path):
     blocker = tmp_path / "no-folder"
