@@ -127,21 +127,25 @@ def test_an_endless_chunked_body_is_cut_at_the_limit(hostile):
                 b"Transfer-Encoding: chunked\r\n\r\n", piece, 40 * MiB)
 
     server = hostile(behave)
-    agent = Client(card=server.card(), max_answer_bytes=MiB, retries=0)
+    agent = Client(card=server.card(), retries=0)  # the default limit, 16 MiB
     with pytest.raises(AnswerTooLarge) as raised:
         agent.get("t1")
-    assert (raised.value.limit, raised.value.declared) == (MiB, None)
+    assert (raised.value.limit, raised.value.declared) == (16 * MiB, None)
     # A send it carried reached the agent: not taken for a lost one.
     with pytest.raises(AnswerTooLarge):
         agent.send("hello")
     assert len(server.seen) == 2
 
 
-def test_an_answer_within_the_limit_is_read(hostile):
+def test_the_limit_is_the_callers(hostile):
     task = dict(TASK, metadata={"pad": "x" * (MiB // 2)})
     server = hostile(lambda handler, method, path, body: handler.rpc(task, body))
-    agent = Client(card=server.card(), max_answer_bytes=MiB)
-    assert agent.get("t1").metadata["pad"] == "x" * (MiB // 2)
+    assert Client(card=server.card(), max_answer_bytes=MiB).get(
+        "t1").metadata["pad"] == "x" * (MiB // 2)
+    with pytest.raises(AnswerTooLarge) as raised:
+        Client(card=server.card(), max_answer_bytes=MiB // 4, retries=0).get("t1")
+    assert raised.value.limit == MiB // 4
+    assert raised.value.declared > MiB // 2  # the Content-Length it sent
 
 
 # -- the whole call's time ------------------------------------------------------
