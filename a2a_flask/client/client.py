@@ -147,13 +147,14 @@ class Client:
                 if card is None:
                     card, card_url = self._fetch_card(deadline)
                 try:
-                    self._take_card(card, card_url)
+                    self._card, self._protocol = self._take_card(card, card_url)
                 except _MALFORMED as exc:
                     raise CardError("The card of %s is malformed (%s: %s)." % (
-                        card_url or "the client", type(exc).__name__, exc)) from exc
+                        card_url or "given", type(exc).__name__, exc)) from exc
             return self._card, self._protocol
 
-    def _take_card(self, card: JSONObject, card_url: Optional[str]) -> None:
+    def _take_card(self, card: JSONObject,
+                   card_url: Optional[str]) -> Tuple[JSONObject, Any]:
         if self.verify_card:
             from .signing import verify_card
             verify_card(card, self.card_keys, self.http, card_url)
@@ -162,11 +163,12 @@ class Client:
         self._check_origin(protocol.interface.url, "its interface")
         token_url_given = getattr(self._given_auth, "token_url", "") is not None
         auth = self._given_auth.for_card(card, self.http)
-        if not token_url_given and getattr(auth, "token_url", None):
-            self._check_origin(auth.token_url, "its token endpoint")
+        token_url = getattr(auth, "token_url", None)
+        if not token_url_given and token_url:
+            self._check_origin(token_url, "its token endpoint")
         self._auth = auth
         self._send_replayable = cards.runs_message_id_once(card)
-        self._card, self._protocol = card, protocol
+        return card, protocol
 
     def _has_credentials(self) -> bool:
         return type(self._given_auth) is not Auth or bool(self.headers)

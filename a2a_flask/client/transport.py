@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 try:
     import urllib3
@@ -180,7 +180,8 @@ class Http:
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             response.close()  # not drained: the rest is never read
             raise AnswerTooLarge(url, limit, response.status, int(declared))
-        chunks, size = [], 0
+        chunks: List[bytes] = []
+        size = 0
         while True:
             chunk = response.read(_CHUNK)
             if not chunk:

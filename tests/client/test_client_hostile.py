@@ -226,7 +226,8 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_a_malformed_task_is_a_transport_error(hostile, case):
-    server = hostile(lambda handler, method, path, body: handler.rpc(MALFORMED[case], body))
+    server = hostile(lambda handler, method, path, body: handler.rpc(
+        MALFORMED[case], body))
     agent = Client(card=server.card(), retries=0)
     with pytest.raises(TransportError) as raised:
         agent.get("t1")
@@ -239,8 +240,9 @@ def test_a_malformed_extended_card_and_rest_error_are_transport_errors(hostile):
         if path.startswith("/rest/extendedAgentCard"):
             handler.answer("200 OK", ["not", "a", "card"])
         else:  # an ErrorInfo whose reason is no string
-            handler.answer("404 Not Found", {"error": {"code": 404, "message": "no", "details": [
-                {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": [1]}]}})
+            handler.answer("404 Not Found", {"error": {
+                "code": 404, "message": "no", "details": [{
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": [1]}]}})
 
     server = hostile(behave)
     card = {"name": "hostile", "supportedInterfaces": [
@@ -300,7 +302,8 @@ def test_the_key_is_never_sent_to_an_origin_the_card_names(hostile):
 
 def test_a_caller_without_credentials_may_call_another_origin(hostile):
     other = hostile(lambda handler, method, path, body: handler.rpc(TASK, body))
-    home = hostile(lambda handler, method, path, body: handler.answer("200 OK", other.card()))
+    home = hostile(lambda handler, method, path, body: handler.answer(
+        "200 OK", other.card()))
     assert Client(home.url).get("t1").state == "completed"
     assert credentials_seen(other) == []
 
