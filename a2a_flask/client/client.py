@@ -81,12 +81,12 @@ class Client:
     ``wait`` polls by default). ``max_answer_bytes``: the largest answer
     body read (``AnswerTooLarge`` past it). ``allow_origins``: origins
     (``"https://host[:port]"``) besides the card's own that may receive
-    the credentials (and ``headers``); a card naming another is refused. ``retries``: how
-    many times a safe request is sent again, after ``backoff`` doubling up
-    to ``max_backoff`` (with jitter). ``tracing``: send W3C ``traceparent``
-    (None: when OpenTelemetry is installed and a span is current; True:
-    also a new trace per call without it). ``headers``: sent with every
-    request.
+    the credentials (and ``headers``); a card naming another is refused.
+    ``retries``: how many times a safe request is sent again, after
+    ``backoff`` doubling up to ``max_backoff`` (with jitter). ``tracing``:
+    send W3C ``traceparent`` (None: when OpenTelemetry is installed and a
+    span is current; True: also a new trace per call without it).
+    ``headers``: sent with every request.
     """
 
     def __init__(self, url: Optional[str] = None, *, card: Optional[JSONObject] = None,
@@ -112,6 +112,9 @@ class Client:
         #: (the caller's own choice of where to call).
         self._home: Optional[Origin] = origin(url) if url else None
         self._given_auth = auth_from(key, token, basic, auth)
+        #: A token endpoint the caller named is trusted; one the card names
+        #: is checked like any other origin.
+        self._token_url_given = getattr(self._given_auth, "token_url", "") is not None
         self._auth: Auth = self._given_auth
         self.version, self.binding = version, binding
         self.verify_card = verify_card or card_keys is not None
@@ -161,11 +164,16 @@ class Client:
         protocol = protocols.for_interface(cards.choose(
             card, self.version, self.binding, signed_only=self.verify_card))
         self._check_origin(protocol.interface.url, "its interface")
-        token_url_given = getattr(self._given_auth, "token_url", "") is not None
         auth = self._given_auth.for_card(card, self.http)
         token_url = getattr(auth, "token_url", None)
-        if not token_url_given and token_url:
-            self._check_origin(token_url, "its token endpoint")
+        if not self._token_url_given and token_url:
+            try:
+                self._check_origin(token_url, "its token endpoint")
+            except CardError:
+                # for_card kept it on the caller's Auth: dropped, so that no
+                # later call (nor a card fetch's retry) sends the secret there.
+                auth.token_url = None  # type: ignore[attr-defined]
+                raise
         self._auth = auth
         self._send_replayable = cards.runs_message_id_once(card)
         return card, protocol

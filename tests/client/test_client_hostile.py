@@ -315,7 +315,8 @@ def test_the_client_secret_is_never_sent_to_a_token_endpoint_on_another_origin(h
         "200 OK", home.card(securitySchemes={"oauth": {"oauth2SecurityScheme": {
             "flows": {"clientCredentials": {"tokenUrl": other.url + "/token"}}}}})))
     agent = Client(home.url, auth=ClientCredentials("client", KEY))
-    with pytest.raises(CardError) as raised:
-        agent.get("t1")
-    assert "token endpoint" in str(raised.value)
+    for _ in range(2):  # the card is read again on the next call: still refused
+        with pytest.raises(CardError) as raised:
+            agent.get("t1")
+        assert "token endpoint" in str(raised.value)
     assert other.seen == []
