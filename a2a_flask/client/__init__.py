@@ -15,10 +15,10 @@ test client of ``a2a_flask.testing`` shares them.
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
-    A2ACallError, AmbiguousOutcome, AuthenticationError, CardError, ClientError,
-    ContentTypeNotSupportedError, InvalidParamsError, TaskNotCancelableError,
-    TaskNotFoundError, TransportError, UnsupportedOperationError,
-    VersionNotSupportedError, WaitTimeout,
+    A2ACallError, AmbiguousOutcome, AnswerTooLarge, AuthenticationError,
+    CardError, ClientError, ContentTypeNotSupportedError, InvalidParamsError,
+    TaskNotCancelableError, TaskNotFoundError, TransportError,
+    UnsupportedOperationError, VersionNotSupportedError, WaitTimeout,
 )
 from .shapes import Artifact, Message, Task, TaskPage
 
@@ -32,8 +32,8 @@ _LAZY = {"Client": "client", "Auth": "auth", "ApiKey": "auth", "Bearer": "auth",
          "MESSAGE_ID_ONCE": "cards"}
 
 __all__ = sorted(list(_LAZY) + [
-    "A2ACallError", "AmbiguousOutcome", "Artifact", "AuthenticationError",
-    "CardError", "ClientError", "ContentTypeNotSupportedError",
+    "A2ACallError", "AmbiguousOutcome", "AnswerTooLarge", "Artifact",
+    "AuthenticationError", "CardError", "ClientError", "ContentTypeNotSupportedError",
     "InvalidParamsError", "Message", "Task", "TaskNotCancelableError",
     "TaskNotFoundError", "TaskPage", "TransportError",
     "UnsupportedOperationError", "VersionNotSupportedError", "WaitTimeout"])

@@ -60,6 +60,10 @@ def major_minor(version: Any) -> str:
     return ".".join(str(version or "").strip().split(".")[:2])
 
 
+def _is_url(value: Any) -> bool:
+    return isinstance(value, str) and value.lower().startswith(("http://", "https://"))
+
+
 def interfaces(card: JSONObject, signed_only: bool = False) -> List[Interface]:
     """Every interface the card lists, in its order of preference: 1.0
     ``supportedInterfaces``, then 0.3 ``url``/``preferredTransport`` and
@@ -67,18 +71,18 @@ def interfaces(card: JSONObject, signed_only: bool = False) -> List[Interface]:
     card's signature does not cover (``signed_only``: not those)."""
     found: List[Interface] = []
     for item in card.get("supportedInterfaces") or ():
-        if isinstance(item, dict) and item.get("url"):
+        if isinstance(item, dict) and _is_url(item.get("url")):
             found.append(Interface(major_minor(item.get("protocolVersion") or "1.0"),
                                    str(item.get("protocolBinding", "")).upper(),
                                    item["url"], item.get("tenant") or None))
     version = major_minor(card.get("protocolVersion") or "0.3")
     if signed_only:
         return found
-    if card.get("url"):
+    if _is_url(card.get("url")):
         found.append(Interface(version, str(card.get("preferredTransport")
                                              or "JSONRPC").upper(), card["url"]))
     for item in card.get("additionalInterfaces") or ():
-        if isinstance(item, dict) and item.get("url"):
+        if isinstance(item, dict) and _is_url(item.get("url")):
             found.append(Interface(version, str(item.get("transport", "")).upper(),
                                    item["url"]))
     unique: List[Interface] = []

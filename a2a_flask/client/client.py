@@ -11,15 +11,26 @@ the first interface of the card it speaks, and retries what is safe:
   unknown raises ``AmbiguousOutcome`` carrying its ``messageId``;
 - HTTP 429, after its ``Retry-After``.
 
+What the far side can make it do is bounded: ``timeout`` is the whole
+call (connect to last byte, retries included), an answer over
+``max_answer_bytes`` is dropped unread (``AnswerTooLarge``), an answer that
+is not A2A (bad JSON, any depth of nesting, wrong shapes) raises
+``TransportError``, and credentials go only to the origin the card came
+from (or one the caller allows): a card naming another is refused
+(``CardError``) rather than called without them, so that nothing of the
+caller's reaches an origin it did not choose.
+
 One client holds one connection pool and no other shared state than its
 card and credentials (each behind a lock): share it between threads.
 """
 
+import math
 import random
 import secrets
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+import urllib.parse
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import cards, protocols, shapes
 from .auth import Auth, auth_from
@@ -28,11 +39,27 @@ from .errors import (
 )
 from .protocols import Call, SendOptions
 from .shapes import Message, Task, TaskPage
-from .transport import Answer, Http, Lost, NotSent
+from .transport import MAX_ANSWER_BYTES, Answer, Http, Lost, NotSent
 
 JSONObject = Dict[str, Any]
 #: Reads and cancels: sending them again changes nothing.
 _REPLAYABLE = frozenset({"get", "list", "cancel", "extended_card"})
+#: What a far side's malformed answer or card makes the readers raise.
+_MALFORMED = (AttributeError, KeyError, TypeError, ValueError, RecursionError)
+Origin = Tuple[str, str, int]
+
+
+def origin(url: str) -> Origin:
+    """(scheme, host, port) of ``url``, the port filled in, as a browser
+    compares origins."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return (scheme, (parts.hostname or "").lower(),
+            port or {"http": 80, "https": 443}.get(scheme, 0))
 
 
 class Client:
@@ -49,13 +76,17 @@ class Client:
     ``card_keys``: the trusted public keys (a JWKS dict, or ``{kid: key}``),
     else the keys of the signature's ``jku`` on the card's own host.
 
-    Timeouts in seconds: ``connect_timeout``, ``timeout`` (each read),
-    ``wait_timeout`` (how long ``wait`` polls by default). ``retries``: how
-    many times a safe request is sent again, after ``backoff`` doubling up
-    to ``max_backoff`` (with jitter). ``tracing``: send W3C ``traceparent``
-    (None: when OpenTelemetry is installed and a span is current; True:
-    also a new trace per call without it). ``headers``: sent with every
-    request.
+    Timeouts in seconds: ``connect_timeout``, ``timeout`` (a whole call,
+    connect to last byte, its retries included), ``wait_timeout`` (how long
+    ``wait`` polls by default). ``max_answer_bytes``: the largest answer
+    body read (``AnswerTooLarge`` past it). ``allow_origins``: origins
+    (``"https://host[:port]"``) besides the card's own that may receive
+    the credentials (and ``headers``); a card naming another is refused.
+    ``retries``: how many times a safe request is sent again, after
+    ``backoff`` doubling up to ``max_backoff`` (with jitter). ``tracing``:
+    send W3C ``traceparent`` (None: when OpenTelemetry is installed and a
+    span is current; True: also a new trace per call without it).
+    ``headers``: sent with every request.
     """
 
     def __init__(self, url: Optional[str] = None, *, card: Optional[JSONObject] = None,
@@ -68,12 +99,22 @@ class Client:
                  backoff: float = 0.25, max_backoff: float = 5.0,
                  tracing: Optional[bool] = None,
                  headers: Optional[Dict[str, str]] = None, verify_tls: bool = True,
-                 ca_certs: Optional[str] = None, pool_size: int = 10) -> None:
+                 ca_certs: Optional[str] = None, pool_size: int = 10,
+                 max_answer_bytes: int = MAX_ANSWER_BYTES,
+                 allow_origins: Optional[Iterable[str]] = None) -> None:
         if url is None and card is None:
             raise ValueError("give the agent's url or its card")
         self.url = url
-        self.http = Http(connect_timeout, timeout, verify_tls, ca_certs, pool_size)
+        self.http = Http(connect_timeout, timeout, verify_tls, ca_certs, pool_size,
+                         max_answer_bytes)
+        self.allow_origins = frozenset(origin(o) for o in allow_origins or ())
+        #: The origin the card came from; None: a card given without a URL
+        #: (the caller's own choice of where to call).
+        self._home: Optional[Origin] = origin(url) if url else None
         self._given_auth = auth_from(key, token, basic, auth)
+        #: A token endpoint the caller named is trusted; one the card names
+        #: is checked like any other origin.
+        self._token_url_given = getattr(self._given_auth, "token_url", "") is not None
         self._auth: Auth = self._given_auth
         self.version, self.binding = version, binding
         self.verify_card = verify_card or card_keys is not None
@@ -100,46 +141,88 @@ class Client:
         """The interface this client calls (version, binding, URL)."""
         return self._ready()[1].interface
 
-    def _ready(self) -> Tuple[JSONObject, Any]:
+    def _ready(self, deadline: Optional[float] = None) -> Tuple[JSONObject, Any]:
         with self._lock:
             if self._card is None:
+                if deadline is None:
+                    deadline = self.http.deadline()
                 card, card_url = self._given_card, self.url
                 if card is None:
-                    card, card_url = self._fetch_card()
-                if self.verify_card:
-                    from .signing import verify_card
-                    verify_card(card, self.card_keys, self.http, card_url)
-                protocol = protocols.for_interface(cards.choose(
-                    card, self.version, self.binding, signed_only=self.verify_card))
-                self._auth = self._given_auth.for_card(card, self.http)
-                self._send_replayable = cards.runs_message_id_once(card)
-                self._card, self._protocol = card, protocol
+                    card, card_url = self._fetch_card(deadline)
+                try:
+                    self._card, self._protocol = self._take_card(card, card_url)
+                except _MALFORMED as exc:
+                    raise CardError("The card of %s is malformed (%s: %s)." % (
+                        card_url or "given", type(exc).__name__, exc)) from exc
             return self._card, self._protocol
 
-    def _fetch_card(self) -> Tuple[JSONObject, str]:
+    def _take_card(self, card: JSONObject,
+                   card_url: Optional[str]) -> Tuple[JSONObject, Any]:
+        if self.verify_card:
+            from .signing import verify_card
+            verify_card(card, self.card_keys, self.http, card_url)
+        protocol = protocols.for_interface(cards.choose(
+            card, self.version, self.binding, signed_only=self.verify_card))
+        self._check_origin(protocol.interface.url, "its interface")
+        auth = self._given_auth.for_card(card, self.http)
+        token_url = getattr(auth, "token_url", None)
+        if not self._token_url_given and token_url:
+            try:
+                self._check_origin(token_url, "its token endpoint")
+            except CardError:
+                # for_card kept it on the caller's Auth: dropped, so that no
+                # later call (nor a card fetch's retry) sends the secret there.
+                auth.token_url = None  # type: ignore[attr-defined]
+                raise
+        self._auth = auth
+        self._send_replayable = cards.runs_message_id_once(card)
+        return card, protocol
+
+    def _has_credentials(self) -> bool:
+        return type(self._given_auth) is not Auth or bool(self.headers)
+
+    def _check_origin(self, url: str, what: str = "the call") -> None:
+        """Refuse to send credentials to an origin other than the card's own
+        (or one the caller allowed), as a browser keeps them to their origin."""
+        if self._home is None or not self._has_credentials():
+            return
+        there = origin(url)
+        if there != self._home and there not in self.allow_origins:
+            raise CardError(
+                "The card names %s for %s, not on the origin it came from "
+                "(%s://%s:%d); the client sends its credentials only there. "
+                "Give allow_origins=[%r] to trust it." % (
+                    url, what, self._home[0], self._home[1], self._home[2],
+                    "%s://%s:%d" % there))
+
+    def _fetch_card(self, deadline: float) -> Tuple[JSONObject, str]:
         assert self.url is not None
         tried = []
         for index, card_url in enumerate(cards.card_urls(self.url)):
-            answer = self._get_card(card_url)
+            answer = self._get_card(card_url, deadline)
             body = answer.json() if answer.status == 200 else None
             tried.append("%s (HTTP %d)" % (card_url, answer.status))
             if not isinstance(body, dict) or "name" not in body:
                 continue
-            if index < len(cards.CARD_PATHS) or cards.lists_url(body, self.url):
+            try:
+                listed = cards.lists_url(body, self.url)
+            except _MALFORMED:
+                listed = False
+            if index < len(cards.CARD_PATHS) or listed:
                 return body, card_url
         raise CardError("No Agent Card for %s; tried %s." % (self.url, ", ".join(tried)))
 
-    def _get_card(self, card_url: str) -> Answer:
+    def _get_card(self, card_url: str, deadline: float) -> Answer:
         # The newest version's card: a server that serves a card per version
         # (the JS SDK's legacy switch) lists every interface in that one.
         headers = {protocols.VERSION_HEADER: "1.0"}
         answer = self._request(Call("card", "GET", card_url, headers=headers),
-                               replayable=True)
+                               replayable=True, deadline=deadline)
         if answer.status in (401, 403) and type(self._given_auth) is not Auth:
             try:  # a service whose cards need credentials (A2A_PUBLIC_CARDS off)
                 headers.update(self._given_auth.headers(self.http))
                 answer = self._request(Call("card", "GET", card_url, headers=headers),
-                                       replayable=True)
+                                       replayable=True, deadline=deadline)
             except A2ACallError:
                 pass
         return answer
@@ -168,8 +251,8 @@ class Client:
         message = shapes.user_message(text, parts, message_id, task_id, context_id,
                                       message_metadata)
         options = SendOptions(blocking, history_length, accepted_output_modes, metadata)
-        result = shapes.send_result(self._operation(
-            lambda p: p.send(message, options), message["messageId"]))
+        result = self._operation(lambda p: p.send(message, options),
+                                 shapes.send_result, message["messageId"])
         if wait and isinstance(result, Task):
             return self.wait(result, None if wait is True else float(wait))
         return result
@@ -177,7 +260,7 @@ class Client:
     def get(self, task_id: str, history_length: Optional[int] = None) -> Task:
         """The task as it stands (``history_length``: at most that many
         messages of its history)."""
-        return shapes.task(self._operation(lambda p: p.get(task_id, history_length)))
+        return self._operation(lambda p: p.get(task_id, history_length), shapes.task)
 
     def list_tasks(self, context_id: Optional[str] = None, state: Optional[str] = None,
                    page_size: Optional[int] = None, page_token: Optional[str] = None,
@@ -193,15 +276,15 @@ class Client:
                 query[name] = value
         if state is not None:
             query["status"] = shapes.convert_v10.state(state)
-        return shapes.task_page(self._operation(lambda p: p.list(query)))
+        return self._operation(lambda p: p.list(query), shapes.task_page)
 
     def cancel(self, task_id: str) -> Task:
         """Cancel the task; the canceled task."""
-        return shapes.task(self._operation(lambda p: p.cancel(task_id)))
+        return self._operation(lambda p: p.cancel(task_id), shapes.task)
 
     def extended_card(self) -> JSONObject:
         """The authenticated extended card."""
-        return self._operation(lambda p: p.extended_card())
+        return self._operation(lambda p: p.extended_card(), _card_object)
 
     def wait(self, task: Union[Task, str], timeout: Optional[float] = None,
              interval: float = 0.1, max_interval: float = 2.0) -> Task:
@@ -233,16 +316,27 @@ class Client:
 
     # -- one operation, with its retries ------------------------------------
 
-    def _operation(self, build: Callable[[Any], Call],
+    def _operation(self, build: Callable[[Any], Call], read: Callable[[Any], Any],
                    message_id: Optional[str] = None) -> Any:
-        protocol = self._ready()[1]
+        deadline = self.http.deadline()  # the whole call: card, retries, answer
+        protocol = self._ready(deadline)[1]
         call = build(protocol)
         replayable = call.operation in _REPLAYABLE or self._send_replayable
-        answer = self._request(call, replayable, message_id)
-        return protocol.result(call, answer)
+        answer = self._request(call, replayable, message_id, deadline)
+        try:
+            return read(protocol.result(call, answer))
+        except _MALFORMED as exc:
+            raise TransportError("Not an A2A answer from %s (HTTP %d; %s: %s)" % (
+                call.url, answer.status, type(exc).__name__, str(exc)[:200]),
+                answer.status) from exc
 
     def _request(self, call: Call, replayable: bool,
-                 message_id: Optional[str] = None) -> Answer:
+                 message_id: Optional[str] = None,
+                 deadline: Optional[float] = None) -> Answer:
+        if deadline is None:
+            deadline = self.http.deadline()
+        if call.operation != "card":
+            self._check_origin(call.url)
         trace = self._trace_headers()
         attempt, auth_renewed = 0, False
         while True:
@@ -252,14 +346,15 @@ class Client:
                 headers.update(self._auth.headers(self.http))
             headers.update(trace)
             try:
-                answer = self.http.request(call.method, call.url, call.body, headers)
+                answer = self.http.request(call.method, call.url, call.body, headers,
+                                           deadline)
             except NotSent as exc:
-                if self._again(attempt):
+                if self._again(attempt, deadline):
                     attempt += 1
                     continue
                 raise TransportError(str(exc)) from exc
             except Lost as exc:
-                if replayable and self._again(attempt):
+                if replayable and self._again(attempt, deadline):
                     attempt += 1
                     continue
                 if message_id is not None and not replayable:
@@ -272,11 +367,12 @@ class Client:
                     and self._auth.refused():
                 auth_renewed = True
                 continue
-            if answer.status == 429 and self._again(attempt, _retry_after(answer)):
+            if answer.status == 429 and self._again(attempt, deadline,
+                                                    _retry_after(answer)):
                 attempt += 1
                 continue
             if answer.status >= 500:
-                if replayable and self._again(attempt):
+                if replayable and self._again(attempt, deadline):
                     attempt += 1
                     continue
                 if message_id is not None and not replayable and not _a2a_error(answer):
@@ -286,14 +382,19 @@ class Client:
                         answer.status)
             return answer
 
-    def _again(self, attempt: int, delay: Optional[float] = None) -> bool:
-        """Sleep before attempt ``attempt + 1``; False when none is left."""
+    def _again(self, attempt: int, deadline: float,
+               delay: Optional[float] = None) -> bool:
+        """Sleep before attempt ``attempt + 1``; False when none is left, or
+        when the call's deadline would pass before it starts."""
         if attempt >= self.retries:
             return False
         if delay is None:
             delay = min(self.max_backoff, self.backoff * 2 ** attempt)
             delay *= random.uniform(0.5, 1.0)
-        time.sleep(min(delay, self.max_backoff * 4))
+        delay = min(delay, self.max_backoff * 4)
+        if time.monotonic() + delay >= deadline:
+            return False
+        time.sleep(delay)
         return True
 
     def _trace_headers(self) -> Dict[str, str]:
@@ -318,9 +419,17 @@ class Client:
 def _retry_after(answer: Answer) -> Optional[float]:
     value = answer.headers.get("Retry-After")
     try:
-        return max(float(value), 0.0) if value is not None else None
+        delay = float(value) if value is not None else None
     except ValueError:
         return None
+    # NaN would reach time.sleep (a ValueError): the far side chooses it.
+    return max(delay, 0.0) if delay is not None and math.isfinite(delay) else None
+
+
+def _card_object(result: Any) -> JSONObject:
+    if not isinstance(result, dict):
+        raise TypeError("the extended card is not an object")
+    return result
 
 
 def _a2a_error(answer: Answer) -> bool:

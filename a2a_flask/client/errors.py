@@ -87,6 +87,21 @@ class TransportError(ClientError):
         super().__init__(message)
 
 
+class AnswerTooLarge(TransportError):
+    """The answer's body was over the client's ``max_answer_bytes``
+    (``limit``): the client stopped reading it (``declared``: the length the
+    answer announced, when it did). Not retried: the agent would answer
+    the same; a send it carried did reach the agent."""
+
+    def __init__(self, url: str, limit: int, status: Optional[int] = None,
+                 declared: Optional[int] = None) -> None:
+        self.limit, self.declared = limit, declared
+        super().__init__("The answer from %s is over max_answer_bytes (%d bytes%s); "
+                         "it was not read." % (
+                             url, limit, "" if declared is None
+                             else ": it declares %d" % declared), status)
+
+
 class AmbiguousOutcome(TransportError):
     """A message was sent, but whether the agent ran it is unknown (a timeout,
     a dropped connection, an HTTP 5xx), and the agent does not declare that

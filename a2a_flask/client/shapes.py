@@ -25,7 +25,8 @@ _ROLES = {value: key for key, value in convert_v10.ROLES.items()}
 
 
 def _text(parts: List[JSONObject]) -> str:
-    return "\n".join(p.get("text", "") for p in parts if p.get("kind") == "text")
+    return "\n".join(p["text"] for p in parts if p.get("kind") == "text"
+                     and isinstance(p.get("text"), str))
 
 
 @dataclass
@@ -106,7 +107,24 @@ class TaskPage:
 
 # -- reading ----------------------------------------------------------------
 
+def _object(wire: Any, what: str) -> JSONObject:
+    # What the far side sent, checked before it is read: a malformed answer
+    # fails here (the client turns it into its TransportError), not later in
+    # the caller's hands.
+    if not isinstance(wire, dict):
+        raise TypeError("%s is not a JSON object" % what)
+    return wire
+
+
+def _id(wire: JSONObject, name: str, default: Optional[str] = "") -> Any:
+    value = wire.get(name, default)
+    if value is not None and not isinstance(value, str):
+        raise TypeError("%s is not a string" % name)
+    return value
+
+
 def _part(wire: JSONObject) -> JSONObject:
+    _object(wire, "a part")
     if "kind" in wire:
         return wire
     return convert_v10.stored_part(wire)
@@ -114,15 +132,17 @@ def _part(wire: JSONObject) -> JSONObject:
 
 def message(wire: JSONObject) -> Message:
     """A Message of either version."""
+    _object(wire, "a message")
     return Message(
-        message_id=wire.get("messageId", ""),
+        message_id=_id(wire, "messageId"),
         role=_ROLES.get(wire.get("role"), wire.get("role", "")),
         parts=[_part(p) for p in wire.get("parts") or ()],
-        task_id=wire.get("taskId"), context_id=wire.get("contextId"),
+        task_id=_id(wire, "taskId", None), context_id=_id(wire, "contextId", None),
         metadata=wire.get("metadata") or {}, raw=wire)
 
 
 def artifact(wire: JSONObject) -> Artifact:
+    _object(wire, "an artifact")
     return Artifact(artifact_id=wire.get("artifactId", ""),
                     parts=[_part(p) for p in wire.get("parts") or ()],
                     name=wire.get("name"), description=wire.get("description"),
@@ -131,13 +151,14 @@ def artifact(wire: JSONObject) -> Artifact:
 
 def task(wire: JSONObject) -> Task:
     """A Task of either version."""
-    status = wire.get("status") or {}
+    _object(wire, "a task")
+    status = _object(wire.get("status") or {}, "a task's status")
     state = status.get("state", "unknown")
     state = convert_v10.STORED_STATES.get(state, state)
     if state == "TASK_STATE_UNSPECIFIED":
         state = "unknown"
     return Task(
-        id=wire.get("id", ""), context_id=wire.get("contextId", ""), state=state,
+        id=_id(wire, "id"), context_id=_id(wire, "contextId"), state=state,
         status_message=message(status["message"]) if status.get("message") else None,
         timestamp=status.get("timestamp"),
         artifacts=[artifact(a) for a in wire.get("artifacts") or ()],
@@ -148,6 +169,7 @@ def task(wire: JSONObject) -> Task:
 def send_result(result: JSONObject) -> Union[Task, Message]:
     """What ``message/send`` / ``SendMessage`` answered: a Task or a Message
     (0.3: the object itself, with ``kind``; 1.0: ``{"task"}``/``{"message"}``)."""
+    _object(result, "the answer to a send")
     if "task" in result and isinstance(result["task"], dict):
         return task(result["task"])
     if "message" in result and isinstance(result["message"], dict):
@@ -158,6 +180,7 @@ def send_result(result: JSONObject) -> Union[Task, Message]:
 
 
 def task_page(result: JSONObject) -> TaskPage:
+    _object(result, "a page of tasks")
     return TaskPage(tasks=[task(t) for t in result.get("tasks") or ()],
                     next_page_token=result.get("nextPageToken") or "",
                     total_size=result.get("totalSize"))
