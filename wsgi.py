@@ -4,7 +4,7 @@ becomes a setting (docs/reference/settings.md); the demo's default agent is ``ch
 from flask import Flask
 
 from a2a_flask import A2A, config_from_env
-from a2a_flask.demo import register_demo_agents
+from a2a_flask.demo import add_index, register_demo_agents
 
 app = Flask(__name__)
 app.config["A2A_DEFAULT_AGENT"] = "chat"
@@ -12,3 +12,4 @@ app.config["A2A_TRY_PAGE"] = True  # open /api/v1/agents/echo/ in a browser
 app.config.update(config_from_env())
 a2a = A2A(app)
 register_demo_agents(a2a)
+add_index(app)  # / lists the agents and their URLs

@@ -74,6 +74,12 @@ def agent_path(settings, name, at_root=False):
     return "%s/%s/a2a" % (agents_tree(settings), name)
 
 
+def agent_base_path(settings, name):
+    """The path of the URL to give a client for agent ``name`` (clients
+    resolve it to the card; a browser gets the try page there)."""
+    return "%s/%s/" % (agents_tree(settings), name)
+
+
 def card_path(settings, name):
     return "%s/%s%s" % (agents_tree(settings), name, CARD_PATHS[0])
 

@@ -144,7 +144,12 @@ def authenticate(app_state, request, use_remembered_key=False):
 def _from_authorization(app_state, request, authorization, use_remembered_key):
     scheme, _, credentials = authorization.partition(" ")
     scheme, credentials = scheme.lower(), credentials.strip()
-    if scheme == "bearer" and credentials:
+    if scheme == "bearer" and not credentials:
+        # Most often a shell variable that was meant to hold a key and is empty.
+        raise errors.UnauthenticatedError(
+            "The Authorization header's Bearer token is empty: send an API key "
+            "after \"Bearer \".")
+    if scheme == "bearer":
         if app_state.tokens is not None and looks_like_jwt(credentials):
             caller = _token_caller(app_state, credentials)
             if caller is not None:

@@ -7,9 +7,10 @@ scripts and the ``flask a2a call`` command.
         task = agent.send("hello", wait=True)
         print(task.state, task.text)
 
-Needs the ``client`` extra (urllib3): ``pip install 'a2a_flask[client]'``.
-The results (``shapes``) and errors (``errors``) need nothing more; the
-test client of ``a2a_flask.testing`` shares them.
+Its HTTP is urllib3's with the ``client`` extra, else the standard
+library's (``stdlib_transport``). From a terminal: ``python -m
+a2a_flask.client URL TEXT`` (``terminal``). The results (``shapes``) and
+errors (``errors``) are shared by the test client of ``a2a_flask.testing``.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -40,8 +41,8 @@ __all__ = sorted(list(_LAZY) + [
 
 
 def __getattr__(name: str) -> Any:
-    # Imported on first use: the shapes and errors above need no urllib3
-    # (a2a_flask.testing uses them without the client extra).
+    # Imported on first use: a2a_flask.testing uses the shapes and errors
+    # above without loading any transport.
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -200,17 +200,21 @@ class Client:
         tried = []
         for index, card_url in enumerate(cards.card_urls(self.url)):
             answer = self._get_card(card_url, deadline)
-            body = answer.json() if answer.status == 200 else None
-            tried.append("%s (HTTP %d)" % (card_url, answer.status))
-            if not isinstance(body, dict) or "name" not in body:
-                continue
-            try:
-                listed = cards.lists_url(body, self.url)
-            except _MALFORMED:
-                listed = False
-            if index < len(cards.CARD_PATHS) or listed:
+            body = answer.json()
+            if answer.status != 200:
+                why = _said(body)
+            elif not isinstance(body, dict):
+                why = "not JSON" if body is None else "not a JSON object"
+            elif "name" not in body:
+                why = "not an Agent Card: no name"
+            elif index < len(cards.CARD_PATHS) or _lists(body, self.url):
                 return body, card_url
-        raise CardError("No Agent Card for %s; tried %s." % (self.url, ", ".join(tried)))
+            else:  # a card further up, e.g. the host's default agent's
+                why = "the card of %s, which does not list %s" % (
+                    _printable(body.get("name")), self.url)
+            tried.append("%s (HTTP %d%s)" % (card_url, answer.status,
+                                             ": " + why if why else ""))
+        raise CardError("No Agent Card for %s; tried %s." % (self.url, "; ".join(tried)))
 
     def _get_card(self, card_url: str, deadline: float) -> Answer:
         # The newest version's card: a server that serves a card per version
@@ -430,6 +434,31 @@ def _card_object(result: Any) -> JSONObject:
     if not isinstance(result, dict):
         raise TypeError("the extended card is not an object")
     return result
+
+
+def _printable(value: Any, most: int = 160) -> str:
+    """A server's text, fit for an error message on a terminal: no control
+    characters (escape sequences), not too long."""
+    text = "".join(c if c.isprintable() else " " for c in str(value))
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def _lists(card: JSONObject, url: str) -> bool:
+    """Whether ``card`` lists ``url`` among its interfaces; a malformed card
+    lists nothing."""
+    try:
+        return bool(cards.lists_url(card, url))
+    except _MALFORMED:
+        return False
+
+
+def _said(body: Any) -> str:
+    """The sentence of an error answer (a bare error object, a JSON-RPC or
+    HTTP+JSON error), or ""."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    message = body.get("message") if isinstance(body, dict) else None
+    return _printable(message) if isinstance(message, str) and message else ""
 
 
 def _a2a_error(answer: Answer) -> bool:

@@ -29,9 +29,11 @@ try:
     )
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError("a2a_flask.client needs urllib3: pip install "
-                      "'a2a_flask[client]'") from exc
+except ImportError:  # the extra is missing: stdlib_transport's Http, below
+    urllib3 = None  # type: ignore[assignment]
+    # Stand-ins, so that the classes below are defined (and never used).
+    HTTPConnection = HTTPSConnection = object  # type: ignore[assignment,misc]
+    HTTPConnectionPool = HTTPSConnectionPool = object  # type: ignore[assignment,misc]
 
 from .errors import AnswerTooLarge
 
@@ -202,3 +204,8 @@ def _sorted(exc: BaseException, url: str) -> Exception:
     if isinstance(exc, (ReadTimeoutError, ProtocolError)):
         return Lost("no answer from %s: %s" % (url, exc))
     return Lost("%s: %s" % (url, exc))
+
+
+if urllib3 is None:
+    # Imported last: it takes the names above from this module.
+    from .stdlib_transport import Http  # type: ignore[assignment,misc] # noqa: F811,E402

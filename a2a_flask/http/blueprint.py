@@ -11,7 +11,7 @@ from flask import Blueprint, request
 from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
-from . import discovery, try_page
+from . import discovery
 from .headers import add_headers
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
@@ -70,9 +70,9 @@ def make_blueprint(settings):
                         discovery.card, methods=["GET"])
     bp.add_url_rule(urls.agents_tree(settings) + urls.CARD_PATHS[0],
                     "agentless_card", discovery.agentless_card, methods=["GET"])
-    if settings.try_page:
-        bp.add_url_rule(urls.agent_rule(settings) + "/", "try_page", try_page.view,
-                        methods=["GET"])
+    # The URL a client is given: the try page, or where the card is.
+    bp.add_url_rule(urls.agent_rule(settings) + "/", "agent_base",
+                    discovery.agent_base, methods=["GET"])
     bp.add_url_rule(urls.agents_tree(settings), "agent_list", discovery.agent_list,
                     methods=["GET"])
     bp.add_url_rule(urls.health_path(settings), "health", discovery.health,
@@ -108,6 +108,8 @@ def make_blueprint(settings):
     _add_rest_routes(bp, settings)
     add_fallbacks(bp, urls.owned_paths(settings),
                   rest=lambda path: urls.is_rest_path(settings, path),
-                  rest_error=rest.rest_error)
+                  rest_error=rest.rest_error,
+                  method_hints={"rpc": discovery.rpc_method_hint,
+                                "default_rpc": discovery.rpc_method_hint})
     add_headers(bp)
     return bp

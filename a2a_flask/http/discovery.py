@@ -5,6 +5,7 @@ failure is HTTP 503 with the storage's own sentence."""
 import logging
 
 from flask import request
+from werkzeug.exceptions import NotFound, SecurityError
 
 from .. import errors, urls
 from ..auth.callers import authenticate, authorize
@@ -12,6 +13,7 @@ from ..protocol.card_http import asked_form, card_response
 from ..protocol.cards import agent_card, base_url
 from ..protocol.jsonrpc import error_response, json_response
 from .pipeline import current_app_state, storage_error
+from .try_page import page_response, wants_page
 
 log = logging.getLogger("a2a_flask")
 
@@ -52,6 +54,49 @@ def agentless_card():
         "trailing slash, %s/<name>/ (its card is at %s)." % (
             urls.agents_tree(settings), urls.card_path(settings, "<name>"))),
         bare=True)
+
+
+def _absolute(settings, path):
+    """``path`` as the URL callers reach; the path alone where the request's
+    Host is not trusted (a hint is no reason to refuse)."""
+    try:
+        return base_url(settings) + path
+    except SecurityError:
+        return path
+
+
+def rpc_method_hint(name=None):
+    """The 405 of a JSON-RPC endpoint asked with another method than POST
+    (most often a browser or curl given the endpoint): what to do instead."""
+    settings = current_app_state().settings
+    card = (urls.card_path(settings, name) if name is not None
+            else urls.CARD_PATHS[0])
+    return ("This is an A2A JSON-RPC endpoint: POST a JSON-RPC request to it "
+            "(Content-Type: application/json). The agent's card is at %s."
+            % _absolute(settings, card))
+
+
+def agent_base(name):
+    """``GET PREFIX/agents/<name>/``, the URL to give a client: the try page
+    for a browser (A2A_TRY_PAGE), else a 404 telling where the card and the
+    endpoint are. Where cards are public, only a reachable agent is
+    answered so; where they are not, every name is (the answer says nothing
+    of the agent)."""
+    app_state = current_app_state()
+    settings = app_state.settings
+    if settings.public_cards:
+        try:
+            app_state.reachable_agent(name)
+        except errors.AgentNotFoundError:
+            raise NotFound() from None
+    if settings.try_page and wants_page():
+        return page_response()
+    raise NotFound(
+        "This is the URL of agent %s to give an A2A client, which reads the "
+        "agent's card at %s (and calls it at %s). GET the card, or call the "
+        "agent with a client." % (
+            name, _absolute(settings, urls.card_path(settings, name)),
+            _absolute(settings, urls.agent_path(settings, name))))
 
 
 def jwks():

@@ -35,20 +35,23 @@ def http_error_response(exc):
 
 
 def _allowed_methods(own_endpoint):
-    """The methods some other route takes at this request's path."""
+    """The methods some other route takes at this request's path, and those
+    routes as {endpoint: its path's arguments}."""
     adapter = current_app.create_url_adapter(request)
     candidates = set()
     for rule in current_app.url_map.iter_rules():
         candidates.update(rule.methods or ())
     allowed = set()
+    routes = {}
     for method in candidates:
         try:
-            rule, _ = adapter.match(method=method, return_rule=True)
+            rule, values = adapter.match(method=method, return_rule=True)
         except HTTPException:  # no route, or a redirect: not this method
             continue
         if rule.endpoint != own_endpoint:
             allowed.add(method)
-    return sorted(allowed)
+            routes[rule.endpoint] = values
+    return sorted(allowed), routes
 
 
 def _unexpected(exc):
@@ -56,12 +59,15 @@ def _unexpected(exc):
     return error_response(errors.service_failed(http_status=500), bare=True)
 
 
-def add_fallbacks(bp, paths, rest=None, rest_error=None):
+def add_fallbacks(bp, paths, rest=None, rest_error=None, method_hints=None):
     """Catch-all routes at ``paths`` and the blueprint's error handlers.
 
     ``rest(path)`` tells the paths of an HTTP+JSON interface, whose errors
-    are ``rest_error(status, message)`` bodies instead.
+    are ``rest_error(status, message)`` bodies instead. ``method_hints``
+    maps an endpoint of the blueprint (its name without the blueprint's) to
+    ``hint(**path_arguments)``: the description of a 405 at its path.
     """
+    method_hints = method_hints or {}
 
     def http_error(exc):
         response = http_error_response(exc)
@@ -76,9 +82,17 @@ def add_fallbacks(bp, paths, rest=None, rest_error=None):
         endpoint = "%s.%s" % (registered_name(setup_state), UNROUTED)
 
         def unrouted(**_):
-            allowed = _allowed_methods(endpoint)
-            return http_error(
-                MethodNotAllowed(valid_methods=allowed) if allowed else NotFound())
+            allowed, routes = _allowed_methods(endpoint)
+            if not allowed:
+                return http_error(NotFound())
+            description = None
+            for route, values in routes.items():
+                hint = method_hints.get(route.rpartition(".")[2])
+                if hint is not None:
+                    description = hint(**values)
+                    break
+            return http_error(MethodNotAllowed(valid_methods=allowed,
+                                               description=description))
 
         # Added after the blueprint's routes: at an equal path, theirs match
         # first. methods=None takes every method, which Flask's add_url_rule

@@ -1,6 +1,7 @@
 """The try page (``A2A_TRY_PAGE``): ``GET PREFIX/agents/<name>/`` asked for
-by a browser answers one self-contained page to try the agent, its card, a
-message form, the answer and the caller's recent tasks (docs/try-page.md).
+by a browser answers (``discovery.agent_base``) one self-contained page to
+try the agent, its card, a message form, the answer and the caller's recent
+tasks (docs/try-page.md).
 
 The page is static: its HTML and script are package data, the same for
 every agent, and everything it shows comes from the agent's own routes
@@ -18,10 +19,6 @@ import re
 from functools import lru_cache
 
 from flask import Response, request
-from werkzeug.exceptions import NotFound
-
-from .. import errors
-from .pipeline import current_app_state
 
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
 
@@ -77,18 +74,3 @@ def page_response():
     response.headers["Vary"] = "Accept"
     return response
 
-
-def view(name):
-    """``GET PREFIX/agents/<name>/``: the page for a browser; anything else
-    is answered as an unrouted path (the JSON 404). Where cards are public,
-    only a reachable agent has a page; where they are not, every name has
-    the same one (the page says nothing by itself)."""
-    if not wants_page():
-        raise NotFound()
-    app_state = current_app_state()
-    if app_state.settings.public_cards:
-        try:
-            app_state.reachable_agent(name)
-        except errors.AgentNotFoundError:
-            raise NotFound() from None
-    return page_response()

@@ -219,6 +219,17 @@ def test_every_kind_of_missing_or_wrong_credentials_is_401(svc):
                             headers))
 
 
+@pytest.mark.parametrize("authorization", ["Bearer ", "Bearer", "bearer   "])
+def test_an_empty_bearer_token_is_named_as_empty(svc, authorization):
+    # What a shell sends when $KEY is empty: the scheme was right, the key
+    # missing, and the answer says so instead of naming the scheme.
+    response = svc.post(ECHO, send(), {"Authorization": authorization})
+    assert_401(response)
+    assert response.get_json()["message"] == (
+        'The Authorization header\'s Bearer token is empty: send an API key '
+        'after "Bearer ".')
+
+
 @pytest.mark.parametrize("path", [
     "/api/v1/agents/nope/a2a",      # no such agent
     "/api/v1/agents/off/a2a",       # switched off by configuration

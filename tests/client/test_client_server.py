@@ -9,6 +9,7 @@ token endpoint whose tokens the service takes.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -20,6 +21,8 @@ from a2a_flask.client import (
     ClientCredentials, TaskNotCancelableError, TaskNotFoundError, TransportError,
     UnsupportedOperationError, WaitTimeout,
 )
+from a2a_flask.client import client as client_module
+from a2a_flask.client import stdlib_transport
 from a2a_flask.client.cards import MESSAGE_ID_ONCE
 from dropping_proxy import DroppingProxy
 from serving import REPO_DIR, VENV_BIN, GunicornServer, WorkerProcess
@@ -51,6 +54,15 @@ def service(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(params=["urllib3", "stdlib"])
+def transport(request, monkeypatch):
+    """Each test using it runs on both transports: urllib3's (the ``client``
+    extra) and the standard library's, which a plain install uses."""
+    if request.param == "stdlib":
+        monkeypatch.setattr(client_module, "Http", stdlib_transport.Http)
+    return request.param
+
+
 def agent_url(service, name="echo"):
     return "%s/api/v1/agents/%s" % (service.url, name)
 
@@ -65,7 +77,7 @@ def runs(ledger, task_id):
 @pytest.mark.parametrize("form", [
     "{base}", "{base}/", "{base}/a2a", "{base}/rest",
     "{base}/.well-known/agent-card.json", "{base}/.well-known/agent.json"])
-def test_every_url_form_finds_the_agent(service, form):
+def test_every_url_form_finds_the_agent(service, transport, form):
     with Client(form.format(base=agent_url(service)), key=service.key) as agent:
         assert agent.card["name"] == "echo"
         assert (agent.interface.version, agent.interface.binding) == ("1.0", "JSONRPC")
@@ -79,7 +91,22 @@ def test_an_unknown_agents_endpoint_is_not_the_default_agent(service):
     # it does not list .../agents/nope/a2a, so it is not taken for it.
     with pytest.raises(CardError) as raised:
         Client(agent_url(service, "nope") + "/a2a", key=service.key).card
-    assert "agents/nope/.well-known/agent-card.json (HTTP 404)" in str(raised.value)
+    nope, root = agent_url(service, "nope"), service.url
+    assert str(raised.value).split("; ") == (
+        "No Agent Card for {nope}/a2a; tried "
+        "{nope}/a2a/.well-known/agent-card.json (HTTP 404: No agent named 'nope' can "
+        "be talked to here.); "
+        "{nope}/a2a/.well-known/agent.json (HTTP 404: Not Found: The requested URL "
+        "was not found on the server. If you entered the URL manually please check "
+        "your spelling and try again.); "
+        "{nope}/.well-known/agent-card.json (HTTP 404: No agent named 'nope' can be "
+        "talked to here.); "
+        "{nope}/.well-known/agent.json (HTTP 404: No agent named 'nope' can be "
+        "talked to here.); "
+        "{root}/.well-known/agent-card.json (HTTP 200: the card of chat, which does "
+        "not list {nope}/a2a); "
+        "{root}/.well-known/agent.json (HTTP 200: the card of chat, which does not "
+        "list {nope}/a2a).".format(nope=nope, root=root)).split("; ")
 
 
 def test_the_host_root_is_the_default_agent(service):
@@ -90,7 +117,7 @@ def test_the_host_root_is_the_default_agent(service):
 
 @pytest.mark.compat
 @pytest.mark.parametrize("version,binding", INTERFACES)
-def test_operations_on_each_interface(service, version, binding):
+def test_operations_on_each_interface(service, transport, version, binding):
     agent = Client(agent_url(service, "chat"), key=service.key, version=version,
                    binding=binding)
     assert (agent.interface.version, agent.interface.binding) == (version, binding)
@@ -224,7 +251,7 @@ def test_token_url_from_the_cards_openid_connect_scheme(service):
 
 
 @pytest.mark.parametrize("version,binding", INTERFACES)
-def test_a_dropped_answer_is_retried_and_runs_the_agent_once(service, version, binding):
+def test_a_dropped_answer_is_retried_and_runs_the_agent_once(service, transport, version, binding):
     proxy = DroppingProxy(service.port)
     try:
         agent = Client("%s/api/v1/agents/counted" % proxy.url, key=service.key,
@@ -243,7 +270,7 @@ def test_a_dropped_answer_is_retried_and_runs_the_agent_once(service, version, b
         proxy.close()
 
 
-def test_without_the_extension_a_lost_send_is_the_callers_decision(service):
+def test_without_the_extension_a_lost_send_is_the_callers_decision(service, transport):
     proxy = DroppingProxy(service.port)
     try:
         card = dict(Client("%s/api/v1/agents/counted" % proxy.url,
@@ -261,7 +288,7 @@ def test_without_the_extension_a_lost_send_is_the_callers_decision(service):
         proxy.close()
 
 
-def test_reads_are_retried_anywhere(service):
+def test_reads_are_retried_anywhere(service, transport):
     proxy = DroppingProxy(service.port)
     try:
         card = dict(Client("%s/api/v1/agents/echo" % proxy.url, key=service.key).card)
@@ -274,14 +301,14 @@ def test_reads_are_retried_anywhere(service):
         proxy.close()
 
 
-def test_unreachable(service):
+def test_unreachable(service, transport):
     agent = Client("http://127.0.0.1:1/agents/x", retries=1, backoff=0.01)
     with pytest.raises(TransportError) as raised:
         agent.send("hello")
     assert not isinstance(raised.value, AmbiguousOutcome)
 
 
-def test_one_client_many_threads(service):
+def test_one_client_many_threads(service, transport):
     agent = Client(agent_url(service), key=service.key)
     results, errors = [], []
 
@@ -377,3 +404,105 @@ def test_cards_that_need_credentials(tmp_path):
             Client(url).card
     finally:
         server.stop()
+
+
+# -- python -m a2a_flask.client: the terminal client, no app -----------------
+
+#: A sitecustomize that makes ``import urllib3`` fail, as it does after a
+#: plain ``pip install .`` (urllib3 comes with the ``client`` extra only).
+NO_URLLIB3 = '''
+import sys
+
+
+class _NoUrllib3:
+    def find_spec(self, name, path=None, target=None):
+        if name == "urllib3" or name.startswith("urllib3."):
+            raise ModuleNotFoundError("No module named %r" % name, name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoUrllib3())
+'''
+
+
+@pytest.fixture(params=["with urllib3", "without urllib3"])
+def terminal(request, tmp_path):
+    """Runs ``python -m a2a_flask.client ARGS`` from an empty folder, as a
+    newcomer would: ``terminal(*args, input=None)`` -> CompletedProcess."""
+    folder = tmp_path / "anywhere"
+    folder.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("A2A_", "FLASK_"))}
+    env["PYTHONPATH"] = REPO_DIR
+    if request.param == "without urllib3":
+        blocker = tmp_path / "no-urllib3"
+        blocker.mkdir()
+        (blocker / "sitecustomize.py").write_text(NO_URLLIB3)
+        env["PYTHONPATH"] = "%s%s%s" % (blocker, os.pathsep, REPO_DIR)
+        probe = subprocess.run(
+            [os.path.join(VENV_BIN, "python"), "-c",
+             "import a2a_flask.client.transport as t; print(t.Http.__module__); "
+             "import urllib3"], env=env, cwd=str(folder), capture_output=True,
+            text=True)
+        assert probe.stdout == "a2a_flask.client.stdlib_transport\n", probe
+        assert "No module named 'urllib3'" in probe.stderr, probe
+
+    def run(*args, input=None):
+        return subprocess.run(
+            [os.path.join(VENV_BIN, "python"), "-m", "a2a_flask.client"] + list(args),
+            env=env, cwd=str(folder), input=input, capture_output=True, text=True,
+            timeout=60)
+
+    return run
+
+
+def test_python_m_client_prints_the_state_and_reply(service, terminal):
+    url = agent_url(service, "chat")
+    out = terminal(url, "hello", "--key-stdin", input=service.key + "\n")
+    assert (out.returncode, out.stderr) == (0, ""), out
+    first, reply = out.stdout.splitlines()
+    state, task_word, task_id, context_word, context_id = first.split()
+    assert (state, task_word, context_word) == ("input-required", "task", "context")
+    assert reply == "turn 1; you said: hello"
+    assert first == "input-required  task %s  context %s" % (task_id, context_id)
+    out = terminal(url, "bye", "--key", service.key, "--task-id", task_id, "--json",
+                   "--binding", "HTTP+JSON")
+    assert out.returncode == 0, out
+    task = json.loads(out.stdout)
+    assert (task["id"], task["status"]["state"]) == (task_id, "TASK_STATE_COMPLETED")
+    out = terminal(agent_url(service, "slow"), "1", "--key", service.key, "--wait",
+                   "--version", "0.3")
+    assert out.returncode == 0, out
+    assert out.stdout.splitlines()[-1] == "done after 1 s", out
+    assert out.stdout.split()[0] == "completed"
+
+
+def test_python_m_client_prints_what_flask_a2a_call_prints(service, terminal,
+                                                           make_app):
+    runner = make_app()[0].test_cli_runner()
+    url = agent_url(service)
+    by_flask = runner.invoke(args=["a2a", "call", url, "same", "--key", service.key])
+    by_python = terminal(url, "same", "--key", service.key)
+
+    def shown(text):
+        return re.sub(r"(task|ctx)_[A-Za-z0-9_-]+", r"\1_<id>", text)
+
+    assert by_flask.exit_code == by_python.returncode == 0
+    assert shown(by_python.stdout) == shown(by_flask.output) == (
+        "completed  task task_<id>  context ctx_<id>\nsame\n")
+
+
+def test_python_m_client_errors_go_to_stderr_with_status_1(service, terminal):
+    out = terminal(agent_url(service), "hello", "--key", "a2a_wrong")
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.startswith("Error: AuthenticationError: -32600 "), out
+    assert "(HTTP 401)" in out.stderr
+    out = terminal(agent_url(service, "nope") + "/a2a", "hello", "--key", service.key)
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.startswith("Error: CardError: No Agent Card for "), out
+    assert "(HTTP 200: the card of chat, which does not list " in out.stderr
+    out = terminal("http://127.0.0.1:1/agents/x", "hello")
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.startswith("Error: TransportError: could not connect to "), out
+    out = terminal(agent_url(service), "hello", "--timeout", "-1")
+    assert out.returncode == 2 and "not a number of seconds" in out.stderr, out

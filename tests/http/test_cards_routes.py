@@ -231,6 +231,75 @@ def test_wrong_http_method_is_json_405(app, method, path, allowed):
     assert body["message"]
 
 
+@pytest.mark.parametrize("method", ["get", "put", "delete", "patch"])
+@pytest.mark.parametrize("path, card", [
+    ("/api/v1/agents/echo/a2a", "/api/v1/agents/echo" + CARD),
+    ("/api/v1/agents/echo/a2a/", "/api/v1/agents/echo" + CARD),
+    ("/a2a", CARD),  # the default agent's endpoint at the host root
+])
+def test_another_method_on_a_jsonrpc_endpoint_says_to_post_and_where_the_card_is(
+        app, method, path, card):
+    response = getattr(app.test_client(), method)(path)
+    body = assert_bare_error(response, 405)
+    assert response.headers["Allow"] == "OPTIONS, POST"
+    assert body["message"] == (
+        "Method Not Allowed: This is an A2A JSON-RPC endpoint: POST a JSON-RPC "
+        "request to it (Content-Type: application/json). The agent's card is "
+        "at http://localhost%s." % card)
+
+
+def test_the_405_hint_names_the_public_url(make_app):
+    app = make_app(A2A_PUBLIC_BASE_URL="https://a2a.example.com")[0]
+    body = assert_bare_error(app.test_client().get("/api/v1/agents/chat/a2a"), 405)
+    assert body["message"].endswith(
+        "The agent's card is at https://a2a.example.com/api/v1/agents/chat%s." % CARD)
+
+
+def test_other_405s_keep_the_generic_sentence(app):
+    body = assert_bare_error(app.test_client().post("/api/v1/agents/echo" + CARD), 405)
+    assert body["message"] == ("Method Not Allowed: The method is not allowed "
+                               "for the requested URL.")
+
+
+@pytest.mark.parametrize("try_page", [False, True])
+@pytest.mark.parametrize("accept", [None, "application/json", "*/*"])
+def test_the_agents_base_url_answers_where_its_card_is(make_app, try_page, accept):
+    app = make_app(A2A_TRY_PAGE=try_page)[0]
+    response = app.test_client().get("/api/v1/agents/echo/",
+                                     headers={"Accept": accept} if accept else {})
+    body = assert_bare_error(response, 404)
+    assert body["message"] == (
+        "Not Found: This is the URL of agent echo to give an A2A client, which "
+        "reads the agent's card at http://localhost/api/v1/agents/echo%s (and "
+        "calls it at http://localhost/api/v1/agents/echo/a2a). GET the card, or "
+        "call the agent with a client." % CARD)
+
+
+def test_a_browser_without_the_try_page_gets_the_hint_too(app):
+    response = app.test_client().get("/api/v1/agents/echo/",
+                                     headers={"Accept": "text/html"})
+    assert "card at http://localhost/api/v1/agents/echo" in (
+        assert_bare_error(response, 404)["message"])
+
+
+def test_the_base_url_of_no_agent_is_a_plain_404_where_cards_are_public(make_app):
+    app = make_app(A2A_PUBLIC_CARDS=True)[0]
+    body = assert_bare_error(app.test_client().get("/api/v1/agents/nope/"), 404)
+    assert body["message"] == ("Not Found: The requested URL was not found on "
+                               "the server. If you entered the URL manually "
+                               "please check your spelling and try again.")
+
+
+def test_where_cards_are_not_public_every_name_gets_the_same_hint(make_app):
+    # Without credentials, nothing may tell which agents exist.
+    app = make_app(A2A_PUBLIC_CARDS=False, A2A_AUTH="required")[0]
+    client = app.test_client()
+    answers = [assert_bare_error(client.get("/api/v1/agents/%s/" % name), 404)
+               ["message"].replace(name, "NAME") for name in ("echo", "nope")]
+    assert answers[0] == answers[1]
+    assert "card at http://localhost/api/v1/agents/NAME" + CARD in answers[0]
+
+
 def test_host_app_pages_are_left_alone(make_app):
     app, _ = make_app()
 
