@@ -9,6 +9,8 @@ from datetime import datetime
 
 import pytest
 
+from a2a_flask.storage.sqlite.migrations import EXPECTED_VERSION
+
 from helpers import Rpc, message, register_scripted
 from serving import assert_fails, flask_a2a
 
@@ -162,7 +164,7 @@ def test_db_check_backup_upgrade(tmp_path, make_app):
     task = rpc.send("keep me", agent="echo")
 
     checked = _ok(flask_a2a(db, "db", "check"))
-    assert "Integrity: ok" in checked and "Schema version: 7" in checked
+    assert "Integrity: ok" in checked and "Schema version: %d" % EXPECTED_VERSION in checked
 
     copy = tmp_path / "backup.sqlite3"
     backed = _ok(flask_a2a(db, "db", "backup", str(copy)))
@@ -230,9 +232,9 @@ def test_auto_migrate_off_refuses_until_db_upgrade(tmp_path, make_app):
     checked = flask_a2a(db, "db", "check", env={"A2A_AUTO_MIGRATE": "0"})
     assert checked.returncode == 1 and "db upgrade" in checked.stdout
     upgraded = _ok(flask_a2a(db, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
-    assert "from version 0 to 7" in upgraded
+    assert "from version 0 to %d" % EXPECTED_VERSION in upgraded
 
     # The same app, without a restart: serves now.
     assert app.test_client().get("/api/v1/health").get_json() == {
-        "status": "ok", "database": "ok", "schemaVersion": 7}
+        "status": "ok", "database": "ok", "schemaVersion": EXPECTED_VERSION}
     assert rpc.send("hi")["status"]["state"] == "completed"

@@ -29,6 +29,12 @@ class AdminStorage(abc.ABC):
     def expected_version(self) -> int:
         """The schema version this code writes."""
 
+    @abc.abstractmethod
+    def start_version(self) -> int:
+        """The schema version this code creates in a new database, the oldest
+        ``migrate`` upgrades: one below it (but 0, no schema) was written by a
+        pre-release a2a_flask and is refused (``errors.schema_refusal``)."""
+
     def close(self) -> None:
         """Release this thread's / process's connections (reopened on use)."""
 
