@@ -126,10 +126,9 @@ def schema_refusal(version, start_version, expected_version):
     if 0 < version < start_version:
         return SchemaError(
             "The database schema is version %d, written by a pre-release "
-            "a2a_flask; this a2a_flask starts at schema version %d and cannot "
-            "read or upgrade it. Point A2A_DATABASE at a new, empty database "
-            "(and create the API keys and users again), or keep serving this "
-            "one with the a2a_flask that wrote it." % (version, start_version))
+            "a2a_flask: this a2a_flask (schema version %d on) cannot read or "
+            "upgrade it. Point A2A_DATABASE at a new, empty database."
+            % (version, start_version))
     return None
 
 

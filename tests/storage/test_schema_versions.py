@@ -13,10 +13,9 @@ from a2a_flask.storage.sqlite import migrations as sqlite_migrations
 from helpers import message
 
 PRE_RELEASE = (
-    "The database schema is version %d, written by a pre-release a2a_flask; "
-    "this a2a_flask starts at schema version %d and cannot read or upgrade it. "
-    "Point A2A_DATABASE at a new, empty database (and create the API keys and "
-    "users again), or keep serving this one with the a2a_flask that wrote it.")
+    "The database schema is version %d, written by a pre-release a2a_flask: "
+    "this a2a_flask (schema version %d on) cannot read or upgrade it. Point "
+    "A2A_DATABASE at a new, empty database.")
 
 
 def _set_version(storage, version):
