@@ -18,7 +18,9 @@ class AdminStorage(abc.ABC):
     @abc.abstractmethod
     def migrate(self) -> None:
         """Create or upgrade the schema to ``expected_version()``; safe to call
-        from every worker and server at once (serialized inside)."""
+        from every worker and server at once (serialized inside).
+        ``SchemaError`` (``errors.schema_refusal``), nothing changed, for a
+        schema below ``start_version()`` (pre-release) or above the expected."""
 
     @abc.abstractmethod
     def schema_version(self) -> Optional[int]:
