@@ -5,6 +5,7 @@ from . import errors
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
 from .logs import RefusalBudget
+from .storage.errors import schema_refusal
 from .waits import TaskWaits
 
 
@@ -89,6 +90,9 @@ class AppState:
         if version == expected:
             self.schema_current = True
             return None
+        if 0 < version < self.storage.start_version():
+            return errors.SchemaOutdatedError(str(schema_refusal(
+                version, self.storage.start_version(), expected)))
         remedy = ("Run `flask a2a db upgrade`." if version < expected
                   else "Upgrade a2a_flask.")
         return errors.SchemaOutdatedError(

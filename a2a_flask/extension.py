@@ -145,8 +145,3 @@ class A2A:
         """
         self.hooks.token_caller = func
         return func
-
-    # The names these hooks had before 0.2, kept working.
-    session_loader = property(lambda self: self.hooks.session_caller)
-    password_checker = property(lambda self: self.hooks.password_check)
-    token_loader = property(lambda self: self.hooks.token_caller)

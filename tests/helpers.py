@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import re
-import sqlite3
 import threading
 import time
 from datetime import datetime, timezone
@@ -176,22 +175,6 @@ def add_gated_agent(a2a, answer=lambda turn: "opened " + turn.text, name="waits"
         return Reply(answer(turn))
 
     a2a.add_agent(name, waits, background=True)
-
-
-def sqlite_file_at_version(path, version):
-    """A new SQLite file at schema ``version``, as that a2a_flask wrote it
-    (its first ``version`` migrations): the open ``sqlite_utils.Database``,
-    for the test to add rows and close (``db.conn.close()``)."""
-    import sqlite_utils
-
-    from a2a_flask.storage.sqlite.migrations import MIGRATIONS
-
-    db = sqlite_utils.Database(sqlite3.connect(path, isolation_level=None))
-    db.execute("CREATE TABLE a2a_schema_version (version INTEGER NOT NULL)")
-    for step in MIGRATIONS[:version]:
-        step(db)
-    db.execute("INSERT INTO a2a_schema_version (version) VALUES (?)", (version,))
-    return db
 
 
 def task_in_state(rpc, state):

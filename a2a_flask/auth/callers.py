@@ -53,9 +53,6 @@ class Caller:
         #: which ``keys revoke`` cancels) is stored only while it is live.
         self.key_hash: Optional[str] = None
 
-    #: The name ``remembered_key`` had before 0.2.
-    unconfirmed_key = property(lambda self: self.remembered_key)
-
     def may_reach(self, agent_name: str) -> bool:
         return self.scope is None or agent_name in self.scope
 

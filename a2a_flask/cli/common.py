@@ -8,6 +8,7 @@ import click
 from flask import current_app
 
 from ..auth.credentials import CredentialError
+from ..storage.errors import SchemaError
 
 
 def app_state():
@@ -29,8 +30,10 @@ def as_click_error():
 
 
 def unreadable(storage, exc):
-    """True when ``exc`` says the database cannot be read (not a bug)."""
-    return isinstance(exc, (OSError, RuntimeError)) or storage.failure(exc) is not None
+    """True when ``exc`` says the database cannot be read or used (a schema
+    this code does not read), not a bug."""
+    return (isinstance(exc, (OSError, RuntimeError, SchemaError))
+            or storage.failure(exc) is not None)
 
 
 def echo_json(value):

@@ -10,6 +10,7 @@ import click
 from flask.cli import AppGroup
 
 from ..storage import open_storage
+from ..storage.errors import schema_refusal
 from .common import app_storage, app_state, unreadable
 
 db_cli = AppGroup("db", help="Check, back up and upgrade the database.")
@@ -33,7 +34,10 @@ def db_check():
     for problem in problems[:20]:
         click.echo("  " + problem)
     click.echo("Schema version: %d (this a2a_flask: %d)" % (version, expected))
-    if version < expected:
+    refusal = schema_refusal(version, storage.start_version(), expected)
+    if refusal is not None:
+        click.echo(str(refusal))
+    elif version < expected:
         click.echo("Run `flask a2a db upgrade`.")
     if problems or version != expected:
         raise SystemExit(1)

@@ -43,13 +43,6 @@ def delivery_fingerprint(message, task_id, context_id):
                             k == "contextId" and v in (None, context_id))})
 
 
-def retry_digests(message, task_id, context_id):
-    """The fingerprints under which a delivery of ``message`` to this task may
-    be recorded: ``delivery_fingerprint``, and the digest of the message as
-    received, which deliveries recorded live before that kept."""
-    return delivery_fingerprint(message, task_id, context_id), fingerprint(message)
-
-
 def encode_cursor(updated_at, task_id):
     """The opaque ``next_cursor`` of ``list_tasks``: the keyset (updated_at, id)."""
     text = "%s|%s" % (updated_at, task_id)

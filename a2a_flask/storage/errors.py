@@ -109,7 +109,27 @@ class UserNotFoundError(StorageError):
 
 
 class SchemaError(StorageError):
-    """The schema cannot be read or is newer than this code."""
+    """The schema cannot be read, is newer than this code, or was written by
+    a pre-release a2a_flask."""
+
+
+def schema_refusal(version, start_version, expected_version):
+    """The ``SchemaError`` for a stored schema ``version`` that ``migrate``
+    must not touch, None for one it can bring to ``expected_version`` (0: no
+    schema yet). Below ``start_version``: a pre-release a2a_flask's schema,
+    whose migrations were squashed into the starting schema before 0.1.0, so
+    no code reads it any more."""
+    if version > expected_version:
+        return SchemaError(
+            "The database schema is version %d, newer than this a2a_flask "
+            "(version %d): upgrade a2a_flask." % (version, expected_version))
+    if 0 < version < start_version:
+        return SchemaError(
+            "The database schema is version %d, written by a pre-release "
+            "a2a_flask: this a2a_flask (schema version %d on) cannot read or "
+            "upgrade it. Point A2A_DATABASE at a new, empty database."
+            % (version, start_version))
+    return None
 
 
 class UnsupportedSqliteError(StorageError):

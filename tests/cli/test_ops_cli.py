@@ -9,6 +9,9 @@ from datetime import datetime
 
 import pytest
 
+from a2a_flask.storage.base import SchemaError
+from a2a_flask.storage.sqlite.migrations import EXPECTED_VERSION
+
 from helpers import Rpc, message, register_scripted
 from serving import assert_fails, flask_a2a
 
@@ -162,7 +165,7 @@ def test_db_check_backup_upgrade(tmp_path, make_app):
     task = rpc.send("keep me", agent="echo")
 
     checked = _ok(flask_a2a(db, "db", "check"))
-    assert "Integrity: ok" in checked and "Schema version: 7" in checked
+    assert "Integrity: ok" in checked and "Schema version: %d" % EXPECTED_VERSION in checked
 
     copy = tmp_path / "backup.sqlite3"
     backed = _ok(flask_a2a(db, "db", "backup", str(copy)))
@@ -230,9 +233,50 @@ def test_auto_migrate_off_refuses_until_db_upgrade(tmp_path, make_app):
     checked = flask_a2a(db, "db", "check", env={"A2A_AUTO_MIGRATE": "0"})
     assert checked.returncode == 1 and "db upgrade" in checked.stdout
     upgraded = _ok(flask_a2a(db, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
-    assert "from version 0 to 7" in upgraded
+    assert "from version 0 to %d" % EXPECTED_VERSION in upgraded
 
     # The same app, without a restart: serves now.
     assert app.test_client().get("/api/v1/health").get_json() == {
-        "status": "ok", "database": "ok", "schemaVersion": 7}
+        "status": "ok", "database": "ok", "schemaVersion": EXPECTED_VERSION}
     assert rpc.send("hi")["status"]["state"] == "completed"
+
+
+def test_a_pre_release_file_is_refused_at_start_and_by_db_check(tmp_path, make_app):
+    """A file at a version below the squashed start (here 5): the app does
+    not start on it; with A2A_AUTO_MIGRATE=0 health, calls, ``db check``
+    and ``db upgrade`` say why; the file is left as it is."""
+    db = tmp_path / "old.sqlite3"
+    _, rpc = _app_rpc(make_app, db)
+    task = rpc.send("keep me", agent="echo")
+    with sqlite3.connect(str(db)) as conn:
+        conn.execute("UPDATE a2a_schema_version SET version = 5")
+    refusal = (
+        "The database schema is version 5, written by a pre-release a2a_flask: "
+        "this a2a_flask (schema version 8 on) cannot read or upgrade it. Point "
+        "A2A_DATABASE at a new, empty database.")
+
+    with pytest.raises(SchemaError) as refused:
+        make_app(A2A_DATABASE=str(db))
+    assert str(refused.value) == refusal
+
+    app, rpc = _app_rpc(make_app, db, A2A_AUTO_MIGRATE=False)
+    health = app.test_client().get("/api/v1/health")
+    assert (health.status_code, health.get_json()) == (503, {
+        "status": "outdated", "database": "ok", "schemaVersion": 5,
+        "message": refusal})
+    status, answer = rpc.call("message/send", {"message": message("hi")})
+    assert (status, answer["error"]["code"]) == (503, -32603)
+    assert answer["error"]["message"] == refusal
+
+    checked = flask_a2a(db, "db", "check", env={"A2A_AUTO_MIGRATE": "0"})
+    assert checked.returncode == 1, (checked.stdout, checked.stderr)
+    assert checked.stdout.splitlines()[-2:] == [
+        "Schema version: 5 (this a2a_flask: %d)" % EXPECTED_VERSION, refusal]
+    upgraded = flask_a2a(db, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"})
+    assert upgraded.returncode == 1 and "Traceback" not in upgraded.stderr
+    # The app's start warns (A2A_AUTO_MIGRATE=0), then the command refuses.
+    warned, error = upgraded.stderr.strip().splitlines()[-2:]
+    assert warned.endswith(refusal + " Calls are refused until then.")
+    assert error == "Error: " + refusal
+    assert _count(db, "SELECT version FROM a2a_schema_version") == 5
+    assert _count(db, "SELECT count(*) FROM a2a_tasks WHERE id = ?", task["id"]) == 1

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from a2a_flask.logs import formatter
+from a2a_flask.storage.sqlite.migrations import EXPECTED_VERSION
 from helpers import Rpc, metric_growth, metric_sample
 
 ACCESS = "a2a_flask.access"
@@ -28,7 +29,7 @@ def test_health_ok_without_credentials(make_app):
     assert response.status_code == 200
     assert response.mimetype == "application/json"
     assert response.get_json() == {"status": "ok", "database": "ok",
-                                   "schemaVersion": 7}
+                                   "schemaVersion": EXPECTED_VERSION}
 
 
 def test_health_503_tells_no_detail_when_the_database_is_unavailable(

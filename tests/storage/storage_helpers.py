@@ -1,6 +1,6 @@
 """Messages, finished turns and old tasks for the storage contract tests."""
 
-from a2a_flask.storage.common import fingerprint, now_iso
+from a2a_flask.storage.common import now_iso
 
 
 def msg(text="hi", message_id=None, role="user", **fields):
@@ -30,19 +30,3 @@ def set_updated_at(storage, task_id, moment):
     with storage.transaction() as conn:  # SQL text both drivers take as is
         conn.execute("UPDATE a2a_tasks SET updated_at = '%s', created_at = '%s'"
                      " WHERE id = '%s'" % (stamp, stamp, task_id))
-
-
-def keep_received_fingerprint(storage, message, owner="alice", agent="echo"):
-    """Give the retry record of ``message`` the digest of the message as
-    received, as deliveries were recorded before their fingerprints left out
-    what the stored form does not keep (SQLite v5: its first 16 bytes)."""
-    from a2a_flask.storage.sqlite import SqliteStorage
-    digest = fingerprint(message)
-    value = ("X'%s'" % digest[:32] if isinstance(storage, SqliteStorage)
-             else "'%s'" % digest)
-    with storage.transaction() as conn:  # SQL text both drivers take as is
-        changed = conn.execute(
-            "UPDATE a2a_deliveries SET fingerprint = %s WHERE owner = '%s' AND"
-            " agent = '%s' AND message_id = '%s'"
-            % (value, owner, agent, message["messageId"])).rowcount
-    assert changed == 1

@@ -14,9 +14,7 @@ from a2a_flask.storage.base import (
     STALE_TURN_TEXT, ContextMismatchError, MessageIdReusedError, TaskEndedError,
     NoSuchTaskError, TaskNotWaitingError, TaskRecord,
 )
-from storage_helpers import (
-    agent_reply, finished, keep_received_fingerprint, msg, set_updated_at,
-)
+from storage_helpers import agent_reply, finished, msg, set_updated_at
 
 
 # -- schema -----------------------------------------------------------------------
@@ -184,19 +182,6 @@ def test_a_retry_with_or_without_the_ids_of_its_task_is_replayed(storage):
         storage.start_turn("alice", "echo", dict(sent, contextId="ctx_other"),
                            context_id="ctx_other")
     assert len(storage.get_task(first.task_id, "alice", "echo").history) == 3
-
-
-def test_a_delivery_recorded_as_received_still_replays(storage):
-    """Retry records written before fingerprints left out "kind" and the
-    task's ids keep the digest of the message as received."""
-    sent = msg("hi", kind="message", contextId="ctx_given")
-    start = storage.start_turn("alice", "echo", sent, context_id="ctx_given")
-    keep_received_fingerprint(storage, sent)
-    again = storage.start_turn("alice", "echo", sent, context_id="ctx_given")
-    assert again.replayed and again.task_id == start.task_id
-    with pytest.raises(MessageIdReusedError):
-        storage.start_turn("alice", "echo", msg("bye", message_id="m-hi",
-                                                kind="message"))
 
 
 # -- reads ------------------------------------------------------------------------

@@ -185,29 +185,3 @@ def test_cancel_tasks_by_caller_agent_task_and_state_with_a_dry_run(queue):
     # The queued turns went with their tasks: only alice's is left.
     assert [t.task_id for t in queue.claim_turns("w2", 10, 30)] == [
         bystander.task_id]
-
-
-def test_a_version_5_sqlite_file_keeps_its_queue_in_order(tmp_path):
-    """SQLite's migration 7: turns queued before it keep their order and
-    are claimed as before; the task gains follow-ups."""
-    from a2a_flask.storage.sqlite import SqliteStorage
-    from helpers import sqlite_file_at_version
-
-    path = str(tmp_path / "v5.sqlite3")
-    sqlite_file_at_version(path, 5).conn.close()
-    old = SqliteStorage(path, auto_migrate=False)
-    assert old.schema_version() == 5
-    starts = [old.start_turn("alice", "bg", msg(text)) for text in ("first", "second")]
-    with old.transaction() as conn:
-        for start in starts:
-            conn.execute("INSERT INTO a2a_turns (task_id, owner, agent, message_seq,"
-                         " queued_at) VALUES (?, 'alice', 'bg', ?, 'x')",
-                         (start.task_id, start.message_seq))
-    old.close()
-
-    storage = SqliteStorage(path)
-    storage.migrate()
-    assert storage.schema_version() == 7
-    storage.enqueue_turn("alice", "bg", msg("follow-up"), task_id=starts[0].task_id)
-    assert [t.task_id for t in storage.claim_turns("w1", 5, 30)] == [
-        s.task_id for s in starts]

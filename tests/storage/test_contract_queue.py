@@ -277,25 +277,3 @@ def test_reading_a_long_queued_task_never_tries_to_fail_it(make_queue, monkeypat
     for _ in range(3):  # a caller polling: no write transaction per poll
         assert storage.get_task(start.task_id, "alice", "bg").state == "working"
     assert tries == []
-
-
-def test_a_version_3_database_migrates_to_the_queue(tmp_path):
-    """SQLite's migration 4: a file of version 3 with a working task keeps
-    it, and gains the queue."""
-    from a2a_flask.storage.sqlite import SqliteStorage, migrations
-    from helpers import sqlite_file_at_version
-
-    path = str(tmp_path / "v3.sqlite3")
-    sqlite_file_at_version(path, 3).conn.close()
-    old = SqliteStorage(path, auto_migrate=False)
-    assert old.schema_version() == 3
-    start = old.start_turn("alice", "echo", msg("old"))
-    old.close()
-
-    storage = SqliteStorage(path)
-    storage.migrate()
-    assert storage.schema_version() == storage.expected_version() == len(
-        migrations.MIGRATIONS)
-    assert storage.get_task(start.task_id, "alice", "echo").history == [start.message]
-    queued = storage.enqueue_turn("alice", "bg", msg("new"))
-    assert [c.task_id for c in storage.claim_turns("w1", 5, 30)] == [queued.task_id]

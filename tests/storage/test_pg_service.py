@@ -9,6 +9,7 @@ import pytest
 
 from a2a_flask.config import Settings
 from a2a_flask.storage import open_storage
+from a2a_flask.storage.postgres.migrations import EXPECTED_VERSION
 from helpers import Rpc, message, register_scripted
 from serving import assert_fails, flask_a2a
 
@@ -82,7 +83,7 @@ def test_health_on_postgres(make_app, postgres_url):
     app, _ = make_app(A2A_DATABASE=postgres_url)
     response = app.test_client().get("/api/v1/health")
     assert (response.status_code, response.get_json()) == (
-        200, {"status": "ok", "database": "ok", "schemaVersion": 6})
+        200, {"status": "ok", "database": "ok", "schemaVersion": EXPECTED_VERSION})
     app, _ = make_app(A2A_DATABASE="postgresql://nobody:pw@127.0.0.1:1/none")
     response = app.test_client().get("/api/v1/health")
     assert (response.status_code, response.get_json()) == (
@@ -95,7 +96,7 @@ def test_auto_migrate_off_refuses_until_db_upgrade(make_rpc, postgres_url):
         "kind": "message", "role": "user", "messageId": "m1",
         "parts": [{"kind": "text", "text": "hi"}]}})
     assert status == 503 and "flask a2a db upgrade" in error["message"]
-    assert "Upgraded the schema from version 0 to 6" in _ok(
+    assert "Upgraded the schema from version 0 to %d" % EXPECTED_VERSION in _ok(
         flask_a2a(postgres_url, "db", "upgrade", env={"A2A_AUTO_MIGRATE": "0"}))
     assert rpc.send("hi")["status"]["state"] == "completed"
 
@@ -103,7 +104,8 @@ def test_auto_migrate_off_refuses_until_db_upgrade(make_rpc, postgres_url):
 @pytest.mark.compat
 def test_db_check_and_backup_on_postgres(tmp_path, postgres_url):
     checked = _ok(flask_a2a(postgres_url, "db", "check"))
-    assert "Integrity: ok" in checked and "Schema version: 6 (this a2a_flask: 6)" in checked
+    assert "Integrity: ok" in checked and "Schema version: %d (this a2a_flask: %d)" % (
+        EXPECTED_VERSION, EXPECTED_VERSION) in checked
     dump = tmp_path / "a2a.dump"
     backed = _ok(flask_a2a(postgres_url, "db", "backup", str(dump)))
     assert str(dump) in backed

@@ -9,7 +9,7 @@ import pytest
 
 from a2a_flask.storage import base
 from a2a_flask.storage.postgres import PostgresStorage
-from a2a_flask.storage.postgres.migrations import MIGRATIONS
+from a2a_flask.storage.postgres.migrations import EXPECTED_VERSION
 
 from helpers import TIMESTAMP, message, wait_until
 
@@ -50,8 +50,8 @@ def test_migrations_from_many_threads_at_once_apply_once(postgres_url):
     for t in threads:
         t.join()
     assert failures == []
-    assert sql(postgres_url, "SELECT version FROM a2a_schema_version") == [(len(MIGRATIONS),)]
-    assert stores[0].schema_version() == stores[0].expected_version() == len(MIGRATIONS)
+    assert sql(postgres_url, "SELECT version FROM a2a_schema_version") == [(EXPECTED_VERSION,)]
+    assert stores[0].schema_version() == stores[0].expected_version() == EXPECTED_VERSION
     assert stores[0].check() == []
     sql(postgres_url, "DROP TABLE a2a_users")
     assert stores[0].check() == ["table a2a_users is missing"]

@@ -18,7 +18,9 @@ class AdminStorage(abc.ABC):
     @abc.abstractmethod
     def migrate(self) -> None:
         """Create or upgrade the schema to ``expected_version()``; safe to call
-        from every worker and server at once (serialized inside)."""
+        from every worker and server at once (serialized inside).
+        ``SchemaError`` (``errors.schema_refusal``), nothing changed, for a
+        schema below ``start_version()`` (pre-release) or above the expected."""
 
     @abc.abstractmethod
     def schema_version(self) -> Optional[int]:
@@ -28,6 +30,12 @@ class AdminStorage(abc.ABC):
     @abc.abstractmethod
     def expected_version(self) -> int:
         """The schema version this code writes."""
+
+    @abc.abstractmethod
+    def start_version(self) -> int:
+        """The schema version this code creates in a new database, the oldest
+        ``migrate`` upgrades: one below it (but 0, no schema) was written by a
+        pre-release a2a_flask and is refused (``errors.schema_refusal``)."""
 
     def close(self) -> None:
         """Release this thread's / process's connections (reopened on use)."""

@@ -28,8 +28,7 @@ class TaskStorage(abc.ABC):
         - Retry record first: (owner, agent, messageId) with a fingerprint of
           the message (``common.delivery_fingerprint``: without ``kind`` nor
           the task's own ids, as ``import_tasks`` computes it from the
-          history). Seen with the same fingerprint (or, recorded before, the
-          digest as received: ``common.retry_digests``): nothing is written
+          history). Seen with the same fingerprint: nothing is written
           and ``TurnStart(replayed=True)`` names the task it went to. Seen
           with a different one: ``MessageIdReusedError``, nothing written.
         - ``task_id`` None: a new task (``created=True``) in ``context_id``

@@ -24,10 +24,13 @@ import psycopg
 import psycopg_pool
 
 from ..common import WriteHealth
-from ..errors import StorageBusyError, StorageFullError, StorageUnavailableError
+from ..errors import (
+    StorageBusyError, StorageFullError, StorageUnavailableError, schema_refusal,
+)
 from ..base import SchemaError
 from .changes import ChangeListener
-from .migrations import MIGRATIONS, MIGRATION_LOCK
+from . import migrations
+from .migrations import MIGRATION_LOCK
 
 log = logging.getLogger("a2a_flask")
 
@@ -187,7 +190,10 @@ class PostgresConnections:
     # -- schema ----------------------------------------------------------------
 
     def expected_version(self):
-        return len(MIGRATIONS)
+        return migrations.EXPECTED_VERSION
+
+    def start_version(self):
+        return migrations.START_VERSION
 
     def _direct(self):
         """One connection outside the pool (migrations, checks at boot)."""
@@ -218,17 +224,19 @@ class PostgresConnections:
                     conn.execute("CREATE TABLE IF NOT EXISTS a2a_schema_version"
                                  " (version integer NOT NULL)")
                     version = _read_version(conn)
-                    if version > len(MIGRATIONS):
-                        raise SchemaError(
-                            "The database schema is version %d, newer than this "
-                            "a2a_flask (version %d): upgrade a2a_flask."
-                            % (version, len(MIGRATIONS)))
-                    if version < len(MIGRATIONS):
-                        for step in MIGRATIONS[version:]:
+                    start, expected = migrations.START_VERSION, migrations.EXPECTED_VERSION
+                    refusal = schema_refusal(version, start, expected)
+                    if refusal is not None:
+                        raise refusal
+                    if version < expected:
+                        if version == 0:
+                            conn.execute(migrations.START)
+                            version = start
+                        for step in migrations.MIGRATIONS[version - start:]:
                             conn.execute(step)
                         conn.execute("DELETE FROM a2a_schema_version")
                         conn.execute("INSERT INTO a2a_schema_version (version)"
-                                     " VALUES (%s)", (len(MIGRATIONS),))
+                                     " VALUES (%s)", (expected,))
             except Exception as exc:
                 if is_storage_failure(exc):
                     raise storage_failure(exc, self.location) from exc

@@ -1,8 +1,14 @@
 """The versioned schema of the PostgreSQL backend: the same logical schema as
 SQLite's (tables prefixed ``a2a_``, ``a2a_schema_version``), written for
-PostgreSQL. Each entry brings the schema one version forward, inside the
-migrating transaction (``connection.migrate``). Add new versions at the end;
-never edit one that has shipped.
+PostgreSQL.
+
+``START`` creates schema version ``START_VERSION`` where there is none: the
+pre-release migrations squashed into one (nothing before 0.1.0 was
+released). A schema at a lower version was written by a pre-release
+a2a_flask and is refused (``errors.schema_refusal``). Each entry of
+``MIGRATIONS`` brings the schema one version forward from ``START_VERSION``,
+inside the migrating transaction (``connection.migrate``). Add new versions
+at the end; never edit one that has shipped, nor ``START``.
 
 Timestamps are ISO 8601 text (``2026-01-02T03:04:05.678Z``) as in SQLite:
 they compare and sort as text, exactly as the contract's cursors and cutoffs
@@ -14,7 +20,10 @@ and the cheapest comparisons.
 #: pg_advisory_xact_lock key serializing migrations across servers.
 MIGRATION_LOCK = 0x0A2AF1A5
 
-_V1_TASKS = """
+#: The version ``START`` creates: above every pre-release schema (1 to 6).
+START_VERSION = 7
+
+START = """
 CREATE TABLE a2a_tasks (
     id text COLLATE "C" PRIMARY KEY,
     agent text NOT NULL,
@@ -55,9 +64,6 @@ CREATE TABLE a2a_deliveries (
     task_id text COLLATE "C" NOT NULL,
     PRIMARY KEY (owner, agent, message_id)
 );
-"""
-
-_V2_CREDENTIALS = """
 -- Keys are found by the SHA-256 of the whole key: never stored in clear.
 CREATE TABLE a2a_api_keys (
     id text PRIMARY KEY,
@@ -74,25 +80,27 @@ CREATE TABLE a2a_users (
     password_hash text NOT NULL,
     created_at text COLLATE "C" NOT NULL
 );
-"""
-
-_V3_TASK_LISTING = """
 -- list_tasks pages a caller's tasks of an agent newest-updated first by the
 -- keyset (updated_at, id): one index range per page, at any depth. The
 -- second keeps prune (terminal tasks older than a cutoff, in batches) and
--- the operator's list of every caller's tasks from scanning the table. No
--- more: each index costs every send.
+-- the operator's list of every caller's tasks from scanning the table.
+-- ListTasks filtered by contextId or by status, and its totalSize, read the
+-- matching index entries only, not every task of the caller. No more: each
+-- index costs every send.
 CREATE INDEX a2a_tasks_listing ON a2a_tasks (owner, agent, updated_at DESC, id DESC);
 CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at, id);
-"""
-
-_V4_TURN_QUEUE = """
+CREATE INDEX a2a_tasks_context ON a2a_tasks (owner, agent, context_id, updated_at DESC, id DESC);
+CREATE INDEX a2a_tasks_state ON a2a_tasks (owner, agent, state, updated_at DESC, id DESC);
 -- One row per background turn, queued (worker NULL) or leased by a worker
 -- until lease_expires (the database's clock); deleted when it ends. seq is
--- the queue order; a task has at most one turn at a time.
+-- the queue order. Several per task (a follow-up queued behind a running
+-- turn runs next; only a task's oldest turn is claimed), claimed in
+-- caller_round order so that callers take turns (queue.py). trace_context:
+-- the trace context (W3C headers, JSON) of the call that queued it, which
+-- the worker's span continues (A2A_OTEL).
 CREATE TABLE a2a_turns (
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    task_id text COLLATE "C" NOT NULL UNIQUE,
+    task_id text COLLATE "C" NOT NULL,
     owner text NOT NULL,
     agent text NOT NULL,
     message_seq bigint NOT NULL,
@@ -100,33 +108,19 @@ CREATE TABLE a2a_turns (
     attempts integer NOT NULL DEFAULT 0,
     worker text,
     lease_expires text COLLATE "C",
-    queued_at text COLLATE "C" NOT NULL
+    queued_at text COLLATE "C" NOT NULL,
+    trace_context text,
+    caller_round bigint NOT NULL DEFAULT 0
 );
 CREATE INDEX a2a_turns_leases ON a2a_turns (lease_expires) WHERE worker IS NOT NULL;
-"""
-
-_V5_TURN_TRACE = """
--- The trace context (W3C headers, JSON) of the call that queued a turn: the
--- worker's span for the turn continues that trace (A2A_OTEL).
-ALTER TABLE a2a_turns ADD COLUMN trace_context text;
-"""
-
-_V6_FAIR_QUEUE = """
--- Turns: several per task (a follow-up queued behind a running turn runs
--- next; only a task's oldest turn is claimed), claimed in caller_round order
--- so that callers take turns (queue.py). Rows queued before keep their
--- order (round = seq). (SQLite's schema v7.)
-ALTER TABLE a2a_turns DROP CONSTRAINT a2a_turns_task_id_key;
-ALTER TABLE a2a_turns ADD COLUMN caller_round bigint NOT NULL DEFAULT 0;
-UPDATE a2a_turns SET caller_round = seq;
 CREATE INDEX a2a_turns_queue ON a2a_turns (caller_round, seq) WHERE worker IS NULL;
 CREATE INDEX a2a_turns_task ON a2a_turns (task_id, seq);
 CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round);
--- ListTasks filtered by contextId or by status, and its totalSize, read the
--- matching index entries only, not every task of the caller.
-CREATE INDEX a2a_tasks_context ON a2a_tasks (owner, agent, context_id, updated_at DESC, id DESC);
-CREATE INDEX a2a_tasks_state ON a2a_tasks (owner, agent, state, updated_at DESC, id DESC);
 """
 
-MIGRATIONS = [_V1_TASKS, _V2_CREDENTIALS, _V3_TASK_LISTING, _V4_TURN_QUEUE,
-              _V5_TURN_TRACE, _V6_FAIR_QUEUE]
+#: The migrations after ``START`` (SQL): entry i brings version
+#: START_VERSION + i to START_VERSION + i + 1.
+MIGRATIONS = []
+
+#: The schema version this code writes.
+EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

@@ -15,7 +15,7 @@ from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
     TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
 )
-from ..common import delivery_fingerprint, dumps, new_id, retry_digests
+from ..common import delivery_fingerprint, dumps, new_id
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .changes import notify_changes
@@ -223,7 +223,7 @@ class TaskOperations:
     def _replayed(conn, owner, agent, message):
         message_id = message["messageId"]
         seen = conn.execute(_SEEN, (owner, agent, message_id)).fetchone()
-        if seen is None or seen[0] not in retry_digests(message, seen[1], seen[2]):
+        if seen is None or seen[0] != delivery_fingerprint(message, seen[1], seen[2]):
             raise MessageIdReusedError(message_id)
         return TurnStart(seen[1], seen[2], replayed=True)
 

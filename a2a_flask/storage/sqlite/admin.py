@@ -21,8 +21,8 @@ PRUNE_BATCH = 100
 #: The states a task can be canceled in.
 _OPEN_STATES = ("auth-required", "input-required", "working")
 
-# The status message: its copy in the row (before schema v5, or not in the
-# history), else the history message the row points at.
+# The status message: its copy in the row (one not in the history), else
+# the history message the row points at.
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
             " coalesce(status_message, (SELECT body FROM a2a_messages"
             " WHERE seq = status_seq)), metadata, created_at,"
@@ -41,7 +41,7 @@ def _record(row, history=None, artifacts=()):
 
 
 def _stored_once(records, tasks, messages, artifacts):
-    """``import_rows``'s rows as schema v5 stores them (see tasks.py): bodies
+    """``import_rows``'s rows as SQLite stores them (see tasks.py): bodies
     without the row's ids, and a status message found in the history pointed
     at (the (task id, messageId) returned) rather than copied into the row."""
     statuses = []

@@ -28,7 +28,8 @@ from .file import (
     KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
     storage_failure, write_failure,
 )
-from .migrations import MIGRATIONS, migrate, stored_version
+from . import migrations
+from .migrations import stored_version
 from .pool import ConnectionPool, Lease
 
 log = logging.getLogger("a2a_flask")
@@ -379,11 +380,11 @@ class SqliteConnections:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    if stored_version(conn) != len(MIGRATIONS):
+                    if stored_version(conn) != migrations.EXPECTED_VERSION:
                         # Imported only to migrate: sqlite-utils (and click,
                         # which it imports) held ~16 MB in every process.
                         import sqlite_utils
-                        migrate(sqlite_utils.Database(conn))
+                        migrations.migrate(sqlite_utils.Database(conn))
                 except BaseException:
                     rollback(conn)
                     raise
@@ -419,7 +420,10 @@ class SqliteConnections:
         return pool.in_use() if pool is not None and pool.pid == os.getpid() else 0
 
     def expected_version(self):
-        return len(MIGRATIONS)
+        return migrations.EXPECTED_VERSION
+
+    def start_version(self):
+        return migrations.START_VERSION
 
     def schema_version(self):
         """The schema version of the file, by one trivial query (0: none)."""

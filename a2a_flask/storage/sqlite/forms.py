@@ -1,4 +1,4 @@
-"""The stored forms of messages and artifacts in SQLite (schema v5), and of
+"""The stored forms of messages and artifacts in SQLite, and of
 a message's retry fingerprint."""
 
 import json
@@ -8,8 +8,7 @@ from ..common import dumps
 # A message is stored once, in a2a_messages, without the ids that its row's
 # columns hold (messageId, taskId, contextId; an artifact without its
 # artifactId) nor its constant "kind": "message": a task's status message is
-# its row's status_seq, a pointer into its history, not a second copy
-# (schema v5).
+# its row's status_seq, a pointer into its history, not a second copy.
 _ROW_IDS = ("kind", "messageId", "taskId", "contextId")
 
 
@@ -22,7 +21,8 @@ def message_body(message, task_id, context_id):
 
 
 def load_message(body, task_id, context_id, message_id):
-    """A message as stored by ``message_body`` (or whole, before v5)."""
+    """A message as stored by ``message_body``, or whole (a status message
+    absent from the history, kept in its task row)."""
     message = json.loads(body)
     if "kind" not in message:
         message = dict({"kind": "message"}, **message)
@@ -38,14 +38,11 @@ def artifact_body(artifact):
 
 
 def load_artifact(body, artifact_id):
-    artifact = json.loads(body)
-    if "artifactId" in artifact:  # stored before v5
-        return artifact
-    return dict({"artifactId": artifact_id}, **artifact)
+    return dict({"artifactId": artifact_id}, **json.loads(body))
 
 
 def stored_fingerprint(digest):
-    """A message's fingerprint as a2a_deliveries keeps it (v5): the first 128
+    """A message's fingerprint as a2a_deliveries keeps it: the first 128
     bits of the SHA-256, as bytes (16 bytes, not 64 hex digits); enough to
     tell a retry of one caller's message from a different message."""
     return bytes.fromhex(digest[:32])

@@ -226,7 +226,7 @@ class QueueOperations:
         context_id = conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
                                   (task_id,)).fetchone()[0]
         message = agent_message([text_part(text)], task_id, context_id)
-        seq = self._next_seq(conn)  # the row points at it (schema v5)
+        seq = self._next_seq(conn)  # the row points at it (status_seq)
         if not conn.execute(
                 "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
                 " status_seq = ?, updated_at = ? WHERE id = ? AND state = 'working'",

@@ -14,7 +14,7 @@ from ..base import (
     MessageIdReusedError, NoSuchTaskError, RememberedKeyRevokedError, TaskEndedError,
     TaskNotWaitingError, TurnStart,
 )
-from ..common import delivery_fingerprint, dumps, new_id, retry_digests
+from ..common import delivery_fingerprint, dumps, new_id
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
@@ -73,9 +73,8 @@ class TaskOperations:
                 task = conn.execute(
                     "SELECT id, context_id FROM a2a_tasks WHERE id = ?",
                     (seen[1],)).fetchone()
-                if task is None or seen[0] not in [
-                        stored_fingerprint(digest)
-                        for digest in retry_digests(message, *task)]:
+                if task is None or seen[0] != stored_fingerprint(
+                        delivery_fingerprint(message, *task)):
                     raise MessageIdReusedError(message_id)
                 return TurnStart(task[0], task[1], replayed=True)
 
