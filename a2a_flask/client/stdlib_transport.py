@@ -3,21 +3,31 @@ what ``transport.Http`` is when urllib3 (the ``client`` extra) is missing,
 so that a plain ``pip install`` can call agents (``python -m
 a2a_flask.client``).
 
-The same contract as the urllib3 transport: a connect and a read timeout on
-every request, no retry and no redirect of its own, keep-alive connections
-reused (a few per host, safe to share between threads), and a failure
-sorted into ``NotSent`` (no connection was made) or ``Lost`` (the request
-may have reached the agent).
+The same contract as the urllib3 transport, bounds included, so that a
+client behaves the same whichever is installed: a deadline for the whole
+exchange (every socket read gets only the time left, so a server dripping a
+byte at a time cannot hold the caller past it), an answer read in chunks and
+dropped past ``max_answer_bytes`` (``AnswerTooLarge``) whether its length
+was declared or not, no retry and no redirect of its own, keep-alive
+connections reused (a few per host, safe to share between threads), and a
+failure sorted into ``NotSent`` (no connection was made) or ``Lost`` (the
+request may have reached the agent).
 """
 
 import http.client
 import select
+import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
-from .transport import USER_AGENT, Answer, Lost, NotSent
+from .errors import AnswerTooLarge
+from .transport import (
+    _CHUNK, MAX_ANSWER_BYTES, USER_AGENT, Answer, Lost, NotSent, _DeadlineResponse,
+    _exchange,
+)
 
 _Origin = Tuple[str, str, int]
 
@@ -25,16 +35,17 @@ _Origin = Tuple[str, str, int]
 class Http:
     """Keep-alive connections per origin; safe to share between threads.
 
-    ``connect_timeout``/``read_timeout`` in seconds; ``verify``: check TLS
-    certificates (``ca_certs``: a CA bundle path); ``maxsize``: idle
-    connections kept per origin.
+    The arguments are ``transport.Http``'s: ``connect_timeout`` in seconds;
+    ``timeout``: the whole exchange, connect to last byte; ``verify``: check
+    TLS certificates (``ca_certs``: a CA bundle path); ``maxsize``: idle
+    connections kept per origin; ``max_answer_bytes``: the largest body read.
     """
 
-    def __init__(self, connect_timeout: float = 5.0, read_timeout: float = 60.0,
+    def __init__(self, connect_timeout: float = 5.0, timeout: float = 60.0,
                  verify: bool = True, ca_certs: Optional[str] = None,
-                 maxsize: int = 10) -> None:
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
+                 maxsize: int = 10, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
+        self.connect_timeout, self.total_timeout = connect_timeout, timeout
+        self.max_answer_bytes = max_answer_bytes
         self.maxsize = maxsize
         if verify:
             self.tls = ssl.create_default_context(cafile=ca_certs)
@@ -45,10 +56,18 @@ class Http:
         self._idle: Dict[_Origin, List[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
 
+    def deadline(self) -> float:
+        """The deadline of an exchange (or call) starting now."""
+        return time.monotonic() + self.total_timeout
+
     def request(self, method: str, url: str, body: Union[bytes, None] = None,
                 headers: Optional[Mapping[str, str]] = None,
-                read_timeout: Optional[float] = None) -> Answer:
-        """One exchange; raises ``NotSent`` or ``Lost`` when there is no answer."""
+                deadline: Optional[float] = None) -> Answer:
+        """One exchange, over by ``deadline`` (``time.monotonic()``; default:
+        ``timeout`` from now); raises ``NotSent`` or ``Lost`` when there is
+        no answer, ``AnswerTooLarge`` for a body over ``max_answer_bytes``."""
+        if deadline is None:
+            deadline = self.deadline()
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise NotSent("not an http(s) URL: %s" % url)
@@ -64,22 +83,46 @@ class Http:
         all_headers.update(headers or {})
         connection = self._take(origin)
         if connection is None:
-            connection = self._connect(origin, url)
+            connection = self._connect(origin, url, deadline)
+        _exchange.deadline = deadline  # read by _DeadlineResponse
         try:
-            connection.sock.settimeout(  # type: ignore[union-attr]
-                self.read_timeout if read_timeout is None else read_timeout)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("timed out (the call's timeout ran out)")
+            connection.sock.settimeout(left)  # type: ignore[union-attr] # the send
             connection.request(method, target, body=body, headers=all_headers)
             response = connection.getresponse()
-            data = response.read()
+            data = self._body(response, url)
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
             raise Lost("no answer from %s: %s" % (url, exc or type(exc).__name__)) from exc
+        except AnswerTooLarge:
+            connection.close()  # the rest of the body is never read
+            raise
+        finally:
+            _exchange.deadline = None
         if response.will_close:
             connection.close()
         else:
             self._give_back(origin, connection)
         # HTTPMessage: its get() ignores case, as urllib3's headers do.
         return Answer(response.status, response.msg, data)  # type: ignore[arg-type]
+
+    def _body(self, response: http.client.HTTPResponse, url: str) -> bytes:
+        limit = self.max_answer_bytes
+        declared = response.getheader("Content-Length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+            raise AnswerTooLarge(url, limit, response.status, int(declared))
+        chunks: List[bytes] = []
+        size = 0
+        while True:
+            chunk = response.read(_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(url, limit, response.status)
+            chunks.append(chunk)
 
     def close(self) -> None:
         with self._lock:
@@ -90,15 +133,18 @@ class Http:
 
     # -- connections ------------------------------------------------------
 
-    def _connect(self, origin: _Origin, url: str) -> http.client.HTTPConnection:
+    def _connect(self, origin: _Origin, url: str,
+                 deadline: float) -> http.client.HTTPConnection:
         scheme, host, port = origin
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise NotSent("not sent to %s: the call's timeout ran out" % url)
+        timeout = min(self.connect_timeout, left)
         connection: http.client.HTTPConnection
         if scheme == "https":
-            connection = http.client.HTTPSConnection(
-                host, port, timeout=self.connect_timeout, context=self.tls)
+            connection = _TlsConnection(host, port, timeout=timeout, context=self.tls)
         else:
-            connection = http.client.HTTPConnection(host, port,
-                                                    timeout=self.connect_timeout)
+            connection = _Connection(host, port, timeout=timeout)
         try:
             connection.connect()  # the TLS handshake too: nothing is sent yet
         except OSError as exc:
@@ -125,6 +171,14 @@ class Http:
                 idle.append(connection)
                 return
         connection.close()
+
+
+class _Connection(http.client.HTTPConnection):
+    response_class = _DeadlineResponse
+
+
+class _TlsConnection(http.client.HTTPSConnection):
+    response_class = _DeadlineResponse
 
 
 def _dropped(connection: http.client.HTTPConnection) -> bool:

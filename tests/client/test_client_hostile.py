@@ -20,6 +20,8 @@ from a2a_flask.client import (
     AmbiguousOutcome, AnswerTooLarge, CardError, Client, ClientCredentials,
     ClientError, TransportError,
 )
+from a2a_flask.client import client as client_module
+from a2a_flask.client import stdlib_transport
 
 KEY = "hostile-test-key"
 MiB = 1024 * 1024
@@ -75,6 +77,16 @@ class Hostile(socketserver.ThreadingTCPServer):
         return dict({"name": "hostile", "supportedInterfaces": [
             {"url": self.url + "/a2a", "protocolBinding": "JSONRPC",
              "protocolVersion": "1.0"}], "capabilities": {}}, **extra)
+
+
+@pytest.fixture(autouse=True, params=["urllib3", "stdlib"])
+def transport(request, monkeypatch):
+    """Every test here runs on both transports: urllib3's (the ``client``
+    extra) and the standard library's, which a plain install uses; both
+    must keep the same bounds."""
+    if request.param == "stdlib":
+        monkeypatch.setattr(client_module, "Http", stdlib_transport.Http)
+    return request.param
 
 
 @pytest.fixture

@@ -5,12 +5,14 @@ sorted into ``NotSent`` or ``Lost``. tests/client/test_client_server.py runs
 the client's calls on it against our service."""
 
 import http.server
+import inspect
 import socket
 import threading
 import time
 
 import pytest
 
+from a2a_flask.client import transport
 from a2a_flask.client.stdlib_transport import Http
 from a2a_flask.client.transport import Lost, NotSent
 
@@ -97,11 +99,20 @@ def test_no_connection_is_not_sent():
         Http().request("GET", "http://127.0.0.1:%d/" % port)
 
 
+def test_it_takes_what_the_urllib3_transport_takes():
+    """The client builds either with the same arguments (positionally too):
+    a difference is a TypeError only a plain install would meet."""
+    assert inspect.signature(Http.__init__) == inspect.signature(
+        transport.Http.__init__)
+    assert inspect.signature(Http.request) == inspect.signature(
+        transport.Http.request)
+
+
 def test_a_read_timeout_is_lost(server):
     with pytest.raises(Lost, match="no answer from"):
-        Http(read_timeout=0.2).request("POST", server.url + "/slow", body=b"{}")
+        Http(timeout=0.2).request("POST", server.url + "/slow", body=b"{}")
     # The connection is not kept: its late answer would be read as the next's.
-    http = Http(read_timeout=0.2)
+    http = Http(timeout=0.2)
     with pytest.raises(Lost):
         http.request("GET", server.url + "/slow")
     assert not any(http._idle.values())

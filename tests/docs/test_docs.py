@@ -125,6 +125,39 @@ def test_the_readme_links_to_files_that_exist():
     assert [t for t in local if not os.path.exists(os.path.join(REPO, t))] == []
 
 
+def test_the_readme_first_screen_starts_the_demo_and_the_tests():
+    """What a newcomer sees first: the two commands, where gunicorn must run
+    from (it reads gunicorn.conf.py from the current folder only) and -b."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        first = "\n".join(f.read().split("\n")[:30])
+    assert "    python3 -m venv .venv && .venv/bin/pip install . && " \
+        ".venv/bin/gunicorn -b 127.0.0.1:8000 wsgi:app\n" in first
+    assert "    python3 -m venv .venv && .venv/bin/pip install '.[test]' && " \
+        ".venv/bin/pytest\n" in first
+    assert "from the folder that has `gunicorn.conf.py`" in first
+    assert "`-b HOST:PORT`" in first
+
+
+#: An install from PyPI, where a2a_flask is not: a name, not a path, a wheel
+#: or a direct reference (``a2a_flask @ git+https://...``).
+_FROM_PYPI = re.compile(r"pip install '?a2a_flask(\[[^\]]*\])?'?(?!\s*@)(\s|$|`)")
+
+
+def test_no_page_installs_from_pypi():
+    pages = [os.path.join(REPO, "README.md")] + [
+        os.path.join(REPO, "docs", name) for name in sorted(os.listdir(
+            os.path.join(REPO, "docs"))) if name.endswith(".md")]
+    found = []
+    for page in pages:
+        with open(page, encoding="utf-8") as f:
+            found += ["%s: %s" % (os.path.basename(page), line.strip())
+                      for line in f if _FROM_PYPI.search(line)]
+    assert found == []
+    # The test's own: what it must see, and what it must let pass.
+    assert _FROM_PYPI.search("see `pip install 'a2a_flask[client]'`")
+    assert not _FROM_PYPI.search("pip install 'a2a_flask @ git+https://x/y.git'")
+
+
 class _Text(HTMLParser):
     """A page's visible text outside <pre> (where code may show markup on
     purpose), <script> and <style>, one string per text run."""
