@@ -171,7 +171,10 @@ def _taken_elsewhere(record):
     ``basicConfig``, ``dictConfig``, pytest's ``caplog``), walking up as
     ``logging`` does. Looked up at each record, so a host that configures
     logging after ``init_app`` gets each record once, from its handlers."""
-    logger = logging.getLogger(record.name)
+    # The registry itself, not getLogger: no lock taken on every record.
+    logger = logging.Logger.manager.loggerDict.get(record.name)
+    if not isinstance(logger, logging.Logger):  # a PlaceHolder, or not one
+        logger = logging.getLogger("a2a_flask")
     while logger is not None:
         for handler in logger.handlers:
             if (not isinstance(handler, _Fallback)
