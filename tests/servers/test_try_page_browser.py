@@ -273,3 +273,24 @@ def test_the_agents_list_moves_between_the_agents_pages(tab):
     page.shows("#agent-name", "slow")
     assert page.page.url.endswith("/api/v1/agents/slow/")
     assert page.errors == []
+
+
+def test_with_auth_off_no_key_field_and_the_agents_listed(
+        browser, tmp_path, kept_files):
+    server = GunicornServer(tmp_path / "open", app="wsgi:app", auth="off")
+    server.headers["Authorization"] = "Bearer unused"  # Tab reads a key
+    try:
+        server.start()
+        page = Tab(browser, server, "echo", kept_files)
+        expect(page.page.locator("#no-key")).to_be_visible()
+        expect(page.page.locator("#key-row")).to_be_hidden()
+        expect(page.page.locator("#agent-links a")).to_have_text(["chat", "echo", "slow"])
+        page.page.fill("#text", "no key needed")
+        page.page.click("#send")
+        page.shows("#state", "completed")
+        page.shows("#artifacts pre", "no key needed")
+        page.shot("11-auth-off")
+        assert page.errors == []
+        page.context.close()
+    finally:
+        server.stop()
