@@ -71,11 +71,12 @@ class A2A:
 
     def init_app(self, app: Flask) -> None:
         check_not_mounted(app)
-        warn_about_settings(app.config)
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
+        # The handler first: the warnings below are formatted like the rest.
         log_to_stderr(settings.log_format, unless_root=True)
+        warn_about_settings(app.config)
         storage = open_storage(settings)
         if settings.auto_migrate:
             try:

@@ -165,7 +165,42 @@ def formatter(log_format):
     return PlainFormatter(PLAIN_FORMAT, PLAIN_DATEFMT)
 
 
-class _SameStreamHandler(logging.Handler):
+def _taken_elsewhere(record):
+    """Whether a handler other than ours takes ``record``: one the host put on
+    the logger that made it, on ``a2a_flask`` or above it (the root logger:
+    ``basicConfig``, ``dictConfig``, pytest's ``caplog``), walking up as
+    ``logging`` does. Looked up at each record, so a host that configures
+    logging after ``init_app`` gets each record once, from its handlers."""
+    # The registry itself, not getLogger: no lock taken on every record.
+    logger = logging.Logger.manager.loggerDict.get(record.name)
+    if not isinstance(logger, logging.Logger):  # a PlaceHolder, or not one
+        logger = logging.getLogger("a2a_flask")
+    while logger is not None:
+        for handler in logger.handlers:
+            if (not isinstance(handler, _Fallback)
+                    and record.levelno >= handler.level):
+                return True
+        if not logger.propagate:
+            return False
+        logger = logger.parent
+    return False
+
+
+class _Fallback(logging.Handler):
+    """A handler of ours: it writes only the records no host handler takes.
+    The ``a2a_flask`` logger keeps propagating, as Flask's own does."""
+
+    def handle(self, record):
+        if _taken_elsewhere(record):
+            return False
+        return super().handle(record)
+
+
+class _StderrHandler(_Fallback, logging.StreamHandler):
+    """``a2a_flask`` records on stderr, when nothing else shows them."""
+
+
+class _SameStreamHandler(_Fallback):
     """Writes to the stream of another handler, looked up at each record.
 
     gunicorn reopens its log files on SIGUSR1 (logrotate) by swapping the
@@ -193,19 +228,25 @@ class _SameStreamHandler(logging.Handler):
 
 def log_to_stderr(log_format="plain", unless_root=False):
     """``a2a_flask`` records (INFO: access records, agents' tracebacks) on
-    stderr in ``log_format``, unless a handler already takes them: one on
-    ``a2a_flask`` (gunicorn.conf.py's, the host's), or with ``unless_root``
-    one on the root logger (the host configured logging). Called at
-    ``init_app``, so that under uWSGI, Waitress or a gunicorn without the
-    shipped conf the records are not lost for want of a handler."""
+    stderr in ``log_format``, as long as no handler of the host's takes them
+    (``_Fallback``: one on the root logger, set up before or after this
+    call). Called at ``init_app``, so that under uWSGI, Waitress,
+    ``flask run`` or a gunicorn without the shipped conf the records are not
+    lost for want of a handler. Nothing is done when ``a2a_flask`` has a
+    handler already (gunicorn.conf.py's, the host's, an earlier app's).
+
+    The level is set to INFO unless the host chose one, or, with
+    ``unless_root``, configured the root logger (its level is then the
+    host's choice)."""
     logger = logging.getLogger("a2a_flask")
-    if logger.handlers or (unless_root and logging.getLogger().handlers):
+    if logger.handlers:
         return
-    handler = logging.StreamHandler()
+    handler = _StderrHandler()
     handler.setFormatter(formatter(log_format))
     logger.addHandler(handler)
-    logger.propagate = False
-    logger.setLevel(LEVEL)
+    if logger.level == logging.NOTSET and not (
+            unless_root and logging.getLogger().handlers):
+        logger.setLevel(LEVEL)
 
 
 def route_to_gunicorn(error_log, log_format="plain"):
@@ -224,5 +265,6 @@ def route_to_gunicorn(error_log, log_format="plain"):
         if isinstance(fmt, JsonFormatter):
             target.setFormatter(fmt)
         logger.addHandler(_SameStreamHandler(target, fmt))
+    for handler in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
+        logger.removeHandler(handler)  # gunicorn's error log is stderr's place
     logger.setLevel(LEVEL)
-    logger.propagate = False

@@ -16,7 +16,7 @@
 
   function showError(text) {
     var box = $("error");
-    box.textContent = text;
+    putText(box, text);
     box.hidden = false;
   }
 
@@ -63,7 +63,7 @@
 
   function showCard(card) {
     $("agent-name").textContent = card.name || "Agent";
-    $("agent-description").textContent = card.description || "";
+    putText($("agent-description"), card.description || "");
     document.title = "Try " + (card.name || "an agent");
     var caps = card.capabilities || {};
     extended = Boolean(caps.extendedAgentCard || card.supportsAuthenticatedExtendedCard);
@@ -71,11 +71,14 @@
     listSkills(card);
     listInterfaces(card);
     if (listSchemes(card)) {
-      $("auth").appendChild(el("li", "A key: flask --app yourapp a2a keys create (run where your app's folder is).", "muted"));
+      $("auth").appendChild(richEl("li", "A key: `flask --app yourapp a2a keys create` (run where your app's folder is).", "muted"));
     } else {
       keyless = true;
       $("auth").appendChild(el("li", "No credentials needed: authentication is off on this service."));
+      $("key-row").hidden = true;
+      $("no-key").hidden = false;
       loadTasks();
+      loadAgents();
     }
     $("card-status").textContent = "";
   }
@@ -110,9 +113,15 @@
 
   // -- a task -----------------------------------------------------------------
 
+  // The task in the answer, and in its row of the recent tasks: both say
+  // the same (the row is not left at the state the list was read in).
   function showTask(task) {
     current = task;
     showTaskView(task);
+    var rows = $("tasks").tBodies[0].rows;
+    for (var i = 0; i < rows.length; i += 1) {
+      if (rows[i].getAttribute("data-task") === task.id) { fillRow(rows[i], task); }
+    }
   }
 
   function stopPolling() {
@@ -140,9 +149,22 @@
     }).catch(function (failure) { showError(String(failure)); });
   }
 
+  // With authentication on, a send without a key could only be refused:
+  // say what to do instead, and send nothing.
+  function needsKey() {
+    var missing = !key && !keyless;
+    $("key-row").classList.toggle("missing", missing);
+    return missing;
+  }
+
   function send(event) {
     event.preventDefault();
     hideError();
+    if (needsKey()) {
+      showError("Type your API key first: this service answers only callers with a key.");
+      $("key").focus();
+      return;
+    }
     stopPolling();
     var text = $("text").value;
     var message = {messageId: newId(), role: "ROLE_USER", parts: [{text: text}]};
@@ -173,7 +195,7 @@
   function loadTasks() {
     var status = $("recent-status");
     if (!key && !keyless) {
-      status.textContent = "Enter your key to list your tasks.";
+      status.textContent = "Type your key to list your tasks.";
       return Promise.resolve();
     }
     status.textContent = "Loading\u2026";
@@ -181,8 +203,9 @@
       var body = $("tasks").tBodies[0];
       clear(body);
       (result.tasks || []).forEach(function (task) {
-        var row = taskRow(task, open);
-        body.appendChild(row);
+        // The list may have been read before the answer's last poll.
+        var shown = current && current.id === task.id ? newer(task, current) : task;
+        body.appendChild(taskRow(shown, open));
       });
       status.textContent = (result.totalSize || 0) + " task(s) of yours with this agent; the newest " +
         (result.tasks || []).length + " here.";
@@ -192,11 +215,42 @@
     });
   }
 
+  // -- the app's other agents --------------------------------------------------
+
+  // PREFIX/agents: the agents this caller may reach (with the key, if any).
+  function loadAgents() {
+    var here = window.location.pathname;
+    var tree = here.replace(/\/[^\/]+\/?$/, "");
+    return fetch(tree, {credentials: "omit", headers: authHeaders({"Accept": "application/json"})})
+      .then(function (response) {
+        return parse(response).then(function (data) {
+          if (!response.ok || !data || !data.agents) { return; }
+          var links = $("agent-links");
+          clear(links);
+          data.agents.forEach(function (agent) {
+            var item = el("li");
+            var link = el("a", agent.name);
+            link.href = tree + "/" + encodeURIComponent(agent.name) + "/";
+            if (link.pathname === here) { link.setAttribute("aria-current", "page"); }
+            if (agent.description) { link.title = agent.description; }
+            item.appendChild(link);
+            links.appendChild(item);
+          });
+          $("agents").hidden = data.agents.length < 2;
+        });
+      })
+      .catch(function () { /* the list is a convenience: the page works without it */ });
+  }
+
+  $("key").addEventListener("input", function () {
+    if ($("key").value.trim()) { $("key-row").classList.remove("missing"); }
+  });
   $("key").addEventListener("change", function () {
     key = $("key").value.trim();
     hideError();
     loadTasks();
     loadExtendedCard();
+    loadAgents();
   });
   $("send-form").addEventListener("submit", function (event) {
     key = $("key").value.trim();

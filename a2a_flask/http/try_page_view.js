@@ -16,6 +16,24 @@
     while (node.firstChild) { node.removeChild(node.firstChild); }
   }
 
+  // ``text`` into ``node``, each `quoted` span as a <code> (the Markdown
+  // of card descriptions and of our messages), all of it as text.
+  function putText(node, text) {
+    clear(node);
+    String(text === undefined || text === null ? "" : text).split("`").forEach(function (piece, i, pieces) {
+      if (i % 2 === 1 && i < pieces.length - 1) {
+        node.appendChild(el("code", piece));
+      } else {
+        node.appendChild(document.createTextNode(i % 2 === 1 ? "`" + piece : piece));
+      }
+    });
+    return node;
+  }
+
+  function richEl(tag, text, className) {
+    return putText(el(tag, null, className), text);
+  }
+
   function stateName(state) {
     return String(state || "").replace(/^TASK_STATE_/, "").toLowerCase().replace(/_/g, "-");
   }
@@ -93,7 +111,7 @@
       var item = el("li");
       item.appendChild(el("strong", skill.name || skill.id));
       item.appendChild(el("span", " (" + skill.id + ")", "muted"));
-      if (skill.description) { item.appendChild(el("div", skill.description)); }
+      if (skill.description) { item.appendChild(richEl("div", skill.description)); }
       var tags = el("div");
       (skill.tags || []).forEach(function (tag) { tags.appendChild(el("span", tag, "tag")); });
       if (skill.examples && skill.examples.length) {
@@ -124,7 +142,7 @@
     Object.keys(schemes).forEach(function (name) {
       var item = el("li");
       item.appendChild(el("span", schemeText(name, schemes[name]), "role"));
-      if (schemes[name].description) { item.appendChild(el("span", schemes[name].description, "muted")); }
+      if (schemes[name].description) { item.appendChild(richEl("span", schemes[name].description, "muted")); }
       auth.appendChild(item);
     });
     return Boolean(auth.firstChild);
@@ -179,19 +197,35 @@
   // One row of the caller's tasks: its id is a button that opens it.
   function taskRow(task, onOpen) {
     var row = el("tr");
+    row.setAttribute("data-task", task.id);
     var cell = el("td");
     var button = el("button", task.id, "mono");
     button.type = "button";
     button.addEventListener("click", function () { onOpen(task.id); });
     cell.appendChild(button);
     row.appendChild(cell);
+    row.appendChild(el("td"));
+    row.appendChild(el("td"));
+    row.appendChild(el("td"));
+    fillRow(row, task);
+    return row;
+  }
+
+  // The state, time and status of ``task`` in its row.
+  function fillRow(row, task) {
+    var cells = row.cells;
     var state = stateName(task.status && task.status.state);
-    var stateCell = el("td");
+    clear(cells[1]);
     var badge = el("span", state, "state");
     badge.setAttribute("data-state", state);
-    stateCell.appendChild(badge);
-    row.appendChild(stateCell);
-    row.appendChild(el("td", task.status && task.status.timestamp));
-    row.appendChild(el("td", task.status && task.status.message ? partsText(task.status.message.parts) : ""));
-    return row;
+    cells[1].appendChild(badge);
+    cells[2].textContent = (task.status && task.status.timestamp) || "";
+    cells[3].textContent = task.status && task.status.message ? partsText(task.status.message.parts) : "";
+  }
+
+  // Of two reads of one task, the later (by its status's time; b when even).
+  function newer(a, b) {
+    var ta = (a && a.status && a.status.timestamp) || "";
+    var tb = (b && b.status && b.status.timestamp) || "";
+    return tb >= ta ? b : a;
   }
