@@ -62,7 +62,7 @@ class FileContentSchema(_StoredSchema):
             try:
                 base64.b64decode(data["bytes"], validate=True)
             except (binascii.Error, ValueError):
-                raise ValidationError("not valid base64.", "bytes")
+                raise ValidationError("not valid base64.", "bytes") from None
 
 
 class FilePartSchema(_PartSchema):

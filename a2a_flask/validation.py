@@ -89,4 +89,4 @@ def load_params(schema, params):
             "Invalid params: %s: %s" % (field or "params", text),
             data={"field": field or "params",
                   "errors": {f or "params": t for f, t in problems}},
-        )
+        ) from exc

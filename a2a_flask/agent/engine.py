@@ -40,7 +40,8 @@ def _outcome(turn, result):
         artifacts += [_artifact(spec) for spec in result.artifacts]
         return "completed", message, artifacts
     if isinstance(result, _StatusReply):
-        return result.state, agent_message(result.parts, turn.task_id, turn.context_id, result.metadata), []
+        message = agent_message(result.parts, turn.task_id, turn.context_id, result.metadata)
+        return result.state, message, []
     raise TypeError(
         "agent %r returned %r; return a str, Reply, InputRequired, AuthRequired "
         "or Reject" % (turn.agent.name, type(result).__name__))

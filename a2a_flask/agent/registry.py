@@ -57,7 +57,7 @@ class Agent:
             return SKILLS.load(list(skills))
         except ValidationError as exc:
             field, text = flatten_errors(exc.messages)[0]
-            raise ValueError("agent %r: invalid skill %s: %s" % (self.name, field, text))
+            raise ValueError("agent %r: invalid skill %s: %s" % (self.name, field, text)) from exc
 
     @property
     def has_extended_card(self):

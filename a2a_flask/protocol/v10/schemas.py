@@ -103,7 +103,7 @@ class PartSchema(_Request):
             try:
                 base64.b64decode(data["raw"], validate=True)
             except (binascii.Error, ValueError):
-                raise ValidationError("not valid base64.", "raw")
+                raise ValidationError("not valid base64.", "raw") from None
 
 
 class MessageSchema(_Request):

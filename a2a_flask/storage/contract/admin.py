@@ -29,7 +29,7 @@ class AdminStorage(abc.ABC):
     def expected_version(self) -> int:
         """The schema version this code writes."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a default: nothing to release
         """Release this thread's / process's connections (reopened on use)."""
 
     @abc.abstractmethod

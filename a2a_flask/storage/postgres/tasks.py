@@ -12,8 +12,8 @@ clock, so servers with skewed clocks agree.
 import time
 
 from ..base import (
-    STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
-    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
+    STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError,
+    MessageIdReusedError, TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id, retry_digests
 from ..sizes import OVERHEAD, stored_artifact_bytes
