@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import threading
-from typing import Optional
+from typing import Dict, Optional
 
 try:
     from opentelemetry import propagate, trace
@@ -136,7 +136,7 @@ class Tracing:
     def current_context() -> Optional[str]:
         """The current trace context, as stored with a queued turn (JSON of
         its W3C headers), or None outside any span."""
-        carrier = {}
+        carrier: Dict[str, str] = {}
         propagate.inject(carrier)
         return json.dumps(carrier, sort_keys=True) if carrier else None
 

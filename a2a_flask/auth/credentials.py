@@ -11,6 +11,7 @@ import json
 import secrets
 import time
 from datetime import datetime, timedelta, timezone
+from typing import Dict, List
 
 from . import passwords
 from .key_uses import KeyUses
@@ -21,7 +22,7 @@ KEY_PREFIX = "a2a_"
 #: Last use is recorded to the minute: a write per request would cost more
 #: (and the uses of one second are written together: key_uses.py).
 LAST_USED_GRANULARITY = timedelta(minutes=1)
-_dummy_hash = []  # made on first need: hashing at import slows every start
+_dummy_hash: List[str] = []  # made on first need: hashing at import slows every start
 
 
 def _check_dummy_password(password):
@@ -44,7 +45,7 @@ def _last_used_cutoff():
     return _cutoff[1]
 
 
-_verified = {}  # user name -> digest of (stored hash, password) last checked
+_verified: Dict[str, str] = {}  # user name -> digest of (stored hash, password) last checked
 _VERIFIED_MAX = 1024
 
 

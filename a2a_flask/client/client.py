@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from ..protocol.v10 import convert as convert_v10
 from . import cards, protocols, shapes
 from .auth import Auth, auth_from
 from .errors import (
@@ -192,7 +193,7 @@ class Client:
             if value is not None:
                 query[name] = value
         if state is not None:
-            query["status"] = shapes.convert_v10.state(state)
+            query["status"] = convert_v10.state(state)
         return shapes.task_page(self._operation(lambda p: p.list(query)))
 
     def cancel(self, task_id: str) -> Task:

@@ -116,7 +116,7 @@ def message(wire: JSONObject) -> Message:
     """A Message of either version."""
     return Message(
         message_id=wire.get("messageId", ""),
-        role=_ROLES.get(wire.get("role"), wire.get("role", "")),
+        role=_ROLES.get(wire.get("role"), wire.get("role", "")),  # type: ignore[arg-type]
         parts=[_part(p) for p in wire.get("parts") or ()],
         task_id=wire.get("taskId"), context_id=wire.get("contextId"),
         metadata=wire.get("metadata") or {}, raw=wire)

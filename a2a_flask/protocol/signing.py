@@ -199,7 +199,7 @@ def verify(card: dict, jwks: dict) -> dict:
     ``jwt.PyJWTError``) when none does."""
     payload = _b64(canonical_form(card))
     keys = {key["kid"]: key for key in jwks.get("keys", [])}
-    last = jwt.InvalidSignatureError("the card has no signatures")
+    last: jwt.PyJWTError = jwt.InvalidSignatureError("the card has no signatures")
     for entry in card.get("signatures") or []:
         try:
             header = jwt.get_unverified_header(entry["protected"] + "." + payload

@@ -178,15 +178,15 @@ class _QueryBoolean(fields.Boolean):
 class GetTaskQuery(GetTaskRequest):
     """``GetTaskRequest`` from a query string (HTTP+JSON)."""
 
-    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
+    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)  # type: ignore[assignment]
 
 
 class ListTasksQuery(ListTasksRequest):
     """``ListTasksRequest`` from a query string (HTTP+JSON)."""
 
-    pageSize = BoundedInteger(strict=False, validate=_PAGE_SIZE)
-    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
-    includeArtifacts = _QueryBoolean()
+    pageSize = BoundedInteger(strict=False, validate=_PAGE_SIZE)  # type: ignore[assignment]
+    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)  # type: ignore[assignment]
+    includeArtifacts = _QueryBoolean()  # type: ignore[assignment]
 
 
 SEND_MESSAGE = SendMessageRequest()

@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.parse
 from contextlib import contextmanager
+from typing import Dict, Tuple
 
 import psycopg
 import psycopg_pool
@@ -36,7 +37,7 @@ POOL_SIZE = 8
 #: Seconds a connection attempt may take before it counts as a failure.
 CONNECT_TIMEOUT = 5
 
-_logged = {}
+_logged: Dict[Tuple[str, str], float] = {}
 
 
 def redact(url):

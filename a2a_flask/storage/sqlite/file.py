@@ -11,11 +11,12 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
+from typing import Dict, Tuple
 
 try:
     import fcntl
 except ImportError:  # not POSIX: SQLite's busy timeout alone
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 from ..errors import StorageBusyError, StorageFullError, StorageUnavailableError
 
@@ -38,7 +39,8 @@ def rollback(conn):
 _SQLITE_BUGS = (sqlite3.IntegrityError, sqlite3.ProgrammingError,
                 sqlite3.InterfaceError, sqlite3.DataError)
 _FULL_ERRNOS = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
-_logged = {}  # (path, text) -> when last logged: an outage logs, not floods
+# (path, text) -> when last logged: an outage logs, not floods
+_logged: Dict[Tuple[str, str], float] = {}
 
 
 def is_storage_failure(exc):
