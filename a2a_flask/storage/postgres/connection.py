@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 from contextlib import contextmanager
-from typing import Dict, Tuple
+from typing import Dict, Hashable, Optional, Tuple
 
 import psycopg
 import psycopg_pool
@@ -137,19 +137,19 @@ class PostgresConnections:
             with conn.transaction():
                 yield conn
 
-    def failure(self, exc):
+    def failure(self, exc: BaseException) -> Optional[Exception]:
         """See ``Storage.failure``: our operations raise the storage errors
         themselves; a driver exception that escaped is mapped here."""
         if isinstance(exc, StorageUnavailableError):
             return exc
         return storage_failure(exc, self.location) if is_storage_failure(exc) else None
 
-    def change_marker(self):
+    def change_marker(self) -> Optional[Hashable]:
         """See ``Storage.change_marker``: the notifications this process's
         listening connection counted (``changes``); None while it is down."""
         return self._changes.marker()
 
-    def close(self):
+    def close(self) -> None:
         self._changes.stop()
         self._changes = ChangeListener(self.url, CONNECT_TIMEOUT)
         pool, self._pool = self._pool, None
@@ -158,7 +158,7 @@ class PostgresConnections:
 
     # -- schema ----------------------------------------------------------------
 
-    def expected_version(self):
+    def expected_version(self) -> int:
         return len(MIGRATIONS)
 
     def _direct(self):
@@ -170,7 +170,7 @@ class PostgresConnections:
                 raise storage_failure(exc, self.location) from exc
             raise
 
-    def schema_version(self):
+    def schema_version(self) -> Optional[int]:
         with self._direct() as conn:
             try:
                 return _read_version(conn)
@@ -179,7 +179,7 @@ class PostgresConnections:
                     raise storage_failure(exc, self.location) from exc
                 raise SchemaError(str(exc)) from exc
 
-    def migrate(self):
+    def migrate(self) -> None:
         """Serialized across every worker and server by a transaction-level
         advisory lock: the first applies the missing versions, the others
         then find them applied."""

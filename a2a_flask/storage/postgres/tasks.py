@@ -10,6 +10,7 @@ clock, so servers with skewed clocks agree.
 """
 
 import time
+from typing import Optional, Sequence
 
 from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError,
@@ -20,6 +21,7 @@ from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .connection import is_storage_failure
+from ..records import Artifact, Message
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
 NOW = """to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
@@ -164,8 +166,9 @@ class TaskOperations:
 
     # -- a turn of a send ------------------------------------------------------
 
-    def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, remembered_key=None):
+    def start_turn(self, owner: str, agent: str, message: Message, context_id: Optional[str] = None,
+                   task_id: Optional[str] = None, metadata: Optional[dict] = None,
+                   remembered_key: Optional[str] = None) -> TurnStart:
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
         # context other than the task's is refused (ContextMismatchError), which
@@ -242,8 +245,9 @@ class TaskOperations:
         state, task_context = task_for_message(conn, owner, agent, task_id, context_id)
         raise TaskNotWaitingError(task_id, state, task_context)
 
-    def finish_turn(self, task_id, owner, agent, state, status_message=None,
-                    artifacts=(), max_artifact_bytes=None):
+    def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
+                    status_message: Optional[Message] = None, artifacts: Sequence[Artifact] = (),
+                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
         body = dumps(status_message) if status_message else None
         params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
                       state=state, body=body, owner=owner, agent=agent,
@@ -262,7 +266,7 @@ class TaskOperations:
                     raise
                 time.sleep(0.1 * attempt)
 
-    def fail_stale_turn(self, task_id):
+    def fail_stale_turn(self, task_id: str) -> bool:
         message = agent_message([text_part(STALE_TURN_TEXT)], task_id)
         with self.connection() as conn:
             return conn.execute(self._fail_stale_sql, {
@@ -271,7 +275,7 @@ class TaskOperations:
 
     # -- cancel ------------------------------------------------------------------
 
-    def cancel_task(self, task_id, owner, agent):
+    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
