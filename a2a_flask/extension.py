@@ -35,8 +35,9 @@ def _card_signer(settings: Settings) -> "CardSigner":
     except ImportError as exc:
         raise RuntimeError("A2A_CARD_SIGNING_KEY needs the jose extra: pip "
                            "install 'a2a_flask[jose]' (%s)" % exc) from None
-    jku = settings.public_base_url + urls.jwks_path(settings)
-    # init_app calls this only when the key is set.
+    # init_app calls this only when the key is set, and Settings refuses a
+    # key without A2A_PUBLIC_BASE_URL.
+    jku = settings.public_base_url + urls.jwks_path(settings)  # type: ignore[operator]
     return CardSigner(settings.card_signing_key, jku, settings.card_signing_kid,  # type: ignore[arg-type]
                       settings.card_verify_keys)
 
