@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from flask import Response
 
     from ..service import CallContext
+    from .errors import Refusal
 
 
 class ProtocolCall:
@@ -49,6 +50,6 @@ class ProtocolCall:
         """The HTTP response of a result."""
         raise NotImplementedError
 
-    def refuse(self, error: Exception) -> "Response":
+    def refuse(self, error: "Refusal") -> "Response":
         """The HTTP response of an ``A2AError``."""
         raise NotImplementedError

@@ -155,8 +155,11 @@ def failure_error(exc: storage.StorageUnavailableError,
         data={"retry": True, "taskId": exc.kept_task_id})
 
 
-def as_a2a_error(exc: Union[errors.A2AError, storage.StorageError],
-                 wording: Wording = V03) -> errors.A2AError:
+#: What a call is refused with: an A2A error, or a storage outcome or failure.
+Refusal = Union[errors.A2AError, storage.StorageError]
+
+
+def as_a2a_error(exc: Refusal, wording: Wording = V03) -> errors.A2AError:
     """``exc`` as an A2A error: itself, or the storage's outcome or failure
     worded for the version that answers."""
     if isinstance(exc, storage.StorageUnavailableError):

@@ -21,7 +21,7 @@ import base64
 import hashlib
 import json
 import logging
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import jwt
 import rfc8785
@@ -135,7 +135,7 @@ _THUMBPRINT_MEMBERS = {"EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n"),
                        "OKP": ("crv", "kty", "x")}
 
 
-def public_jwk(public_key, path: str, kid: Optional[str] = None) -> dict:
+def public_jwk(public_key: Any, path: str, kid: Optional[str] = None) -> dict:
     """The public JWK of ``public_key`` with ``alg``, ``use`` and ``kid``
     (default: its RFC 7638 thumbprint)."""
     alg = _algorithm(public_key, path)
