@@ -101,7 +101,7 @@ class Turn:
         self._calls = 0
         #: What ``call`` runs, given by ``run_turn``: the client lives in a
         #: higher layer (it speaks the wire), so the app hands it down.
-        self._call_agent = None
+        self._call_agent: Optional[Callable[..., Any]] = None
 
     @property
     def parts(self) -> List[JSONObject]:
