@@ -31,7 +31,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Optional, Tuple
 
 import jwt
 
@@ -148,7 +148,7 @@ class _KeySet:
         self.verifying: Dict[tuple, object] = {}  # (kid, alg) -> key object
         self.verified: Dict[str, dict] = {}  # token -> its claims
 
-    def lookup(self, kid):
+    def lookup(self, kid: str) -> Optional[dict]:
         """The JWK ``kid``, or the only one for a token naming none."""
         if kid == "" and len(self.keys) == 1:
             return next(iter(self.keys.values()))
@@ -335,7 +335,7 @@ class TokenVerifier:
             raise errors.InvalidTokenError("The token's sub claim is empty.")
         return claims, keys
 
-    def caller_fields(self, token: str):
+    def caller_fields(self, token: str) -> Tuple[str, str, FrozenSet[str]]:
         """(id, name, scopes) of the caller this token authenticates."""
         claims = self.claims(token)
         name = claims.get(self.name_claim)

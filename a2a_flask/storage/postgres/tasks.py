@@ -10,7 +10,7 @@ clock, so servers with skewed clocks agree.
 """
 
 import time
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError,
@@ -30,13 +30,13 @@ WAITING_SQL = "('auth-required', 'input-required')"
 BIGINT_MAX = 2 ** 63 - 1
 
 
-def stale_cutoff_sql(seconds):
+def stale_cutoff_sql(seconds: int) -> str:
     """The stale-turn cutoff on the database's clock, as an A2A timestamp."""
     return ("to_char((now() - interval '%d seconds') AT TIME ZONE 'UTC',"
             " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')" % int(seconds))
 
 
-def history_limit(history_length):
+def history_limit(history_length: Optional[int]) -> Optional[int]:
     """``LIMIT`` for the last ``history_length`` messages (NULL: all)."""
     return None if history_length is None else min(int(history_length), BIGINT_MAX)
 
@@ -105,7 +105,8 @@ _FINISH = (
     " SELECT updated_at FROM u")
 
 
-def artifact_params(task_id, artifacts, max_artifact_bytes):
+def artifact_params(task_id: str, artifacts: Sequence[Artifact],
+                    max_artifact_bytes: Optional[int]) -> Dict[str, Any]:
     """The parameters of ``ARTIFACTS_FIT`` and of the artifacts' INSERT."""
     bodies = [dumps(a) for a in artifacts]
     return {"id": task_id, "aids": [a["artifactId"] for a in artifacts],
@@ -113,7 +114,7 @@ def artifact_params(task_id, artifacts, max_artifact_bytes):
             "adding": sum(stored_artifact_bytes(body) for body in bodies)}
 
 
-def check_artifacts_fit(conn, params):
+def check_artifacts_fit(conn: Any, params: Dict[str, Any]) -> None:
     """After a conditional outcome that changed nothing: ``ArtifactsFullError``
     if the task is still working, so its artifacts were what did not fit."""
     if params["alimit"] is None:
@@ -128,7 +129,8 @@ def check_artifacts_fit(conn, params):
                                  params["alimit"])
 
 
-def task_for_message(conn, owner, agent, task_id, context_id, lock=False):
+def task_for_message(conn: Any, owner: str, agent: str, task_id: str,
+                     context_id: Optional[str], lock: bool = False) -> Any:
     """(state, context id) of the task a message names (its row locked with
     ``lock``): NoSuchTaskError, or ContextMismatchError when the message
     names another context."""

@@ -8,7 +8,7 @@ that idle workers never take the write lock.
 
 import json
 from datetime import timedelta
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueFullError,
@@ -51,14 +51,14 @@ class _Enqueue:
         self.queue_limit, self.trace_context = queue_limit, trace_context
         self.live_key = live_key
 
-    def admit(self, conn):
+    def admit(self, conn: Any) -> None:
         if self.queue_limit and conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM a2a_turns WHERE owner = ?"
                 " AND worker IS NULL LIMIT ?)",
                 (self.owner, self.queue_limit)).fetchone()[0] >= self.queue_limit:
             raise QueueFullError(self.owner, self.queue_limit)
 
-    def add(self, conn, start, follow_up):
+    def add(self, conn: Any, start: TurnStart, follow_up: bool) -> None:
         caller_round = conn.execute(_ROUND, {"owner": self.owner}).fetchone()[0]
         # Only while the caller's key is live: a revocation committed before
         # refuses the turn, one after it cancels it (the writers take turns).

@@ -5,7 +5,7 @@ One statement reads one state of the file (see ``_READ_TASK``).
 """
 
 import json
-from typing import Dict, Hashable, List, Optional
+from typing import Dict, Hashable, List, Optional, Tuple
 
 from ..base import NoSuchTaskError, TaskRecord
 from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
@@ -131,7 +131,8 @@ class TaskReads:
                 sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
         return [load_message(*row) for row in rows]
 
-    def history_within(self, task_id, history_length, max_bytes):
+    def history_within(self, task_id: str, history_length: Optional[int],
+                       max_bytes: int) -> Tuple[List[Message], int]:
         """(the newest of the last ``history_length`` messages whose stored
         JSON fits in ``max_bytes``, sized in SQL before any body is read;
         how many of the last ``history_length`` were left out)."""
