@@ -9,6 +9,10 @@ and no shared or browser cache may keep it. The cards set their own caching
 """
 
 from flask import request
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Blueprint, Response
 
 #: The endpoints of the Agent Card routes (http/blueprint.py): not no-store.
 CARD_ENDPOINTS = frozenset(
@@ -17,11 +21,11 @@ CARD_ENDPOINTS = frozenset(
     for name in ("card", "legacy_card"))
 
 
-def add_headers(bp):
+def add_headers(bp: "Blueprint") -> None:
     """Register on ``bp`` the after-request hook that sets the headers."""
 
     @bp.after_request
-    def secure_headers(response):
+    def secure_headers(response: "Response") -> "Response":
         # One pass over the few names, then ``add``: werkzeug's ``in`` (and
         # ``setdefault``) builds and catches an exception for each name missing.
         headers = response.headers
