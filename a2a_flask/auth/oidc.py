@@ -31,12 +31,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Optional, Tuple
 
 import jwt
 
 from .. import errors
 from .callers import DISCOVERY_PATH
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Settings
 
 log = logging.getLogger("a2a_flask")
 
@@ -158,8 +161,9 @@ class _KeySet:
 class TokenVerifier:
     """Validates the access tokens of one issuer, its keys cached (thread-safe)."""
 
-    def __init__(self, settings, fetch=_fetch_json, clock=time.monotonic,
-                 wall_clock=time.time):
+    def __init__(self, settings: "Settings", fetch: Callable[[str], Any] = _fetch_json,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         self.issuer = settings.oidc_issuer
         self.audience = settings.oidc_audience
         self.algorithms = settings.oidc_algorithms
