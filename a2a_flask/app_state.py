@@ -1,12 +1,17 @@
 """``AppState``: what one app's requests need, kept in ``app.extensions["a2a"]``
 (settings, the storage, credentials, the agents that may be reached)."""
 
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
 from . import errors
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
 from .logs import RefusalBudget
 from .storage.errors import schema_refusal
 from .waits import TaskWaits
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .agent import Agent, Turn
 
 
 class AppState:
@@ -56,7 +61,7 @@ class AppState:
             from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)
 
-    def turn_options(self):
+    def turn_options(self) -> Dict[str, Any]:
         """What ``run_turn`` takes from the app, in a request and in the
         worker alike: tracing, the limits on an outcome, what ``turn.call``
         runs."""
@@ -67,13 +72,14 @@ class AppState:
                     call_agent=self.call_agent)
 
     @staticmethod
-    def call_agent(turn, agent, text=None, **options):
+    def call_agent(turn: "Turn", agent: Any, text: Optional[str] = None, **options: Any) -> Any:
         """What ``turn.call`` runs: the client (the ``client`` extra) sends
         and waits; imported on first use."""
         from .client.calls import call_agent
         return call_agent(turn, agent, text, **options)
 
-    def schema_problem(self, version=None):
+    def schema_problem(self, version: Optional[int] = None
+                       ) -> Optional[errors.SchemaOutdatedError]:
         """None when the database is at the schema this package needs, else
         the ``SchemaOutdatedError`` to answer (A2A_AUTO_MIGRATE=0). Given
         ``version`` (read by the health check), it is judged afresh."""
@@ -103,7 +109,7 @@ class AppState:
         """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
         return agent.enabled and agent.name not in self.settings.disabled_agents
 
-    def reachable_agent(self, name):
+    def reachable_agent(self, name: str) -> "Agent":
         """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
@@ -112,7 +118,7 @@ class AppState:
                 data={"agent": errors.echo(name)})
         return agent
 
-    def reachable_agents(self):
+    def reachable_agents(self) -> List["Agent"]:
         """The agents that may be talked to now, by name."""
         return [agent for _, agent in sorted(self.extension.agents.items())
                 if self._reachable(agent)]

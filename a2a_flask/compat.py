@@ -6,6 +6,8 @@ these and checks no versions. When a release leaves the supported range,
 its shim goes.
 """
 
+from typing import Any
+
 try:
     # Werkzeug 2.0 moved it here; Werkzeug 3.0 removed the old place.
     from werkzeug.sansio.utils import host_is_trusted
@@ -15,7 +17,7 @@ except ImportError:  # Werkzeug 0.16 and 1.0 (Flask 1.1)
 __all__ = ["host_is_trusted", "registered_name"]
 
 
-def registered_name(setup_state):
+def registered_name(setup_state: Any) -> str:
     """The name a blueprint was registered under (its endpoints' prefix).
 
     Flask 2.0.1 added ``BlueprintSetupState.name`` (a blueprint may be

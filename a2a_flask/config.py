@@ -2,6 +2,7 @@
 
 import os
 from datetime import timedelta
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Set
 
 #: Algorithms a bearer token may be signed with: asymmetric ones only (a
 #: public key is no HMAC secret; ``none`` is no signature).
@@ -78,7 +79,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-def parse_value(key, text):
+def parse_value(key: str, text: str) -> Any:
     """An environment string as the type of the setting's default."""
     default = DEFAULTS.get(key)
     if isinstance(default, bool):
@@ -100,7 +101,7 @@ def parse_value(key, text):
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def parse_age(text, name="--older-than"):
+def parse_age(text: object, name: str = "--older-than") -> timedelta:
     """``30d``, ``12h``, ``90m``, ``2w``, ``3600s`` as a ``timedelta``."""
     text = str(text).strip().lower()
     number, unit = text[:-1], text[-1:]
@@ -110,27 +111,27 @@ def parse_age(text, name="--older-than"):
     return timedelta(seconds=int(number) * _AGE_UNITS[unit])
 
 
-def config_from_env(environ=None):
+def config_from_env(environ: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """Every ``A2A_*`` environment variable, parsed, for ``app.config``."""
     environ = os.environ if environ is None else environ
     return {key: parse_value(key, value)
             for key, value in environ.items() if key.startswith("A2A_")}
 
 
-def _names(value):
+def _names(value: Any) -> Set[str]:
     if isinstance(value, str):
         return {name.strip() for name in value.split(",") if name.strip()}
     return set(value or ())
 
 
-def scope_set(value):
+def scope_set(value: Any) -> FrozenSet[str]:
     """OAuth scopes given as "a b", "a,b" or a list, as a frozenset."""
     if isinstance(value, str):
         value = value.replace(",", " ").split()
     return frozenset(value or ())
 
 
-def _history_length(value):
+def _history_length(value: Any) -> Optional[int]:
     """None (the whole history) for no value or "all", else a count >= 0."""
     if value is None or str(value).strip().lower() in ("", "all"):
         return None
@@ -144,7 +145,7 @@ def _history_length(value):
     return count
 
 
-def _at_least(key, value, minimum):
+def _at_least(key: str, value: Any, minimum: int) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
@@ -155,7 +156,7 @@ def _at_least(key, value, minimum):
     return number
 
 
-def _cap(key, value):
+def _cap(key: str, value: Any) -> Optional[int]:
     """None (no cap) for no value or "none", else a whole number >= 0."""
     if value is None or str(value).strip().lower() in ("", "none"):
         return None
@@ -165,7 +166,7 @@ def _cap(key, value):
 class Settings:
     """The extension's settings, read once from ``app.config`` in ``init_app``."""
 
-    def __init__(self, config, instance_path):
+    def __init__(self, config: Mapping[str, Any], instance_path: str) -> None:
         get = lambda key: config.get(key, DEFAULTS[key])  # noqa: E731
         self.database = get("A2A_DATABASE") or os.path.join(instance_path,
                                                              "a2a.sqlite3")
@@ -255,7 +256,7 @@ class Settings:
         self.queue_limit_per_caller = _at_least(
             "A2A_QUEUE_LIMIT_PER_CALLER", get("A2A_QUEUE_LIMIT_PER_CALLER"), 0) or None
 
-    def _identity(self, get):
+    def _identity(self, get: Callable[[str], Any]) -> None:
         """The OIDC and client-certificate settings (docs/securing.md)."""
         self.oidc_issuer = get("A2A_OIDC_ISSUER") or None
         self.oidc_audience = get("A2A_OIDC_AUDIENCE") or None
@@ -277,5 +278,5 @@ class Settings:
         self.mtls_header = get("A2A_MTLS_HEADER") or None
 
     @property
-    def auth_off(self):
+    def auth_off(self) -> bool:
         return self.auth == "off"

@@ -6,7 +6,7 @@ into these). How each is answered (HTTP status, the 1.0 reason) is
 ``protocol/errors.py``'s table; each binding renders the answer.
 """
 
-from typing import Dict, Optional
+from typing import Any, Collection, Dict, Iterable, Optional
 
 
 #: The most of a caller's own text an answer repeats (a method name, a
@@ -14,7 +14,7 @@ from typing import Dict, Optional
 ECHO_CHARS = 64
 
 
-def echo(text) -> str:
+def echo(text: object) -> str:
     """``text`` as an answer may repeat it: its first ECHO_CHARS characters,
     then how long it was when longer."""
     text = text if isinstance(text, str) else str(text)
@@ -33,15 +33,16 @@ class A2AError(Exception):
     #: Extra HTTP headers of the answer.
     headers: Optional[Dict[str, str]] = None
 
-    def __init__(self, message=None, data=None, http_status=None):
+    def __init__(self, message: Optional[str] = None, data: Any = None,
+                 http_status: Optional[int] = None) -> None:
         self.message = message or self.default_message
         self.data = data
         if http_status is not None:
             self.http_status = http_status
         super().__init__(self.message)
 
-    def to_dict(self):
-        error = {"code": self.code, "message": self.message}
+    def to_dict(self) -> Dict[str, Any]:
+        error: Dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
@@ -146,7 +147,8 @@ class ForbiddenError(InvalidRequestError):
     default_message = "These credentials may not talk to this agent."
 
 
-def bearer_challenge(error, description, scope=None):
+def bearer_challenge(error: str, description: str,
+                     scope: Optional[Iterable[str]] = None) -> str:
     """An RFC 6750 ``WWW-Authenticate`` value (section 3): its quoted strings
     may not hold a quote or a backslash."""
     clean = "".join(c for c in description if c not in '"\\' and " " <= c <= "~")
@@ -163,7 +165,7 @@ class InvalidTokenError(UnauthenticatedError):
 
     default_message = "The access token is not valid."
 
-    def __init__(self, message=None, data=None):
+    def __init__(self, message: Optional[str] = None, data: Any = None) -> None:
         super().__init__(message, data)
         self.headers = {"WWW-Authenticate": bearer_challenge("invalid_token",
                                                              self.message)}
@@ -173,7 +175,7 @@ class InsufficientScopeError(ForbiddenError):
     """A valid access token without a scope the agent requires (RFC 6750
     ``insufficient_scope``, HTTP 403)."""
 
-    def __init__(self, message, required):
+    def __init__(self, message: str, required: Collection[str]) -> None:
         super().__init__(message, data={"requiredScopes": " ".join(sorted(required))})
         self.headers = {"WWW-Authenticate": bearer_challenge(
             "insufficient_scope", self.message, required)}
@@ -198,7 +200,7 @@ class PayloadTooLargeError(InvalidRequestError):
 SERVICE_FAILED = "Internal error: the service could not answer this request."
 
 
-def service_failed(http_status=None):
+def service_failed(http_status: Optional[int] = None) -> "InternalError":
     """The answer to an unexpected failure (the log has what happened)."""
     return InternalError(SERVICE_FAILED, http_status=http_status)
 
@@ -227,7 +229,7 @@ class TooManyRequestsError(InvalidRequestError):
     http_status = 429
     default_message = "Too many failed attempts; wait before trying again."
 
-    def __init__(self, message=None, retry_after=60):
+    def __init__(self, message: Optional[str] = None, retry_after: int = 60) -> None:
         super().__init__(message, data={"retryAfter": retry_after})
         self.headers = {"Retry-After": str(retry_after)}
 
@@ -243,7 +245,8 @@ class QueueFullError(A2AError):
     default_message = ("Too many background turns of this caller are waiting "
                        "for a worker: nothing was stored. Retry later.")
 
-    def __init__(self, message=None, limit=None, retry_after=10):
+    def __init__(self, message: Optional[str] = None, limit: Optional[int] = None,
+                 retry_after: int = 10) -> None:
         super().__init__(message, data={"retryAfter": retry_after,
                                         "queueLimit": limit})
         self.headers = {"Retry-After": str(retry_after)}

@@ -1,7 +1,7 @@
 """The Flask extension: agent registry, ``init_app``, the per-app AppState."""
 
 import logging
-from typing import Any, Callable, Dict, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
 
@@ -17,6 +17,9 @@ from .app_state import AppState
 from .storage import open_storage
 from .http.blueprint import make_blueprint
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .protocol.signing import CardSigner
+
 log = logging.getLogger("a2a_flask")
 
 #: An agent function: takes a ``Turn``, returns a str, ``Reply``,
@@ -25,15 +28,17 @@ AgentFunc = TypeVar("AgentFunc", bound=Callable[..., Any])
 HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
 
 
-def _card_signer(settings):
+def _card_signer(settings: Settings) -> "CardSigner":
     """The signer of A2A_CARD_SIGNING_KEY (the ``jose`` extra)."""
     try:
         from .protocol.signing import CardSigner
     except ImportError as exc:
         raise RuntimeError("A2A_CARD_SIGNING_KEY needs the jose extra: pip "
                            "install 'a2a_flask[jose]' (%s)" % exc) from None
-    jku = settings.public_base_url + urls.jwks_path(settings)
-    return CardSigner(settings.card_signing_key, jku, settings.card_signing_kid,
+    # init_app calls this only when the key is set, and Settings refuses a
+    # key without A2A_PUBLIC_BASE_URL.
+    jku = settings.public_base_url + urls.jwks_path(settings)  # type: ignore[operator]
+    return CardSigner(settings.card_signing_key, jku, settings.card_signing_kid,  # type: ignore[arg-type]
                       settings.card_verify_keys)
 
 
@@ -117,7 +122,7 @@ class A2A:
 
     def agent(self, name: str, **options: Any) -> Callable[[AgentFunc], AgentFunc]:
         """Decorator form of ``add_agent``."""
-        def register(func):
+        def register(func: AgentFunc) -> AgentFunc:
             return self.add_agent(name, func, **options)
         return register
 
@@ -138,7 +143,7 @@ class A2A:
         self.hooks.password_check = func
         return func
 
-    def token_caller(self, func):
+    def token_caller(self, func: HookFunc) -> HookFunc:
         """Decorator: ``func(token)`` names the host app's user of an
         ``Authorization: Bearer`` token that is not one of the service's API
         keys (a JWT, a token of Flask-Login's ``request_loader``); return a

@@ -7,13 +7,19 @@ when agents registered after ``init_app`` are known), never a silent default.
 import difflib
 import logging
 import threading
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .config import DEFAULTS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Blueprint, Flask
+
+    from .app_state import AppState
 
 log = logging.getLogger("a2a_flask")
 
 
-def check_not_mounted(app):
+def check_not_mounted(app: "Flask") -> None:
     if "a2a" in app.extensions:
         raise RuntimeError(
             "a2a_flask is already set up on app %r: call init_app once per app "
@@ -31,7 +37,7 @@ def _suggestion(key):
     return "A2A_" + close[0] if close else None
 
 
-def warn_about_settings(config):
+def warn_about_settings(config: Mapping[str, Any]) -> None:
     """Warn of every ``A2A_*`` key that is no setting (a typo is ignored
     otherwise), and of an empty ``A2A_DEFAULT_AGENT``."""
     for key in sorted(k for k in config
@@ -49,7 +55,7 @@ def warn_about_settings(config):
                     "so none are added.")
 
 
-def exempt_from_csrf(app, blueprint):
+def exempt_from_csrf(app: "Flask", blueprint: "Blueprint") -> None:
     """Flask-WTF's CSRFProtect guards cookie-authenticated forms; the
     service's calls are JSON with credentials (a session only with a JSON
     body, which no cross-site form can send)."""
@@ -58,7 +64,7 @@ def exempt_from_csrf(app, blueprint):
         csrf.exempt(blueprint)
 
 
-def check_default_agent(app_state):
+def check_default_agent(app_state: "AppState") -> None:
     name = app_state.settings.default_agent
     if name and name not in app_state.extension.agents:
         log.error("A2A_DEFAULT_AGENT=%r names no registered agent (registered: "

@@ -11,7 +11,7 @@ _SORTED_B64 = bytes.maketrans(
     b"-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
 
 
-def new_id(prefix):
+def new_id(prefix: str) -> str:
     """An opaque, unguessable id (128 random bits) with a readable prefix.
 
     The random part follows the time in milliseconds, so that new rows land at

@@ -12,6 +12,7 @@ import logging
 import re
 import threading
 import time
+from typing import Any, Optional, Tuple
 
 #: The ``a2a_flask`` records gunicorn shows (INFO: access records too).
 LEVEL = logging.INFO
@@ -41,7 +42,7 @@ def escape(text: str) -> str:
     return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
 
 
-def clean(value, limit: int = FIELD_CHARS):
+def clean(value: Any, limit: int = FIELD_CHARS) -> Any:
     """A field as a record may carry it: escaped (``escape``), and cut at
     ``limit`` characters with the full length noted. Not a string: as is."""
     if not isinstance(value, str):
@@ -55,7 +56,7 @@ class CleanArgs(logging.Filter):
     """Every string argument and extra field of a record, ``clean``: what a
     caller sent (a path, an agent name, a task id) may reach a message."""
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(clean(arg) for arg in record.args)
         elif isinstance(record.args, dict):
@@ -79,7 +80,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per record, on one line: time, level, logger, message,
     the record's extra fields, and the traceback (as one string) if any."""
 
-    def format(self, record):
+    def format(self, record: logging.LogRecord) -> str:
         entry = {
             "time": self._time(record),
             "level": record.levelname,
@@ -122,7 +123,7 @@ class RefusalBudget:
         self._buckets = {}  # address -> [tokens, last time, dropped]
         self._lock = threading.Lock()
 
-    def admit(self, address):
+    def admit(self, address: Optional[str]) -> Tuple[bool, int]:
         """(logged?, how many were dropped before this one)."""
         now = self.clock()
         with self._lock:
@@ -150,12 +151,12 @@ class PlainFormatter(logging.Formatter):
     """The plain format, the message escaped: one record, one line (a
     traceback, when there is one, follows on its own lines as usual)."""
 
-    def formatMessage(self, record):
+    def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = escape(record.message)
         return super().formatMessage(record)
 
 
-def formatter(log_format):
+def formatter(log_format: Optional[str]) -> logging.Formatter:
     """The formatter for ``A2A_LOG_FORMAT`` (``plain`` or ``json``)."""
     log_format = (log_format or "plain").strip().lower()
     if log_format not in FORMATS:
@@ -212,7 +213,7 @@ class _SameStreamHandler(_Fallback):
         self.target = target
         self.setFormatter(fmt)
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         try:
             text = self.format(record)
             target = self.target
@@ -226,7 +227,7 @@ class _SameStreamHandler(_Fallback):
             self.handleError(record)
 
 
-def log_to_stderr(log_format="plain", unless_root=False):
+def log_to_stderr(log_format: str = "plain", unless_root: bool = False) -> None:
     """``a2a_flask`` records (INFO: access records, agents' tracebacks) on
     stderr in ``log_format``, as long as no handler of the host's takes them
     (``_Fallback``: one on the root logger, set up before or after this
@@ -249,7 +250,7 @@ def log_to_stderr(log_format="plain", unless_root=False):
         logger.setLevel(LEVEL)
 
 
-def route_to_gunicorn(error_log, log_format="plain"):
+def route_to_gunicorn(error_log: logging.Logger, log_format: str = "plain") -> None:
     """Send ``a2a_flask`` records to the handlers of gunicorn's error logger.
 
     In json mode gunicorn's own lines become JSON too, so that the whole file

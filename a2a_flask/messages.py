@@ -62,7 +62,7 @@ class FileContentSchema(_StoredSchema):
             try:
                 base64.b64decode(data["bytes"], validate=True)
             except (binascii.Error, ValueError):
-                raise ValidationError("not valid base64.", "bytes")
+                raise ValidationError("not valid base64.", "bytes") from None
 
 
 class FilePartSchema(_PartSchema):
@@ -136,7 +136,7 @@ def new_message(role: str, message_id: str, parts: List[JSONObject],
                 metadata: Optional[JSONObject] = None) -> JSONObject:
     """A message (0.3 form) of ``role`` (the agent's, or a client's ``user``
     message); ``taskId``/``contextId`` when given, ``metadata`` when not empty."""
-    message = {"kind": "message", "role": role, "messageId": message_id,
+    message: JSONObject = {"kind": "message", "role": role, "messageId": message_id,
                "parts": parts}
     if task_id is not None:
         message["taskId"] = task_id

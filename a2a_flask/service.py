@@ -10,8 +10,10 @@ Ownership: every call is keyed by (caller, agent); another caller's task is
 ``NoSuchTaskError``. The stale-turn policy is the storage's (``get_task``).
 """
 
+from __future__ import annotations
+
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from . import errors
 from .agent import Turn, run_turn
@@ -21,6 +23,13 @@ from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, Task
 from .messages import agent_message, text_part
 from .waits import settled
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .agent.registry import Agent
+    from .app_state import AppState
+    from .auth.callers import Caller
+    from .storage.base import Storage
+    from .storage.records import Message
+
 
 class CallContext:
     """One call as the service sees it: who calls (``caller``) which agent,
@@ -28,7 +37,8 @@ class CallContext:
 
     __slots__ = ("app_state", "agent", "caller", "at_root")
 
-    def __init__(self, app_state, agent, caller, at_root=False):
+    def __init__(self, app_state: AppState, agent: Agent, caller: Caller,
+                 at_root: bool = False) -> None:
         self.app_state = app_state
         self.agent = agent
         self.caller = caller
@@ -36,10 +46,10 @@ class CallContext:
         self.at_root = at_root
 
     @property
-    def storage(self):
+    def storage(self) -> Storage:
         return self.app_state.storage
 
-    def history_length(self, asked):
+    def history_length(self, asked: Optional[int]) -> Optional[int]:
         """``asked``, else A2A_HISTORY_LENGTH_DEFAULT (None: all)."""
         return self.app_state.settings.history_length_default if asked is None else asked
 
@@ -77,15 +87,16 @@ def fit(record: TaskRecord, budget: int) -> TaskRecord:
     return record
 
 
-def _budget(context):
+def _budget(context: CallContext) -> int:
     return context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES
 
 
-def _answer(context, record):
+def _answer(context: CallContext, record: TaskRecord) -> TaskRecord:
     return fit(record, _budget(context))
 
 
-def _stored(context, task_id, history_length=None, remembered_key=None):
+def _stored(context: CallContext, task_id: str, history_length: Optional[int] = None,
+            remembered_key: Optional[str] = None) -> TaskRecord:
     """The caller's task as stored, no more of its history read than fits
     the answer budget (``fit`` then measures it exactly)."""
     return context.storage.get_task(
@@ -93,19 +104,21 @@ def _stored(context, task_id, history_length=None, remembered_key=None):
         remembered_key=remembered_key, max_bytes=_budget(context))
 
 
-def _read(context, task_id, history_length=None, remembered_key=None):
+def _read(context: CallContext, task_id: str, history_length: Optional[int] = None,
+          remembered_key: Optional[str] = None) -> TaskRecord:
     """The caller's task as an answer shows it."""
     return _answer(context, _stored(context, task_id, history_length, remembered_key))
 
 
-def clamp_history(history, limit):
+def clamp_history(history: List[Message], limit: Optional[int]) -> List[Message]:
     """The last ``limit`` messages (all of them when ``limit`` is None)."""
     if limit is None:
         return history
     return history[len(history) - limit:] if limit else []
 
 
-def send(context: CallContext, message: dict, accepted_output_modes=None,
+def send(context: CallContext, message: dict,
+         accepted_output_modes: Optional[List[str]] = None,
          metadata: Optional[dict] = None,
          history_length: Optional[int] = None,
          return_immediately: bool = False) -> TaskRecord:
@@ -159,7 +172,8 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
         clamp_history([start.message, status_message], history_length), metadata))
 
 
-def _send_to_queue(context, message, metadata, history_length, return_immediately):
+def _send_to_queue(context: CallContext, message: dict, metadata: Optional[dict],
+                   history_length: Optional[int], return_immediately: bool) -> TaskRecord:
     owner, agent_name, storage = context.caller.id, context.agent.name, context.storage
     queued = agent_message([text_part(QUEUED_TEXT)])
     tracing = context.app_state.tracing
@@ -185,7 +199,8 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
     return _answer(context, record)
 
 
-def _outcome(context, task_id, history_length) -> Optional[TaskRecord]:
+def _outcome(context: CallContext, task_id: str,
+             history_length: Optional[int]) -> Optional[TaskRecord]:
     """The task once a read after this send's enqueue shows it settled:
     the turn queued ran (the task stays ``working`` while a turn of it is
     queued or running) or never will (failed, canceled). None when the
@@ -218,9 +233,11 @@ def cancel(context: CallContext, task_id: str) -> TaskRecord:
     return _read(context, task_id)
 
 
-def list_tasks(context: CallContext, context_id=None, state=None, updated_after=None,
-               limit=50, cursor=None, history_length=0,
-               include_artifacts=False) -> TaskPage:
+def list_tasks(context: CallContext, context_id: Optional[str] = None,
+               state: Optional[str] = None, updated_after: Optional[str] = None,
+               limit: int = 50, cursor: Optional[str] = None,
+               history_length: Optional[int] = 0,
+               include_artifacts: bool = False) -> TaskPage:
     """The caller's tasks of this agent only, newest first, one page: it
     ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
     size, its history trimmed to fit: ``fit``)."""
@@ -236,8 +253,8 @@ def list_tasks(context: CallContext, context_id=None, state=None, updated_after=
     return page
 
 
-def count_tasks(context: CallContext, context_id=None, state=None,
-                updated_after=None) -> int:
+def count_tasks(context: CallContext, context_id: Optional[str] = None,
+                state: Optional[str] = None, updated_after: Optional[str] = None) -> int:
     """How many tasks ``list_tasks`` would page through with these filters."""
     return context.storage.count_tasks(
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,

@@ -102,7 +102,8 @@ DOCS = {
     "A2A_OIDC_ISSUER": "The OpenID provider whose access tokens are taken as "
         "bearer tokens: its issuer identifier (the tokens' `iss`); discovery at "
         "`<issuer>/.well-known/openid-configuration`. Needs the `jose` extra and "
-        "`A2A_OIDC_AUDIENCE`; see [OpenID Connect](../securing.md#openid-connect-and-oauth2-access-tokens).",
+        "`A2A_OIDC_AUDIENCE`; see "
+        "[OpenID Connect](../securing.md#openid-connect-and-oauth2-access-tokens).",
     "A2A_OIDC_AUDIENCE": "The `aud` an access token must name (this service's "
         "identifier at the provider); required with `A2A_OIDC_ISSUER`.",
     "A2A_OIDC_REQUIRED_SCOPES": "OAuth scopes (space- or comma-separated) an "

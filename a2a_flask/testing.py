@@ -8,7 +8,7 @@ Flask's test client.
     assert task["status"]["state"] == "completed"
 """
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from flask import Flask
 from flask.testing import FlaskClient
@@ -17,8 +17,11 @@ from .client.errors import A2ACallError, rpc_result
 from .client.protocols import rpc_request
 from .client.shapes import user_message
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .app_state import AppState
 
-def _app_state(app: Flask):
+
+def _app_state(app: Flask) -> "AppState":
     app_state = app.extensions.get("a2a")
     if app_state is None:
         raise RuntimeError("a2a_flask is not set up on app %r: call "
@@ -92,7 +95,7 @@ class A2AClient:
     def get(self, task_id: str, history_length: Optional[int] = None,
             agent: Optional[str] = None) -> Dict[str, Any]:
         """``tasks/get``: the task, with at most ``history_length`` messages."""
-        params = {"id": task_id}
+        params: Dict[str, Any] = {"id": task_id}
         if history_length is not None:
             params["historyLength"] = history_length
         return self.call("tasks/get", params, agent)

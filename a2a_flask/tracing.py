@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import threading
-from typing import Optional
+from typing import Any, Dict, Iterator, Mapping, Optional
 
 try:
     from opentelemetry import propagate, trace
@@ -66,7 +66,7 @@ def _ensure_provider():
         trace.set_tracer_provider(provider)
 
 
-def flush():
+def flush() -> None:
     """Export the spans still buffered (a worker stopping)."""
     force_flush = getattr(trace.get_tracer_provider(), "force_flush", None)
     if force_flush is not None:
@@ -83,7 +83,7 @@ class Tracing:
     # -- the call ---------------------------------------------------------------
 
     @contextlib.contextmanager
-    def server_span(self, agent: str, headers):
+    def server_span(self, agent: str, headers: Mapping[str, str]) -> Iterator[Any]:
         """The span of one call, the caller's trace continued; yields it."""
         parent = propagate.extract(headers)
         with self.tracer.start_as_current_span(
@@ -93,7 +93,7 @@ class Tracing:
             yield span
 
     @staticmethod
-    def end_call(span, fields, caller_kind: Optional[str]):
+    def end_call(span: Any, fields: Dict[str, Any], caller_kind: Optional[str]) -> None:
         """Name and describe the call's span from its access record."""
         method = fields.get("method")
         if method:
@@ -116,7 +116,7 @@ class Tracing:
     # -- children ---------------------------------------------------------------
 
     @contextlib.contextmanager
-    def agent_span(self, turn):
+    def agent_span(self, turn: Any) -> Iterator[Any]:
         """Around the agent function's own work on a turn."""
         with self.tracer.start_as_current_span(
                 "a2a.agent " + turn.agent.name, kind=SpanKind.INTERNAL,
@@ -126,7 +126,7 @@ class Tracing:
                             "a2a.context.id": turn.context_id}) as span:
             yield span
 
-    def storage(self, storage):
+    def storage(self, storage: Any) -> Any:
         """``storage`` with a span around each operation that reaches it."""
         return TracedStorage(storage, self.tracer)
 
@@ -136,12 +136,12 @@ class Tracing:
     def current_context() -> Optional[str]:
         """The current trace context, as stored with a queued turn (JSON of
         its W3C headers), or None outside any span."""
-        carrier = {}
+        carrier: Dict[str, str] = {}
         propagate.inject(carrier)
         return json.dumps(carrier, sort_keys=True) if carrier else None
 
     @contextlib.contextmanager
-    def worker_span(self, claimed):
+    def worker_span(self, claimed: Any) -> Iterator[Any]:
         """The worker's span for a claimed turn: a child of the call that
         queued it (and linked to it), when its trace context was stored."""
         parent, links = None, []
@@ -177,7 +177,7 @@ class TracedStorage:
         if name not in STORAGE_OPERATIONS:
             return found
 
-        def traced(*args, **kwargs):
+        def traced(*args: Any, **kwargs: Any) -> Any:
             # No exception text on the span: it may quote what was stored.
             with self._tracer.start_as_current_span(
                     "a2a.storage " + name, kind=SpanKind.CLIENT,

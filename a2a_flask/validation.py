@@ -3,6 +3,7 @@ turning a ValidationError into the A2A error (or sentence) that names the
 first offending field."""
 
 from marshmallow import ValidationError, fields, validate
+from typing import Any, List, Tuple
 
 from . import errors
 
@@ -72,7 +73,7 @@ class StrictBoolean(fields.Boolean):
     falsy = {False}
 
 
-def flatten_errors(messages, path=""):
+def flatten_errors(messages: Any, path: str = "") -> List[Tuple[str, str]]:
     """Marshmallow's nested error dict as a list of (``a.b[0].c``, text)."""
     if isinstance(messages, dict):
         found = []
@@ -91,7 +92,7 @@ def flatten_errors(messages, path=""):
     return [(path, str(text)) for text in texts]
 
 
-def load_params(schema, params):
+def load_params(schema: Any, params: Any) -> Any:
     """Validated params, or ``InvalidParams`` naming the first bad field."""
     if params is None:
         params = {}
@@ -106,4 +107,4 @@ def load_params(schema, params):
             "Invalid params: %s: %s" % (field or "params", text),
             data={"field": field or "params",
                   "errors": {f or "params": t for f, t in problems}},
-        )
+        ) from exc

@@ -14,7 +14,10 @@ import logging
 import os
 import threading
 import time
-from typing import Hashable, Optional
+from typing import TYPE_CHECKING, Hashable, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .storage.base import Storage
 
 log = logging.getLogger("a2a_flask")
 
@@ -129,7 +132,7 @@ class TaskWaits:
                         "again every %.1f s", FAILED_TICK)
 
 
-def change_marker(storage) -> Optional[Hashable]:
+def change_marker(storage: "Storage") -> Optional[Hashable]:
     """``storage.change_marker()``, None when the storage failed (logged by
     ``storage.failure``; the caller then waits on a timer)."""
     try:
@@ -140,7 +143,7 @@ def change_marker(storage) -> Optional[Hashable]:
         return None
 
 
-def wait_for_change(storage, since: Optional[Hashable], seconds: float,
+def wait_for_change(storage: "Storage", since: Optional[Hashable], seconds: float,
                     interrupt: threading.Event) -> None:
     """Return once the store's change marker differs from ``since`` (read
     before the caller last looked at the store), ``interrupt`` is set, or

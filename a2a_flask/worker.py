@@ -15,10 +15,14 @@ import secrets
 import socket
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional
 
 from .agent import Turn, run_turn
 from .auth.callers import Caller
 from .waits import change_marker, wait_for_change
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .app_state import AppState
 
 log = logging.getLogger("a2a_flask")
 
@@ -32,7 +36,8 @@ IDLE_SLEEP = 0.5
 FINISH_ATTEMPTS = 5
 
 
-def background_agents(app_state, names=None):
+def background_agents(app_state: "AppState", names: Optional[Iterable[str]] = None
+                      ) -> List[str]:
     """The names of the background agents this worker runs: all registered
     (and reachable) ones, or ``names``; ValueError for a name that is not."""
     runnable = {agent.name for agent in app_state.reachable_agents()
@@ -78,13 +83,13 @@ class Worker:
         self._wake = threading.Event()
         self._stopping = threading.Event()
 
-    def stop(self, *_signal):
+    def stop(self, *_signal: Any) -> None:
         """Stop claiming; ``run`` returns once the running turns are done
         (or the grace period is over). Safe from a signal handler."""
         self._stopping.set()
         self._wake.set()
 
-    def running(self):
+    def running(self) -> List[str]:
         with self._lock:
             return list(self._running)
 
@@ -103,7 +108,7 @@ class Worker:
                     raise
                 time.sleep(0.2 * attempt)
 
-    def run(self):
+    def run(self) -> None:
         log.info("worker %s: running agents %s in %d thread(s), lease %d s",
                  self.id, ", ".join(self.agents) or "(none)", self.threads,
                  self.lease_seconds)

@@ -6,13 +6,19 @@ fails the task. ``agent/engine.py`` calls it with no transaction open and
 stores the outcome.
 """
 
-from typing import Any, Iterable, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional
 
 from ..messages import JSONObject, agent_message, text_part
 from .output import AGENT_ARTIFACT, AGENT_PARTS, load_agent_output
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..auth.callers import Caller
+    from ..storage.base import Storage
+    from .registry import Agent
 
-def _text_parts(text, parts):
+
+def _text_parts(text: Optional[str],
+                parts: Optional[Iterable[JSONObject]]) -> List[JSONObject]:
     if parts is not None:
         # Checked here, in the agent's own call: a bad part fails the task
         # with a log line naming it, instead of an answer that breaks the schema.
@@ -73,8 +79,9 @@ class Reject(_StatusReply):
 class Turn:
     """One incoming message, as the agent function sees it."""
 
-    def __init__(self, store, agent, caller, task_id, context_id, message,
-                 message_seq, metadata=None):
+    def __init__(self, store: "Storage", agent: "Agent", caller: "Caller", task_id: str,
+                 context_id: str, message: JSONObject, message_seq: int,
+                 metadata: Optional[JSONObject] = None) -> None:
         self._store = store
         self.agent = agent
         #: Who sent it (``Caller``: ``id``, ``kind``, ``name``).
@@ -85,16 +92,16 @@ class Turn:
         self.message = message
         self.metadata = metadata or {}
         self._seq = message_seq
-        self._history = None
-        self._context_history = None
+        self._history: Optional[List[JSONObject]] = None
+        self._context_history: Optional[List[JSONObject]] = None
         #: A2A_MAX_TURN_OUTPUT_BYTES, set by ``run_turn``.
-        self.max_output_bytes = None
+        self.max_output_bytes: Optional[int] = None
         #: What the task's artifacts may count together, set by ``run_turn``.
-        self.max_artifact_bytes = None
+        self.max_artifact_bytes: Optional[int] = None
         self._calls = 0
         #: What ``call`` runs, given by ``run_turn``: the client lives in a
         #: higher layer (it speaks the wire), so the app hands it down.
-        self._call_agent = None
+        self._call_agent: Optional[Callable[..., Any]] = None
 
     @property
     def parts(self) -> List[JSONObject]:
@@ -113,7 +120,7 @@ class Turn:
     def data(self) -> List[Any]:
         return [p["data"] for p in self.parts if p["kind"] == "data"]
 
-    def _stored(self, read, *args, **kwargs):
+    def _stored(self, read: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``read(*args, **kwargs)`` of the storage; then this thread's
         connection goes back to the pool (no transaction is open while an
         agent runs): the agent may now wait seconds on a model, and a
@@ -140,7 +147,7 @@ class Turn:
                 self.context_id, before_seq=self._seq)
         return self._context_history
 
-    def recent(self, count):
+    def recent(self, count: int) -> List[JSONObject]:
         """The last ``count`` earlier messages of the conversation, oldest
         first: what a long conversation costs is ``count``, not its length."""
         if count <= 0:

@@ -2,13 +2,16 @@
 returned (a reply, a question, a refusal, or a failure naming no internals)."""
 
 import logging
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ids import new_id
 from ..messages import agent_message, text_part
 from ..storage.base import ARTIFACTS_FULL_TEXT, ArtifactsFullError
 from ..storage.sizes import may_exceed, rough_size, size
 from .api import Reply, _StatusReply
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .api import Turn
 
 log = logging.getLogger("a2a_flask")
 
@@ -40,7 +43,8 @@ def _outcome(turn, result):
         artifacts += [_artifact(spec) for spec in result.artifacts]
         return "completed", message, artifacts
     if isinstance(result, _StatusReply):
-        return result.state, agent_message(result.parts, turn.task_id, turn.context_id, result.metadata), []
+        message = agent_message(result.parts, turn.task_id, turn.context_id, result.metadata)
+        return result.state, message, []
     raise TypeError(
         "agent %r returned %r; return a str, Reply, InputRequired, AuthRequired "
         "or Reject" % (turn.agent.name, type(result).__name__))
@@ -68,7 +72,8 @@ def _too_large(turn, message, artifacts, limit):
                                    turn.task_id, turn.context_id), []
 
 
-def store_outcome(turn, state, message, artifacts=()):
+def store_outcome(turn: "Turn", state: str, message: Dict[str, Any],
+                  artifacts: Sequence[Dict[str, Any]] = ()) -> Optional[str]:
     """Store the outcome of a turn run in a request (conditional on the task
     being ``working``): its timestamp, or None when it was discarded."""
     return turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
@@ -76,10 +81,11 @@ def store_outcome(turn, state, message, artifacts=()):
                                   max_artifact_bytes=turn.max_artifact_bytes)
 
 
-def run_turn(turn, store: Callable = store_outcome, tracing=None,
+def run_turn(turn: "Turn", store: Callable = store_outcome, tracing: Any = None,
              max_output_bytes: Optional[int] = None,
              max_artifact_bytes: Optional[int] = None,
-             call_agent: Optional[Callable] = None):
+             call_agent: Optional[Callable] = None
+             ) -> Optional[Tuple[str, Dict[str, Any], List[Dict[str, Any]], str]]:
     """Run the agent on ``turn`` and store the outcome with
     ``store(turn, state, message, artifacts)`` (the worker passes its own,
     which stores only while it holds the turn); ``tracing``: the app's

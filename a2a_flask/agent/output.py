@@ -4,6 +4,7 @@ fails there with a sentence naming it, never as an answer that breaks the
 A2A schema."""
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields
+from typing import Any
 
 from ..messages import PartField
 from ..validation import NON_EMPTY, Text, flatten_errors
@@ -49,7 +50,7 @@ AGENT_PARTS = AgentPartsSchema()
 AGENT_ARTIFACT = AgentArtifactSchema()
 
 
-def load_agent_output(schema, value, what):
+def load_agent_output(schema: Schema, value: Any, what: str) -> Any:
     """``value`` checked by ``schema``, or ValueError naming the bad field."""
     try:
         return schema.load(value)

@@ -1,6 +1,7 @@
 """``Agent``: a registered agent, its function and what its card says of it."""
 
 from marshmallow import ValidationError
+from typing import Any, Dict, List, Optional
 
 from .. import errors
 from ..config import scope_set
@@ -57,13 +58,14 @@ class Agent:
             return SKILLS.load(list(skills))
         except ValidationError as exc:
             field, text = flatten_errors(exc.messages)[0]
-            raise ValueError("agent %r: invalid skill %s: %s" % (self.name, field, text))
+            raise ValueError("agent %r: invalid skill %s: %s" % (self.name, field, text)) from exc
 
     @property
-    def has_extended_card(self):
+    def has_extended_card(self) -> bool:
         return bool(self.extended_skills)
 
-    def check_accepts(self, message, accepted_output_modes):
+    def check_accepts(self, message: Dict[str, Any],
+                      accepted_output_modes: Optional[List[str]]) -> None:
         """``ContentTypeNotSupported`` for a message this agent cannot take."""
         text_only = all(m.startswith("text/") for m in self.input_modes)
         if text_only and not any(p["kind"] == "text" for p in message["parts"]):

@@ -9,11 +9,17 @@ password hook); the host app's login session (its session hook). With
 
 import base64
 import binascii
-from typing import AbstractSet, Optional
+from typing import TYPE_CHECKING, AbstractSet, Any, Dict, List, Optional, Tuple
 
 from .. import errors
 from .credentials import KEY_PREFIX, hash_key, key_owner
 from .proxies import client_address
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
+
+    from ..agent.registry import Agent
+    from ..app_state import AppState
 
 #: Where an OpenID provider publishes its configuration (OIDC Discovery 1.0).
 DISCOVERY_PATH = "/.well-known/openid-configuration"
@@ -89,7 +95,8 @@ def _key_caller(key, key_hash, remembered=False):
     return caller
 
 
-def authenticate(app_state, request, use_remembered_key=False):
+def authenticate(app_state: "AppState", request: "Request",
+                 use_remembered_key: bool = False) -> Caller:
     """The caller of ``request``, or ``Unauthenticated`` (HTTP 401).
 
     Every credential the request presents must be valid: an API key header
@@ -185,7 +192,7 @@ def _from_key(app_state, key, use_remembered_key, bearer):
     raise errors.UnauthenticatedError(KEY_REFUSED)
 
 
-def basic_in_use(app_state):
+def basic_in_use(app_state: "AppState") -> bool:
     """HTTP Basic is offered: the host's password hook is set, or users exist."""
     return (app_state.extension.hooks.password_check is not None
             or app_state.credentials.has_users())
@@ -207,7 +214,7 @@ def _check_password(app_state, request, name, password):
 
     throttle = app_state.login_throttle
 
-    def before_slow_check():
+    def before_slow_check() -> None:
         throttle.check(*keys)
 
     checker = app_state.extension.hooks.password_check
@@ -238,7 +245,7 @@ def _takes_host_token(app_state, token):
             and not token.startswith(KEY_PREFIX))
 
 
-def confirm_remembered_key(app_state, caller):
+def confirm_remembered_key(app_state: "AppState", caller: Optional[Caller]) -> None:
     """Check now a key taken on trust by ``authenticate`` (a no-op for any
     other caller): ``Unauthenticated`` when it was revoked meanwhile."""
     if caller is None or caller.remembered_key is None:
@@ -248,7 +255,7 @@ def confirm_remembered_key(app_state, caller):
     caller.remembered_key = None
 
 
-def looks_like_jwt(token):
+def looks_like_jwt(token: str) -> bool:
     """A compact JWS: three base64url segments. No API key of ours has a dot."""
     return token.count(".") == 2
 
@@ -273,7 +280,8 @@ def _common_name(subject):
     return subject
 
 
-def authorize(caller, agent, default_scopes=frozenset()):
+def authorize(caller: Caller, agent: "Agent",
+              default_scopes: AbstractSet[str] = frozenset()) -> None:
     """``ForbiddenError`` unless ``caller`` may talk to ``agent``: a key's
     agents include it; an access token grants the scopes the agent requires
     (its ``required_scopes``, else ``default_scopes``:
@@ -292,7 +300,8 @@ def authorize(caller, agent, default_scopes=frozenset()):
                 required)
 
 
-def security_requirements(app_state, agent=None):
+def security_requirements(app_state: "AppState", agent: Optional["Agent"] = None
+                          ) -> Tuple[Dict[str, Any], List[Dict[str, List[str]]]]:
     """(securitySchemes, security) for the cards: what this service accepts
     (an access token with the scopes ``agent`` requires)."""
     settings = app_state.settings

@@ -11,17 +11,19 @@ import json
 import secrets
 import time
 from datetime import datetime, timedelta, timezone
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import passwords
 from .key_uses import KeyUses
-from ..storage.base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
+from ..storage.base import (KeyNotFoundError, KeyRow, TaskRecord, UserExistsError,
+                            UserNotFoundError)
 from ..storage.common import now_iso
 
 KEY_PREFIX = "a2a_"
 #: Last use is recorded to the minute: a write per request would cost more
 #: (and the uses of one second are written together: key_uses.py).
 LAST_USED_GRANULARITY = timedelta(minutes=1)
-_dummy_hash = []  # made on first need: hashing at import slows every start
+_dummy_hash: List[str] = []  # made on first need: hashing at import slows every start
 
 
 def _check_dummy_password(password):
@@ -44,7 +46,7 @@ def _last_used_cutoff():
     return _cutoff[1]
 
 
-_verified = {}  # user name -> digest of (stored hash, password) last checked
+_verified: Dict[str, str] = {}  # user name -> digest of (stored hash, password) last checked
 _VERIFIED_MAX = 1024
 
 
@@ -53,7 +55,7 @@ def _proof(stored_hash, password):
     return hashlib.sha256((stored_hash + "\0" + password).encode("utf-8")).digest()
 
 
-def key_owner(key_id):
+def key_owner(key_id: str) -> str:
     """The owner of the tasks of the callers using API key ``key_id``."""
     return "key:" + key_id
 
@@ -62,7 +64,7 @@ class CredentialError(Exception):
     """A credential command could not be carried out; the text says why."""
 
 
-def hash_key(key):
+def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
@@ -84,7 +86,7 @@ class ApiKey:
         self.revoked_at = revoked_at
 
     @property
-    def scope_text(self):
+    def scope_text(self) -> str:
         return "*" if self.scope is None else ",".join(sorted(self.scope))
 
 
@@ -102,7 +104,8 @@ class Credentials:
 
     # -- API keys ----------------------------------------------------------
 
-    def create_key(self, agents=None, label=None):
+    def create_key(self, agents: Optional[Iterable[str]] = None,
+                   label: Optional[str] = None) -> Tuple[ApiKey, str]:
         """A new key for ``agents`` (None: every agent): (ApiKey, secret).
 
         The secret is returned once, here, and never stored.
@@ -116,10 +119,10 @@ class Credentials:
             hash_key(secret))
         return ApiKey(*row.astuple()), secret
 
-    def keys(self):
+    def keys(self) -> List[ApiKey]:
         return [ApiKey(*row.astuple()) for row in self.storage.keys()]
 
-    def revoke_key(self, key_id):
+    def revoke_key(self, key_id: str) -> List[TaskRecord]:
         """Revoke the key, then cancel its tasks that are ``working``: its
         queued background turns never start, its running ones see
         ``turn.canceled``. Returns the tasks canceled (revoking again cancels
@@ -132,7 +135,7 @@ class Credentials:
         return self.storage.cancel_tasks(owner=key_owner(key_id),
                                          states=["working"])
 
-    def find_key(self, secret):
+    def find_key(self, secret: str) -> Optional[ApiKey]:
         """The live key with this secret, or None; records its use."""
         key_hash = hash_key(secret)
         row = self.storage.find_key(key_hash)
@@ -151,7 +154,7 @@ class Credentials:
         self._live[key_hash] = key
         return key
 
-    def remembered_key(self, secret):
+    def remembered_key(self, secret: str) -> Optional[Tuple[ApiKey, str]]:
         """(ApiKey, its hash) of a key ``find_key`` found live in this process
         less than a minute ago (its use then noted), else None. Not proof
         that it is live *now*: whoever takes it checks that in the storage
@@ -165,7 +168,7 @@ class Credentials:
             return None
         return key, key_hash
 
-    def key_is_live(self, key_hash):
+    def key_is_live(self, key_hash: str) -> bool:
         """Whether the key with this hash is live now (one lookup)."""
         if self.storage.find_key(key_hash) is not None:
             return True
@@ -174,7 +177,7 @@ class Credentials:
 
     # -- built-in users --------------------------------------------------------
 
-    def create_user(self, name, password):
+    def create_user(self, name: str, password: str) -> None:
         if not name or ":" in name:
             raise CredentialError("user name %r must be non-empty, without ':'"
                                   % name)
@@ -185,20 +188,21 @@ class Credentials:
         except UserExistsError:
             raise CredentialError("a user named %r already exists" % name) from None
 
-    def users(self):
+    def users(self) -> List[Tuple[str, str]]:
         """(name, created_at) of every built-in user."""
         return self.storage.users()
 
-    def has_users(self):
+    def has_users(self) -> bool:
         return self.storage.has_users()
 
-    def delete_user(self, name):
+    def delete_user(self, name: str) -> None:
         try:
             self.storage.delete_user(name)
         except UserNotFoundError:
             raise CredentialError("no user named %r" % name) from None
 
-    def check_user(self, name, password, before_slow_check=None):
+    def check_user(self, name: str, password: str,
+                   before_slow_check: Optional[Callable[[], None]] = None) -> bool:
         """True when ``password`` is ``name``'s.
 
         A slow hash (pbkdf2, scrypt) on every request would cost each Basic call tens

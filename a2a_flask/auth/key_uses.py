@@ -42,7 +42,7 @@ class KeyUses:
         self._timer = None
         self._at_exit = False
 
-    def note(self, key_id):
+    def note(self, key_id: str) -> None:
         """Record that ``key_id`` was used now (at once, or within a second)."""
         if self._pid != os.getpid():  # forked: the parent's are the parent's
             self._reset()
@@ -67,7 +67,7 @@ class KeyUses:
         finally:
             self.storage.release_connection()  # the timer thread ends here
 
-    def write(self):
+    def write(self) -> None:
         """Write the uses noted so far, in one write. A refusal of the storage
         is logged and the uses are tried again with the next ones: a call
         does not fail for the record of its key's use."""

@@ -31,12 +31,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Dict, FrozenSet, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Optional, Tuple
 
 import jwt
 
 from .. import errors
 from .callers import DISCOVERY_PATH
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Settings
 
 log = logging.getLogger("a2a_flask")
 
@@ -148,7 +151,7 @@ class _KeySet:
         self.verifying: Dict[tuple, object] = {}  # (kid, alg) -> key object
         self.verified: Dict[str, dict] = {}  # token -> its claims
 
-    def lookup(self, kid):
+    def lookup(self, kid: str) -> Optional[dict]:
         """The JWK ``kid``, or the only one for a token naming none."""
         if kid == "" and len(self.keys) == 1:
             return next(iter(self.keys.values()))
@@ -158,8 +161,9 @@ class _KeySet:
 class TokenVerifier:
     """Validates the access tokens of one issuer, its keys cached (thread-safe)."""
 
-    def __init__(self, settings, fetch=_fetch_json, clock=time.monotonic,
-                 wall_clock=time.time):
+    def __init__(self, settings: "Settings", fetch: Callable[[str], Any] = _fetch_json,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         self.issuer = settings.oidc_issuer
         self.audience = settings.oidc_audience
         self.algorithms = settings.oidc_algorithms
@@ -335,7 +339,7 @@ class TokenVerifier:
             raise errors.InvalidTokenError("The token's sub claim is empty.")
         return claims, keys
 
-    def caller_fields(self, token: str):
+    def caller_fields(self, token: str) -> Tuple[str, str, FrozenSet[str]]:
         """(id, name, scopes) of the caller this token authenticates."""
         claims = self.claims(token)
         name = claims.get(self.name_claim)

@@ -8,10 +8,10 @@ address of ``X-Forwarded-For`` that is not itself a trusted proxy. From any
 other peer the header is ignored: a client cannot choose its own address.
 """
 
-from typing import AbstractSet
+from typing import AbstractSet, Any, Mapping
 
 
-def client_address(trusted: AbstractSet[str], environ) -> str:
+def client_address(trusted: AbstractSet[str], environ: Mapping[str, Any]) -> str:
     """The address of the client of the WSGI request ``environ``."""
     peer = environ.get("REMOTE_ADDR") or "-"
     if peer not in trusted:

@@ -31,7 +31,7 @@ def _served(state):
 
 
 @cards_cli.command("sign-check")
-def sign_check():
+def sign_check() -> None:
     """Verify every card's signature as a 1.0 client would: the card read
     the 1.0 way, its RFC 8785 canonical form, the key named by ``kid`` in
     the JWKS at ``jku``. Exit status 1 when one fails."""

@@ -3,6 +3,7 @@ storage, refused operations as one-line errors, tables and JSON output."""
 
 import json
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import click
 from flask import current_app
@@ -10,18 +11,22 @@ from flask import current_app
 from ..auth.credentials import CredentialError
 from ..storage.errors import SchemaError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..app_state import AppState
+    from ..storage.base import Storage
 
-def app_state():
+
+def app_state() -> "AppState":
     """The A2A state of the current app (``app.extensions["a2a"]``)."""
     return current_app.extensions["a2a"]
 
 
-def app_storage():
+def app_storage() -> "Storage":
     return app_state().storage
 
 
 @contextmanager
-def as_click_error():
+def as_click_error() -> Iterator[None]:
     """A refused credential command: one line on stderr, exit status 1."""
     try:
         yield
@@ -29,18 +34,18 @@ def as_click_error():
         raise click.ClickException(str(exc)) from None
 
 
-def unreadable(storage, exc):
+def unreadable(storage: "Storage", exc: BaseException) -> bool:
     """True when ``exc`` says the database cannot be read or used (a schema
     this code does not read), not a bug."""
     return (isinstance(exc, (OSError, RuntimeError, SchemaError))
             or storage.failure(exc) is not None)
 
 
-def echo_json(value):
+def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def table(rows):
+def table(rows: Sequence[Sequence[Any]]) -> None:
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         click.echo("  ".join(str(cell).ljust(w)

@@ -2,6 +2,7 @@
 
 import click
 from flask.cli import AppGroup
+from typing import Optional
 
 from .common import app_state, as_click_error, table
 
@@ -29,7 +30,7 @@ def _scope(agents):
               help="'*' for every agent, or agent names separated by commas.")
 @click.option("--label", default=None, help="Who or what the key is for.")
 @click.option("--quiet", is_flag=True, help="Print only the key.")
-def keys_create(agents, label, quiet):
+def keys_create(agents: str, label: Optional[str], quiet: bool) -> None:
     """Create an API key; it is printed once and never stored in clear."""
     key, secret = app_state().credentials.create_key(_scope(agents), label)
     if quiet:
@@ -43,7 +44,7 @@ def keys_create(agents, label, quiet):
 
 
 @keys_cli.command("list")
-def keys_list():
+def keys_list() -> None:
     """List API keys (never the keys themselves)."""
     keys = app_state().credentials.keys()
     if not keys:
@@ -57,7 +58,7 @@ def keys_list():
 
 @keys_cli.command("revoke")
 @click.argument("key_id")
-def keys_revoke(key_id):
+def keys_revoke(key_id: str) -> None:
     """Revoke a key: every worker refuses it from the next request on, and
     its working tasks are canceled (queued background turns never start,
     running ones see turn.canceled)."""

@@ -5,6 +5,7 @@ transactions (``Storage.prune``).
 """
 
 from datetime import datetime, timezone
+from typing import Optional, Tuple
 
 import click
 from flask.cli import AppGroup
@@ -40,7 +41,8 @@ def _task_table(tasks):
               help="Only this caller's tasks (an API key id or a user name).")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array.")
-def tasks_list(agent, state, caller, limit, as_json):
+def tasks_list(agent: Optional[str], state: Optional[str], caller: Optional[str], limit: int,
+               as_json: bool) -> None:
     """List tasks, newest first."""
     tasks = [_task_row(task) for task in app_storage().list_tasks(
         owner=caller, agent=agent, state=state, limit=limit).tasks]
@@ -55,7 +57,7 @@ def tasks_list(agent, state, caller, limit, as_json):
 @tasks_cli.command("show")
 @click.argument("task_id")
 @click.option("--json", "as_json", is_flag=True, help="The task as JSON.")
-def tasks_show(task_id, as_json):
+def tasks_show(task_id: str, as_json: bool) -> None:
     """Show a task with its history and artifacts."""
     record = app_storage().show_task(task_id)
     if record is None:
@@ -106,7 +108,7 @@ def _cutoff(older_than):
 @click.option("--older-than", default=None,
               help="Age, e.g. 30d, 12h, 2w (default: A2A_RETENTION).")
 @click.option("--dry-run", is_flag=True, help="List what would go; delete nothing.")
-def tasks_prune(older_than, dry_run):
+def tasks_prune(older_than: Optional[str], dry_run: bool) -> None:
     """Delete finished tasks last updated before then, with their messages,
     artifacts and retry records. Open tasks are never deleted."""
     cutoff = _cutoff(older_than)
@@ -141,7 +143,8 @@ OPEN_STATES = sorted(WAITING_STATES | {"working"})
                    "every state that is not final).")
 @click.option("--dry-run", is_flag=True, help="List what would be canceled; "
                                               "change nothing.")
-def tasks_cancel(caller, task_id, agent, states, dry_run):
+def tasks_cancel(caller: Optional[str], task_id: Optional[str], agent: Optional[str],
+                 states: Tuple[str, ...], dry_run: bool) -> None:
     """Cancel tasks: queued background turns never start, running ones see
     turn.canceled and their outcome is discarded. Give at least one of
     --caller, --task, --agent; finished tasks are left as they are."""
@@ -175,7 +178,7 @@ def _caller_id(ctx, param, value):
               help="The caller whose tasks move (e.g. key:ID).")
 @click.option("--to", "to_owner", required=True, callback=_caller_id,
               help="The caller they move to (e.g. oidc:SUB).")
-def tasks_reassign(from_owner, to_owner):
+def tasks_reassign(from_owner: str, to_owner: str) -> None:
     """Give every task of one caller to another, with their history: for a
     caller that changed how it authenticates (an API key to an OIDC token)."""
     if from_owner == to_owner:

@@ -14,7 +14,7 @@ users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 @click.argument("name")
 @click.option("--password-stdin", is_flag=True,
               help="Read the password from the first line of standard input.")
-def users_create(name, password_stdin):
+def users_create(name: str, password_stdin: bool) -> None:
     """Create a user for HTTP Basic; the password is stored hashed."""
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
@@ -27,7 +27,7 @@ def users_create(name, password_stdin):
 
 
 @users_cli.command("list")
-def users_list():
+def users_list() -> None:
     """List the built-in users."""
     users = app_state().credentials.users()
     if not users:
@@ -38,7 +38,7 @@ def users_list():
 
 @users_cli.command("delete")
 @click.argument("name")
-def users_delete(name):
+def users_delete(name: str) -> None:
     """Delete a built-in user."""
     with as_click_error():
         app_state().credentials.delete_user(name)

@@ -2,6 +2,7 @@
 
 import click
 from flask.cli import with_appcontext
+from typing import Optional
 
 from .common import app_state
 
@@ -21,7 +22,7 @@ from .common import app_state
               show_default=True,
               help="Seconds a SIGTERM waits for running turns before releasing "
                    "them (failed, or queued again for retry=True agents).")
-def worker(threads, agents, grace):
+def worker(threads: int, agents: Optional[str], grace: float) -> None:
     """Run the turns of background agents (background=True) until SIGTERM."""
     import signal
 

@@ -32,12 +32,15 @@ _LAZY = {"Client": "client", "Auth": "auth", "ApiKey": "auth", "Bearer": "auth",
          "Basic": "auth", "ClientCredentials": "auth", "Interface": "cards",
          "MESSAGE_ID_ONCE": "cards"}
 
-__all__ = sorted(list(_LAZY) + [
-    "A2ACallError", "AmbiguousOutcome", "AnswerTooLarge", "Artifact",
-    "AuthenticationError", "CardError", "ClientError", "ContentTypeNotSupportedError",
-    "InvalidParamsError", "Message", "Task", "TaskNotCancelableError",
-    "TaskNotFoundError", "TaskPage", "TransportError",
-    "UnsupportedOperationError", "VersionNotSupportedError", "WaitTimeout"])
+# A literal list: linters and type checkers (a user's mypy --strict) read
+# the re-exports from it.
+__all__ = [
+    "A2ACallError", "AmbiguousOutcome", "AnswerTooLarge", "ApiKey", "Artifact",
+    "Auth", "AuthenticationError", "Basic", "Bearer", "CardError", "Client",
+    "ClientCredentials", "ClientError", "ContentTypeNotSupportedError",
+    "Interface", "InvalidParamsError", "MESSAGE_ID_ONCE", "Message", "Task",
+    "TaskNotCancelableError", "TaskNotFoundError", "TaskPage", "TransportError",
+    "UnsupportedOperationError", "VersionNotSupportedError", "WaitTimeout"]
 
 
 def __getattr__(name: str) -> Any:

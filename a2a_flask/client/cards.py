@@ -15,7 +15,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from ..protocol.cards import MESSAGE_ID_ONCE  # what a2a_flask's own cards declare
+# what a2a_flask's own cards declare (re-exported: a2a_flask.client's)
+from ..protocol.cards import MESSAGE_ID_ONCE as MESSAGE_ID_ONCE
 from .errors import CardError
 
 JSONObject = Dict[str, Any]

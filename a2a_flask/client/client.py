@@ -32,6 +32,7 @@ import time
 import urllib.parse
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+from ..protocol.v10 import convert as convert_v10
 from . import cards, protocols, shapes
 from .auth import Auth, auth_from
 from .errors import (
@@ -279,7 +280,7 @@ class Client:
             if value is not None:
                 query[name] = value
         if state is not None:
-            query["status"] = shapes.convert_v10.state(state)
+            query["status"] = convert_v10.state(state)
         return self._operation(lambda p: p.list(query), shapes.task_page)
 
     def cancel(self, task_id: str) -> Task:

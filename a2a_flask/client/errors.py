@@ -147,9 +147,8 @@ def error_for(error: Dict[str, Any], status: int, rest: bool = False) -> A2ACall
     else:
         data = error.get("data")
         reason = _reason(data)
-        code = error.get("code")
-        if not isinstance(code, int):
-            code = -32603
+        found = error.get("code")
+        code = found if isinstance(found, int) else -32603
     if status in (401, 403):
         return AuthenticationError(code, message, data, status, reason)
     return _BY_CODE.get(code, A2ACallError)(code, message, data, status, reason)

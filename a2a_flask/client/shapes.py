@@ -135,7 +135,7 @@ def message(wire: JSONObject) -> Message:
     _object(wire, "a message")
     return Message(
         message_id=_id(wire, "messageId"),
-        role=_ROLES.get(wire.get("role"), wire.get("role", "")),
+        role=_ROLES.get(wire.get("role"), wire.get("role", "")),  # type: ignore[arg-type]
         parts=[_part(p) for p in wire.get("parts") or ()],
         task_id=_id(wire, "taskId", None), context_id=_id(wire, "contextId", None),
         metadata=wire.get("metadata") or {}, raw=wire)

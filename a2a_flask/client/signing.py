@@ -26,7 +26,7 @@ try:
     import jwt
     from jwt import PyJWK, PyJWKSet
 except ImportError:  # pragma: no cover - the extra is missing
-    jwt = None
+    jwt = None  # type: ignore[assignment]
 
 JSONObject = Dict[str, Any]
 #: Asymmetric algorithms only: an HMAC "signature" checked with a public
@@ -151,7 +151,7 @@ def _key(header: JSONObject, keys: KeySource, http: Http,
     elif isinstance(keys, dict) and isinstance(keys.get("keys"), list):
         found = _from_jwks(keys, kid)
     elif isinstance(keys, dict):
-        found = keys.get(kid)
+        found = keys.get(kid)  # type: ignore[arg-type]  # None: not found
     else:
         found = _from_jwks(_fetch_jwks(jku, http, card_url), kid)
     if isinstance(found, dict):

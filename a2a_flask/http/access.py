@@ -12,29 +12,37 @@ reads the outcome from the answer it made.
 import json
 import logging
 import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from flask import g, request
 
 from ..auth.proxies import client_address
 from ..logs import clean
 
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Response
+
+    from ..auth.callers import Caller
+    from ..protocol.jsonrpc import Envelope
+
 log = logging.getLogger("a2a_flask.access")
 
 
-def note(envelope, caller, version="0.3"):
+def note(envelope: Optional["Envelope"], caller: Optional["Caller"],
+         version: str = "0.3") -> None:
     """What the call was, in which protocol version, and who made it, as far
     as ``_rpc`` got."""
     g.a2a_call = (envelope, caller)
     g.a2a_version = version
 
 
-def note_error(code):
+def note_error(code: Optional[int]) -> None:
     """The A2A (JSON-RPC) code of the error a call answers with: an
     HTTP+JSON error body holds the HTTP status as its ``code``."""
     g.a2a_error_code = code
 
 
-def note_result(result):
+def note_result(result: Any) -> None:
     """The result a call answers with (its JSON-RPC ``result``): the record
     reads it rather than parsing the answer's body again (~10-30 us)."""
     g.a2a_result = result
@@ -50,7 +58,8 @@ def _task_from_params(params):
     return task_id if isinstance(task_id, str) else None
 
 
-def call_fields(agent, envelope, caller, response, result=None):
+def call_fields(agent: Optional[str], envelope: Optional["Envelope"], caller: Optional["Caller"],
+                response: "Response", result: Any = None) -> Dict[str, Any]:
     """The fields of the access record of one answered call (``result``: its
     JSON-RPC result when noted, else read from the response)."""
     fields = {"agent": agent,
@@ -126,7 +135,9 @@ def _anonymous_refusal(fields, caller):
                                or fields["code"] is not None)
 
 
-def logged_call(agent, answer, observe=None, tracing=None, refusals=None):
+def logged_call(agent: Optional[str], answer: Callable[[], "Response"],
+                observe: Optional[Callable[[Dict[str, Any]], None]] = None, tracing: Any = None,
+                refusals: Any = None) -> "Response":
     """``answer()``, the call's response, with its access record logged (and
     passed to ``observe(fields)``, the metrics, when given); with
     ``tracing``, inside the call's server span, described by the record; an

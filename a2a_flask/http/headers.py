@@ -10,12 +10,17 @@ such agent, 401, storage down) says none, so it is no-store like any other
 error. A header a route set itself is left as it is.
 """
 
+from typing import TYPE_CHECKING
 
-def add_headers(bp):
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Blueprint, Response
+
+
+def add_headers(bp: "Blueprint") -> None:
     """Register on ``bp`` the after-request hook that sets the headers."""
 
     @bp.after_request
-    def secure_headers(response):
+    def secure_headers(response: "Response") -> "Response":
         # One pass over the few names, then ``add``: werkzeug's ``in`` (and
         # ``setdefault``) builds and catches an exception for each name missing.
         headers = response.headers

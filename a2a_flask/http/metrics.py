@@ -14,6 +14,7 @@ worker answers it.
 """
 
 import os
+from typing import Any, Dict, Iterable, Iterator
 
 from flask import Response
 
@@ -53,7 +54,7 @@ class _TaskStates:
     def __init__(self, storage):
         self.storage = storage
 
-    def collect(self):
+    def collect(self) -> Iterator[Any]:
         family = GaugeMetricFamily("a2a_tasks", "Tasks stored, by state.",
                                    labels=["state"])
         for state, count in sorted(self.storage.task_counts().items()):
@@ -65,7 +66,7 @@ class _Own:
     def __init__(self, registry):
         self.registry = registry
 
-    def collect(self):
+    def collect(self) -> Iterable[Any]:
         return self.registry.collect()
 
 
@@ -75,7 +76,7 @@ class Metrics:
     def __init__(self, storage):
         self.storage = storage
 
-    def observe_call(self, fields):
+    def observe_call(self, fields: Dict[str, Any]) -> None:
         """Count one call from its access-record fields."""
         # Only known method names become labels: a caller cannot grow the
         # series without bound by sending made-up names.
@@ -85,7 +86,7 @@ class Metrics:
         if method in SENDS and fields["state"] is not None:
             TURN_SECONDS.labels(fields["agent"]).observe(fields["ms"] / 1000.0)
 
-    def response(self):
+    def response(self) -> Response:
         registry = CollectorRegistry(auto_describe=False)
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             multiprocess.MultiProcessCollector(registry)

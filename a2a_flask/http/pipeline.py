@@ -16,6 +16,7 @@ serves again as soon as the storage is back.
 """
 
 import logging
+from typing import TYPE_CHECKING, Dict
 
 from flask import current_app, request
 
@@ -27,10 +28,13 @@ from ..service import CallContext
 from . import access
 from .body import read_body
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..app_state import AppState
+
 log = logging.getLogger("a2a_flask")
 
 
-def current_app_state():
+def current_app_state() -> "AppState":
     """The A2A state (``AppState``) of the app serving this request."""
     return current_app.extensions["a2a"]
 
@@ -47,7 +51,7 @@ class Inbound:
         return read_body(self.limit)
 
     @property
-    def query(self):
+    def query(self) -> Dict[str, str]:
         """The query string's parameters, ``A2A-Version`` left out."""
         params = request.args.to_dict()
         params.pop(HEADER, None)

@@ -12,9 +12,15 @@ whole body, read within the size limit), ``query`` (the query string's
 parameters) and ``asked_version`` (``A2A-Version``, "" when none).
 """
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .jsonrpc import Envelope
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Response
+
+    from ..service import CallContext
+    from .errors import Refusal
 
 
 class ProtocolCall:
@@ -29,21 +35,21 @@ class ProtocolCall:
     #: What the access record reads: the method's name and its params.
     record: Optional[Envelope] = None
 
-    def start(self, inbound) -> None:
+    def start(self, inbound: Any) -> None:
         """Read what the call is (before authentication); may raise."""
 
-    def params(self, inbound) -> Any:
+    def params(self, inbound: Any) -> Any:
         """The call's validated params, or ``InvalidParams``."""
         raise NotImplementedError
 
-    def run(self, context, params) -> Any:
+    def run(self, context: "CallContext", params: Any) -> Any:
         """The result in its wire form (service errors become A2A errors)."""
         raise NotImplementedError
 
-    def answer(self, result):
+    def answer(self, result: Any) -> "Response":
         """The HTTP response of a result."""
         raise NotImplementedError
 
-    def refuse(self, error):
+    def refuse(self, error: "Refusal") -> "Response":
         """The HTTP response of an ``A2AError``."""
         raise NotImplementedError

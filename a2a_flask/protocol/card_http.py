@@ -3,6 +3,7 @@ headers of a card's GET answer (specification 1.0, section 8.6)."""
 
 import hashlib
 import json
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from flask import request
 
@@ -10,8 +11,14 @@ from .cards import PROTOCOL_VERSION, PROTOCOL_VERSION_V10
 from .jsonrpc import json_response
 from .versions import HEADER, asked_version
 
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
+    from werkzeug.wrappers import Response
 
-def asked_form(req):
+    from ..app_state import AppState
+
+
+def asked_form(req: "Request") -> str:
     """The card form a request asks for: "1.0" with ``A2A-Version: 1.0``
     (header or query parameter), else "0.3" (the compatible card)."""
     if asked_version(req) == PROTOCOL_VERSION_V10:
@@ -19,7 +26,7 @@ def asked_form(req):
     return PROTOCOL_VERSION[:3]
 
 
-def etag(app_state, card):
+def etag(app_state: "AppState", card: Dict[str, Any]) -> str:
     """The card's entity tag: a digest of the card without its signatures,
     plus the signing key's id. Every worker and every restart gives the same
     tag for the same card (an ES256 signature differs at each signing, so
@@ -32,7 +39,8 @@ def etag(app_state, card):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def card_response(app_state, card, public, response=None):
+def card_response(app_state: "AppState", card: Dict[str, Any], public: bool,
+                  response: Optional["Response"] = None) -> "Response":
     """The GET answer of ``card`` with its caching headers: ``ETag``,
     ``Cache-Control`` (``public, max-age=A2A_CARD_MAX_AGE`` for a public
     card, ``private, no-cache`` for one shown to its caller only) and

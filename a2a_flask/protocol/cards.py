@@ -1,6 +1,7 @@
 """Agent Cards: what the service tells callers about each agent."""
 
 import logging
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from flask import current_app, request
 from werkzeug.exceptions import SecurityError
@@ -8,6 +9,11 @@ from werkzeug.exceptions import SecurityError
 from .. import urls
 from ..auth.callers import security_requirements
 from ..compat import host_is_trusted
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..agent.registry import Agent
+    from ..app_state import AppState
+    from ..config import Settings
 
 log = logging.getLogger("a2a_flask")
 
@@ -26,7 +32,7 @@ MESSAGE_ID_ONCE_EXTENSION = {
                    "continued: retrying a send is safe."}
 
 
-def base_url(settings):
+def base_url(settings: "Settings") -> str:
     """The service's URL as callers reach it (A2A_PUBLIC_BASE_URL behind a proxy).
 
     Without A2A_PUBLIC_BASE_URL it comes from the request's ``Host`` header,
@@ -51,7 +57,7 @@ def base_url(settings):
     return request.url_root.rstrip("/")
 
 
-def agent_url(settings, name, at_root=False):
+def agent_url(settings: "Settings", name: str, at_root: bool = False) -> str:
     """The JSON-RPC endpoint of agent ``name`` (``/a2a`` for the default agent
     reached at the host root)."""
     return base_url(settings) + urls.agent_path(settings, name, at_root)
@@ -67,7 +73,8 @@ V10_MEMBERS = frozenset((
     "skills", "iconUrl"))
 
 
-def card_v10(app_state, agent, at_root=False, extended=False):
+def card_v10(app_state: "AppState", agent: "Agent", at_root: bool = False,
+             extended: bool = False) -> Dict[str, Any]:
     """The AgentCard of ``agent`` in pure A2A 1.0 form (unsigned);
     ``at_root``: as the default agent at /a2a."""
     url = agent_url(app_state.settings, agent.name, at_root)
@@ -99,7 +106,8 @@ def card_v10(app_state, agent, at_root=False, extended=False):
     return card
 
 
-def compatible_card(app_state, agent, v10_card, at_root=False):
+def compatible_card(app_state: "AppState", agent: "Agent", v10_card: Dict[str, Any],
+                    at_root: bool = False) -> Dict[str, Any]:
     """``v10_card`` with the 0.3 members beside the 1.0 ones (the official
     SDK's compatible form): a 0.3 reader finds ``url``/``preferredTransport``,
     a 1.0 reader ignores them."""
@@ -137,7 +145,8 @@ def compatible_card(app_state, agent, v10_card, at_root=False):
     return card
 
 
-def agent_card(app_state, agent, at_root=False, extended=False, form="0.3"):
+def agent_card(app_state: "AppState", agent: "Agent", at_root: bool = False,
+               extended: bool = False, form: str = "0.3") -> Dict[str, Any]:
     """The card served to a caller of protocol version ``form`` ("1.0": the
     pure 1.0 card; else the 0.3-compatible one), signed when
     A2A_CARD_SIGNING_KEY is set: both forms carry the signature of the 1.0
@@ -152,7 +161,7 @@ def agent_card(app_state, agent, at_root=False, extended=False, form="0.3"):
     return card
 
 
-def v10_reading(card):
+def v10_reading(card: Dict[str, Any]) -> Dict[str, Any]:
     """What a 1.0 reader finds in a card of either form: its 1.0 members
     only (each security scheme its 1.0 member), as a verifier of its
     signature reads it."""
@@ -173,7 +182,8 @@ def _offers_extended(app_state, agent):
     return agent.has_extended_card and not app_state.settings.auth_off
 
 
-def supported_interfaces(settings, name, at_root, rpc_url):
+def supported_interfaces(settings: "Settings", name: str, at_root: bool,
+                         rpc_url: str) -> List[Dict[str, Any]]:
     """A2A 1.0's list of interfaces, preferred first: JSON-RPC 1.0, HTTP+JSON
     1.0, then JSON-RPC 0.3 (the same endpoint; the ``A2A-Version`` header
     tells them apart)."""

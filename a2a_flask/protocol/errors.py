@@ -10,7 +10,7 @@ failures, ``storage/errors.py``) into A2A errors, worded for the protocol
 version that answers (``Wording``: how it names the get method and states).
 """
 
-from typing import Callable, Dict, NamedTuple, Optional, Type
+from typing import Callable, Dict, NamedTuple, Optional, Type, Union
 
 from .. import errors
 from ..storage import errors as storage
@@ -75,7 +75,8 @@ def rest_status(exc: errors.A2AError) -> int:
     """Section 5.4's HTTP status of ``exc`` (its own, when it has one)."""
     if exc.http_status != 200:
         return exc.http_status
-    return answer_of(exc).rest_status
+    status = answer_of(exc).rest_status
+    return status if status is not None else exc.http_status
 
 
 def grpc_status(exc: errors.A2AError) -> str:
@@ -163,7 +164,11 @@ def failure_error(exc: storage.StorageUnavailableError,
         data={"retry": True, "taskId": exc.kept_task_id})
 
 
-def as_a2a_error(exc: Exception, wording: Wording = V03) -> errors.A2AError:
+#: What a call is refused with: an A2A error, or a storage outcome or failure.
+Refusal = Union[errors.A2AError, storage.StorageError]
+
+
+def as_a2a_error(exc: Refusal, wording: Wording = V03) -> errors.A2AError:
     """``exc`` as an A2A error: itself, or the storage's outcome or failure
     worded for the version that answers."""
     if isinstance(exc, storage.StorageUnavailableError):

@@ -11,6 +11,7 @@ import json
 import math
 import re
 from itertools import accumulate
+from typing import Any
 
 from flask import Response
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
@@ -124,7 +125,7 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant,
                             object_pairs_hook=_unique_members)
 
 
-def decode_json(body):
+def decode_json(body: bytes) -> Any:
     """The JSON value of a request body, or the A2A error it deserves:
     ``ParseError`` (not UTF-8 JSON, or nested too deep),
     ``InvalidRequestError`` (a member named twice in one object, named in
@@ -174,7 +175,7 @@ class Envelope:
         self.error = error
 
     @classmethod
-    def parse(cls, body, strict=False):
+    def parse(cls, body: bytes, strict: bool = False) -> "Envelope":
         try:
             data = decode_json(body)
         except errors.A2AError as exc:
@@ -190,7 +191,7 @@ class Envelope:
         try:
             call = schema.load(data)
         except ValidationError as exc:
-            problems = exc.messages
+            problems: Any = exc.messages  # by field: the envelope is an object
             # An invalid id cannot be echoed; a valid one is, whatever else failed.
             request_id = None if "id" in problems else data.get("id")
             member = next(m for m in _MEMBER_ORDER if m in problems)
@@ -199,7 +200,7 @@ class Envelope:
                 data={"field": member}))
         return cls(call.get("id"), call["method"], call.get("params"))
 
-    def check(self):
+    def check(self) -> None:
         if self.error is not None:
             raise self.error
 
@@ -210,11 +211,12 @@ def _json_response(payload, status=200, headers=None):
                     mimetype="application/json")
 
 
-def result_response(request_id, result):
+def result_response(request_id: Any, result: Any) -> Response:
     return _json_response({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def error_response(exc, request_id=None, bare=False):
+def error_response(exc: errors.A2AError, request_id: Any = None,
+                   bare: bool = False) -> Response:
     """The answer for an ``A2AError``.
 
     A 401 answers the bare error object with ``WWW-Authenticate``
@@ -228,6 +230,6 @@ def error_response(exc, request_id=None, bare=False):
     return _json_response(payload, exc.http_status, exc.headers)
 
 
-def json_response(payload, status=200):
+def json_response(payload: Any, status: int = 200) -> Response:
     """A plain JSON answer (cards, the agent list)."""
     return _json_response(payload, status)

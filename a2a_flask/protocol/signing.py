@@ -21,7 +21,7 @@ import base64
 import hashlib
 import json
 import logging
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import jwt
 import rfc8785
@@ -135,7 +135,7 @@ _THUMBPRINT_MEMBERS = {"EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n"),
                        "OKP": ("crv", "kty", "x")}
 
 
-def public_jwk(public_key, path: str, kid: Optional[str] = None) -> dict:
+def public_jwk(public_key: Any, path: str, kid: Optional[str] = None) -> dict:
     """The public JWK of ``public_key`` with ``alg``, ``use`` and ``kid``
     (default: its RFC 7638 thumbprint)."""
     alg = _algorithm(public_key, path)
@@ -199,7 +199,7 @@ def verify(card: dict, jwks: dict) -> dict:
     ``jwt.PyJWTError``) when none does."""
     payload = _b64(canonical_form(card))
     keys = {key["kid"]: key for key in jwks.get("keys", [])}
-    last = jwt.InvalidSignatureError("the card has no signatures")
+    last: jwt.PyJWTError = jwt.InvalidSignatureError("the card has no signatures")
     for entry in card.get("signatures") or []:
         try:
             header = jwt.get_unverified_header(entry["protected"] + "." + payload

@@ -7,7 +7,7 @@ name (specification section 3.6); none or empty means 0.3; a version this
 service does not speak answers VersionNotSupportedError (-32009).
 """
 
-from typing import Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, NoReturn, Optional
 
 from .. import errors
 from .call import ProtocolCall
@@ -18,6 +18,12 @@ from .jsonrpc import error_response as _error_response_v03
 from .v03 import jsonrpc as jsonrpc_v03
 from .v10 import jsonrpc as jsonrpc_v10
 from .v10 import operations as v10_operations
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request, Response
+
+    from ..service import CallContext
+    from .errors import Refusal
 
 HEADER = "A2A-Version"
 #: Major.Minor of what we serve (a patch number is ignored).
@@ -42,7 +48,7 @@ def _other_version(find_method, other_methods, hint):
     needs. An anonymous caller gets 401 for it, as for any known method (the
     names of either version tell nothing about this service)."""
 
-    def find(name):
+    def find(name: str) -> Any:
         try:
             return find_method(name)
         except errors.MethodNotFoundError as exc:
@@ -54,7 +60,7 @@ def _other_version(find_method, other_methods, hint):
 
 
 def _refusal(name, error):
-    def run(context, params):
+    def run(context: "CallContext", params: Any) -> NoReturn:
         raise error
     return jsonrpc_v03.Method(name, None, run)
 
@@ -69,7 +75,7 @@ V10 = Binding("1.0", _other_version(
     jsonrpc_v10.call, jsonrpc_v10.error_response, v10_operations.WORDING)
 
 
-def asked_version(request) -> str:
+def asked_version(request: "Request") -> str:
     """The ``Major.Minor`` the request asks for ("" when it names none)."""
     # The WSGI environ directly: this runs on every call, 0.3's too.
     asked = request.environ.get("HTTP_A2A_VERSION")
@@ -94,13 +100,13 @@ def version_error(asked: str) -> Optional[errors.VersionNotSupportedError]:
 
 
 def _refuse(error):
-    def find_method(name):
+    def find_method(name: str) -> NoReturn:
         raise error
     return Binding("?", find_method, jsonrpc_v10.call, jsonrpc_v10.error_response,
                    v10_operations.WORDING)
 
 
-def for_request(request) -> Binding:
+def for_request(request: "Request") -> Binding:
     """The JSON-RPC binding that answers ``request`` (never raises: a version
     we do not serve gets a binding whose every method is that error)."""
     asked = asked_version(request)
@@ -118,14 +124,14 @@ class JsonRpcCall(ProtocolCall):
         self.binding = binding
         self.version = binding.version
         self.strict = strict
-        self.envelope = None
-        self.method = None
+        self.envelope: Optional[Envelope] = None  # set by start
+        self.method: Any = None
 
     @property
     def record(self):
         return self.envelope
 
-    def start(self, inbound):
+    def start(self, inbound: Any) -> None:
         self.envelope = Envelope.parse(inbound.body(), self.strict)
         self.envelope.check()
         self.method = self.binding.find_method(self.envelope.method)
@@ -136,13 +142,13 @@ class JsonRpcCall(ProtocolCall):
     def params(self, inbound):
         return self.method.load(self.envelope.params)
 
-    def run(self, context, params):
+    def run(self, context: "CallContext", params: Any) -> Any:
         return self.binding.call(self.method, context, params)
 
     def answer(self, result):
         return result_response(self.envelope.id, result)
 
-    def refuse(self, error):
+    def refuse(self, error: "Refusal") -> "Response":
         return self.binding.error_response(
             as_a2a_error(error, self.binding.wording),
             self.envelope.id if self.envelope is not None else None)

@@ -5,12 +5,17 @@ path or ``sqlite:///path`` is SQLite (the default, one file);
 ``postgresql://...`` is PostgreSQL (the ``postgres`` extra), imported only then.
 """
 
+from typing import TYPE_CHECKING
+
 from .base import Storage  # noqa: F401  (the contract, for backends)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Settings
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def sqlite_path(database):
+def sqlite_path(database: str) -> str:
     """The file path of a SQLite ``A2A_DATABASE`` (plain or ``sqlite:///``)."""
     # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's form)
     if database.startswith("sqlite:///"):
@@ -18,11 +23,11 @@ def sqlite_path(database):
     return database
 
 
-def is_postgres(database):
+def is_postgres(database: str) -> bool:
     return database.startswith(POSTGRES_SCHEMES)
 
 
-def open_storage(settings):
+def open_storage(settings: "Settings") -> Storage:
     """The backend for ``settings.database`` (not migrated: see ``migrate``)."""
     if is_postgres(settings.database):
         try:

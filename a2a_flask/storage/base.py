@@ -32,7 +32,8 @@ from .contract import (
     AdminStorage, CredentialStorage, QueueStorage, TaskStorage, WaitStorage,
 )
 from .errors import (  # noqa: F401
-    ArtifactsFullError, ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
+    ArtifactsFullError, ContextMismatchError, KeyNotFoundError, MessageIdReusedError,
+    NoSuchTaskError,
     QueueFullError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
     StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
     UserExistsError, UserNotFoundError,

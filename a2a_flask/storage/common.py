@@ -7,10 +7,11 @@ import hashlib
 import json
 import time
 from datetime import datetime, timezone
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ..ids import new_id  # noqa: F401  (the backends' ids)
 
-def now_iso(moment=None):
+def now_iso(moment: Optional[datetime] = None) -> str:
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
     now = moment or datetime.now(timezone.utc)
     text = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
@@ -19,17 +20,18 @@ def now_iso(moment=None):
     return text
 
 
-def dumps(value):
+def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def fingerprint(message):
+def fingerprint(message: Dict[str, Any]) -> str:
     """A stable digest of a message, to tell a retry from a different message."""
     canonical = json.dumps(message, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def delivery_fingerprint(message, task_id, context_id):
+def delivery_fingerprint(message: Dict[str, Any], task_id: Optional[str],
+                         context_id: Optional[str]) -> str:
     """The fingerprint of a delivery (retry record) of ``message`` to task
     ``task_id`` in ``context_id``: of the message without the members its
     stored form does not keep as sent (``kind``, always ``"message"``;
@@ -43,13 +45,13 @@ def delivery_fingerprint(message, task_id, context_id):
                             k == "contextId" and v in (None, context_id))})
 
 
-def encode_cursor(updated_at, task_id):
+def encode_cursor(updated_at: str, task_id: str) -> str:
     """The opaque ``next_cursor`` of ``list_tasks``: the keyset (updated_at, id)."""
     text = "%s|%s" % (updated_at, task_id)
     return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def decode_cursor(cursor):
+def decode_cursor(cursor: str) -> Tuple[str, str]:
     """(updated_at, id) of a cursor; ``ValueError`` when it is not ours."""
     try:
         updated_at, task_id = base64.urlsafe_b64decode(
@@ -85,11 +87,11 @@ def import_rows(records, deliveries=True):
     return tasks, messages, artifacts, retries
 
 
-def reassign_owner(conn, mark, from_owner, to_owner):
+def reassign_owner(conn: Any, mark: str, from_owner: str, to_owner: str) -> int:
     """``Storage.reassign_tasks`` in the caller's transaction on ``conn``
     (``mark``: the driver's placeholder); the number of tasks moved. Each
     UPDATE is conditional on the old owner: a second run moves nothing."""
-    def run(sql, args):
+    def run(sql: str, args: Sequence[Any]) -> int:
         return conn.execute(sql.replace("?", mark), args).rowcount
 
     run("UPDATE a2a_deliveries SET owner = ? WHERE owner = ? AND NOT EXISTS"

@@ -1,7 +1,7 @@
 """The records the storage contract takes and returns: plain classes with
 slots, no behaviour beyond equality and a repr."""
 
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 Message = Dict[str, Any]   # a message in its stored form
 Artifact = Dict[str, Any]  # an artifact in its stored form
@@ -118,5 +118,5 @@ class KeyRow:
         self.last_used_at = last_used_at
         self.revoked_at = revoked_at
 
-    def astuple(self):
+    def astuple(self) -> Tuple[Any, ...]:
         return tuple(getattr(self, k) for k in self.__slots__)

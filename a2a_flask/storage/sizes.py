@@ -8,6 +8,10 @@ exact: the length of the compact JSON.
 """
 
 import json
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .records import TaskRecord
 
 #: Bytes counted per message, part or artifact for its members besides the
 #: content (ids, kind, role...): generous, so that the rough size is not low.
@@ -18,7 +22,7 @@ FIXED_BYTES = OVERHEAD + 64
 ESCAPE_FACTOR = 6
 
 
-def size(value) -> int:
+def size(value: Any) -> int:
     """Bytes of ``value`` as compact UTF-8 JSON."""
     if value is None:
         return 0
@@ -41,7 +45,7 @@ def _rough_parts(parts) -> int:
     return total
 
 
-def rough_size(item) -> int:
+def rough_size(item: Any) -> int:
     """A cheap measure of a stored message or artifact (see the module doc)."""
     if not item:
         return 0
@@ -51,7 +55,7 @@ def rough_size(item) -> int:
     return total
 
 
-def rough_task_size(record) -> int:
+def rough_task_size(record: "TaskRecord") -> int:
     """``rough_size`` of what an answer shows of a ``TaskRecord``."""
     total = OVERHEAD + rough_size(record.status_message)
     total += sum(rough_size(a) for a in record.artifacts or ())
@@ -69,7 +73,7 @@ def stored_artifact_bytes(body: str) -> int:
     return len(body.encode("utf-8")) + OVERHEAD
 
 
-def most_messages(max_bytes: int, history_length=None) -> int:
+def most_messages(max_bytes: int, history_length: Optional[int] = None) -> int:
     """How many of a task's newest messages a read within ``max_bytes`` need
     size at most: each counts ``OVERHEAD`` at least."""
     most = max_bytes // OVERHEAD + 1
@@ -86,7 +90,7 @@ def may_exceed(rough: int, budget: int) -> bool:
 SMALL = 4096
 
 
-def page_size(record) -> int:
+def page_size(record: "TaskRecord") -> int:
     """Bytes a listed task counts against a page's budget: at least its
     JSON (exact for a large task, a bound for a small one)."""
     rough = rough_task_size(record)

@@ -121,7 +121,8 @@ def rpc():
                 return _error(rid, -32001, "Task not found")
             message = json.loads(body)["params"]["message"]
         else:
-            message = {"kind": "message", "role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "hello"}]}
+            message = {"kind": "message", "role": "user", "messageId": "m",
+                       "parts": [{"kind": "text", "text": "hello"}]}
         return jsonify({"jsonrpc": "2.0", "id": rid, "result": _task(task_id, message)})
     return _error(rid, -32601, "Method not found")
 

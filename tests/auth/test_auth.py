@@ -758,7 +758,7 @@ def test_tasks_are_not_shared_between_keys_users_and_agents(svc):
     task = svc.result(CHAT, send("mine"), basic("alice", "pw"))
     for method in ("tasks/get", "tasks/cancel"):
         _not_found_like(svc, bearer(key), CHAT,
-                        lambda t: call(method, {"id": t}), task["id"])
+                        lambda t: call(method, {"id": t}), task["id"])  # noqa: B023 - called here
         # Same caller, other agent: not there either.
         assert svc.error(ECHO, call(method, {"id": task["id"]}),
                          basic("alice", "pw"))["code"] == -32001

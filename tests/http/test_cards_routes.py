@@ -1,5 +1,6 @@
 """docs/protocol.md §2 (routes, JSON everywhere) and 7 (the Agent Card)."""
 
+import jsonschema
 import pytest
 
 from helpers import Rpc, check_answer, message, validate
@@ -409,7 +410,7 @@ def test_every_answer_is_schema_checked(app):
     """Smoke test of the checker itself: a broken card is caught."""
     card = get_card(app.test_client(), "/api/v1/agents/echo" + CARD)
     del card["url"]
-    with pytest.raises(Exception):
+    with pytest.raises(jsonschema.ValidationError, match="'url' is a required property"):
         check_answer(200, card)
 
 

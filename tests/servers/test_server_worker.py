@@ -93,7 +93,7 @@ def test_200_turns_across_two_workers_each_run_exactly_once(setup, backend,
     rpc = server.rpc("bg")
     wait_until(lambda: len(runs(ledger)) >= 200, 120, "200 runs")
     for task_id in ids:
-        assert wait_until(lambda: state(rpc, task_id)["state"] == "completed",
+        assert wait_until(lambda: state(rpc, task_id)["state"] == "completed",  # noqa: B023
                           10, task_id)
     ran = runs(ledger)
     assert sorted(ran) == sorted(ids)

@@ -16,7 +16,6 @@ their names.
 
 import hashlib
 import os
-import subprocess
 import sys
 
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory

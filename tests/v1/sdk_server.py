@@ -25,7 +25,6 @@ semantics the scenarios need:
 """
 
 import os
-import sys
 
 from a2a.helpers import new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext

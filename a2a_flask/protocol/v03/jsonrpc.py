@@ -6,7 +6,7 @@
 is authenticated; ``Method.run`` comes after.
 """
 
-from typing import Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict, NoReturn, Optional
 
 from ... import errors, service
 from .. import errors as answers
@@ -15,6 +15,11 @@ from ...validation import load_params
 from .schemas import MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS
 from ...service import CallContext
 from ...storage import base as storage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marshmallow import Schema
+
+    from ...storage.records import TaskRecord
 
 METHODS: Dict[str, "Method"] = {}
 
@@ -33,21 +38,22 @@ class Method:
         #: needs no lookup first.
         self.checks_remembered_key = checks_remembered_key
 
-    def load(self, params):
+    def load(self, params: Any) -> Any:
         """The validated params, or ``InvalidParams`` naming the bad field."""
         if self.schema is None:
             return params
         return load_params(self.schema, params)
 
 
-def method(name, schema=None, checks_remembered_key=False):
-    def register(func):
+def method(name: str, schema: Optional["Schema"] = None, checks_remembered_key: bool = False
+           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
         METHODS[name] = Method(name, schema, func, checks_remembered_key)
         return func
     return register
 
 
-def find_method(name):
+def find_method(name: str) -> Method:
     found = METHODS.get(name)
     if found is None:
         raise errors.MethodNotFoundError(
@@ -57,7 +63,7 @@ def find_method(name):
     return found
 
 
-def call(found, context, params):
+def call(found: Method, context: CallContext, params: Any) -> Any:
     """Run ``found`` for ``context``: its 0.3 result, or an ``A2AError``."""
     try:
         return found.run(context, params)
@@ -65,7 +71,7 @@ def call(found, context, params):
         raise answers.outcome_error(exc, answers.V03) from None
 
 
-def render_task(task):
+def render_task(task: "TaskRecord") -> Dict[str, Any]:
     """A Task as A2A 0.3 shows it, from a ``TaskRecord``."""
     status = {"state": task.state, "timestamp": task.updated_at}
     if task.status_message:
@@ -79,7 +85,7 @@ def render_task(task):
 
 
 @method("message/send", MESSAGE_SEND_PARAMS, checks_remembered_key=True)
-def message_send(context: CallContext, params):
+def message_send(context: CallContext, params: Dict[str, Any]) -> Dict[str, Any]:
     message = params["message"]
     configuration = params.get("configuration") or {}
     if configuration.get("pushNotificationConfig") is not None:
@@ -94,17 +100,17 @@ def message_send(context: CallContext, params):
 
 
 @method("tasks/get", TASK_QUERY_PARAMS, checks_remembered_key=True)
-def tasks_get(context, params):
+def tasks_get(context: CallContext, params: Dict[str, Any]) -> Dict[str, Any]:
     return render_task(service.get(context, params["id"], params.get("historyLength")))
 
 
 @method("tasks/cancel", TASK_ID_PARAMS)
-def tasks_cancel(context, params):
+def tasks_cancel(context: CallContext, params: Dict[str, Any]) -> Dict[str, Any]:
     return render_task(service.cancel(context, params["id"]))
 
 
 @method("agent/getAuthenticatedExtendedCard")
-def get_extended_card(context, params):
+def get_extended_card(context: CallContext, params: Any) -> Dict[str, Any]:
     service.check_extended_card(context)
     return agent_card(context.app_state, context.agent, context.at_root,
                       extended=True)
@@ -115,7 +121,7 @@ _ANSWERED = (", ".join(list(METHODS)[:-1]) + " and " + list(METHODS)[-1])
 
 
 def _unsupported(error_class, text):
-    def handler(context, params):
+    def handler(context: CallContext, params: Any) -> NoReturn:
         raise error_class(text)
     return handler
 

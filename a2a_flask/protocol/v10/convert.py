@@ -7,6 +7,11 @@ unified ``Part`` (``text``/``raw``/``url``/``data`` beside ``filename`` and
 1.0 answer is converted from what is stored, each 1.0 message to it.
 """
 
+from typing import TYPE_CHECKING, Any, Dict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...storage.records import TaskRecord
+
 STATES = {
     "submitted": "TASK_STATE_SUBMITTED", "working": "TASK_STATE_WORKING",
     "input-required": "TASK_STATE_INPUT_REQUIRED", "completed": "TASK_STATE_COMPLETED",
@@ -18,13 +23,13 @@ STORED_STATES = {value: key for key, value in STATES.items()}
 ROLES = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
 
 
-def state(stored):
+def state(stored: str) -> str:
     return STATES.get(stored, "TASK_STATE_UNSPECIFIED")
 
 
 # -- stored -> 1.0 ---------------------------------------------------------------
 
-def part(stored):
+def part(stored: Dict[str, Any]) -> Dict[str, Any]:
     kind = stored.get("kind")
     if kind == "text":
         if "metadata" not in stored:  # the common case, kept short
@@ -52,21 +57,21 @@ def _copy(stored, out, names):
     return out
 
 
-def message(stored):
+def message(stored: Dict[str, Any]) -> Dict[str, Any]:
     out = {"messageId": stored["messageId"],
-           "role": ROLES.get(stored.get("role"), "ROLE_UNSPECIFIED"),
+           "role": ROLES.get(stored.get("role", ""), "ROLE_UNSPECIFIED"),
            "parts": [part(p) for p in stored.get("parts", ())]}
     return _copy(stored, out, ("contextId", "taskId", "metadata", "extensions",
                                "referenceTaskIds"))
 
 
-def artifact(stored):
+def artifact(stored: Dict[str, Any]) -> Dict[str, Any]:
     out = {"artifactId": stored["artifactId"],
            "parts": [part(p) for p in stored.get("parts", ())]}
     return _copy(stored, out, ("name", "description", "metadata", "extensions"))
 
 
-def task(record):
+def task(record: "TaskRecord") -> Dict[str, Any]:
     """A ``TaskRecord`` as a 1.0 Task (empty lists and maps left out)."""
     status = {"state": state(record.state), "timestamp": record.updated_at}
     if record.status_message:
@@ -83,7 +88,7 @@ def task(record):
 
 # -- 1.0 -> stored ---------------------------------------------------------------
 
-def stored_part(loaded):
+def stored_part(loaded: Dict[str, Any]) -> Dict[str, Any]:
     """A part validated by ``schemas_v10.PartSchema``, in the stored form."""
     if "text" in loaded:
         out = {"kind": "text", "text": loaded["text"]}
@@ -101,7 +106,7 @@ def stored_part(loaded):
     return out
 
 
-def stored_message(loaded):
+def stored_message(loaded: Dict[str, Any]) -> Dict[str, Any]:
     """A user message validated by ``schemas_v10.MessageSchema``, stored form."""
     out = {"kind": "message", "role": "user", "messageId": loaded["messageId"],
            "parts": [stored_part(p) for p in loaded["parts"]]}

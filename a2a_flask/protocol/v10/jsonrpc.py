@@ -1,13 +1,18 @@
 """A2A 1.0 over JSON-RPC: the method table (section 9.4) and its errors
 (section 9.5: ``data`` a list of typed details)."""
 
-from typing import Dict
+from typing import TYPE_CHECKING, Any, Dict
 
 from ... import errors
 from ..jsonrpc import _json_response
 from . import schemas
 from . import operations as v10
 from ..v03.jsonrpc import Method
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Response
+
+    from ...service import CallContext
 
 VERSION = v10.VERSION
 METHODS: Dict[str, Method] = {}
@@ -30,7 +35,7 @@ for _name in ("Create", "Get", "Delete"):
 _add("ListTaskPushNotificationConfigs", v10.PUSH)
 
 
-def find_method(name):
+def find_method(name: str) -> Method:
     found = METHODS.get(name)
     if found is None:
         raise errors.MethodNotFoundError(
@@ -39,11 +44,12 @@ def find_method(name):
     return found
 
 
-def call(found, req, params):
+def call(found: Method, req: "CallContext", params: Any) -> Any:
     return v10.run(found.run, req, params)
 
 
-def error_response(exc, request_id=None, bare=False):
+def error_response(exc: errors.A2AError, request_id: Any = None,
+                   bare: bool = False) -> "Response":
     """The JSON-RPC answer for ``exc``, its details in 1.0's form (a 401 the
     bare error object with its challenge, as in 0.3)."""
     error = v10.error_body(exc)

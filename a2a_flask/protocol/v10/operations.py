@@ -8,6 +8,7 @@ answer, converted from the service's neutral values (``convert_v10``).
 """
 
 from datetime import timezone
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Type
 
 from ... import errors, service
 from ..cards import agent_card
@@ -18,6 +19,11 @@ from .. import errors as answers
 from ..errors import Wording
 from . import convert
 from .schemas import PAGE_SIZE_DEFAULT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marshmallow import Schema
+
+    from ...service import CallContext
 
 VERSION = "1.0"
 DOMAIN = "a2a-protocol.org"
@@ -37,10 +43,10 @@ def _metadata(data):
     return meta
 
 
-def details(exc):
+def details(exc: errors.A2AError) -> List[Dict[str, Any]]:
     """The typed details of ``exc`` (a list, maybe empty)."""
     data = exc.data if isinstance(exc.data, dict) else None
-    found = []
+    found: List[Dict[str, Any]] = []
     reason = answers.reason(exc)
     if reason is not None:
         info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
@@ -58,7 +64,7 @@ def details(exc):
     return found
 
 
-def error_body(exc):
+def error_body(exc: errors.A2AError) -> Dict[str, Any]:
     """``{code, message[, data]}``: the JSON-RPC error object of ``exc``."""
     error = {"code": exc.code, "message": exc.message}
     found = details(exc)
@@ -67,7 +73,7 @@ def error_body(exc):
     return error
 
 
-def run(operation, context, params):
+def run(operation: Callable[..., Any], context: "CallContext", params: Any) -> Any:
     """``operation(context, params)``; storage outcomes become 1.0 errors."""
     try:
         return operation(context, params)
@@ -75,13 +81,13 @@ def run(operation, context, params):
         raise answers.outcome_error(exc, WORDING) from None
 
 
-def load(schema, params):
+def load(schema: "Schema", params: Any) -> Any:
     return load_params(schema, params)
 
 
 # -- operations ---------------------------------------------------------------
 
-def send_message(context, params):
+def send_message(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     configuration = params.get("configuration") or {}
     if configuration.get("taskPushNotificationConfig") is not None:
         raise errors.PushNotificationNotSupportedError(
@@ -96,15 +102,15 @@ def send_message(context, params):
     return {"task": convert.task(record)}
 
 
-def get_task(context, params):
+def get_task(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     return convert.task(service.get(context, params["id"], params.get("historyLength")))
 
 
-def cancel_task(context, params):
+def cancel_task(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     return convert.task(service.cancel(context, params["id"]))
 
 
-def list_tasks(context, params):
+def list_tasks(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     """One page of the caller's tasks of this agent, newest status first.
 
     ``pageSize`` in the answer is the number of tasks on this page (the
@@ -133,14 +139,15 @@ def list_tasks(context, params):
             "pageSize": len(tasks), "totalSize": service.count_tasks(context, **filters)}
 
 
-def extended_card(context, params):
+def extended_card(context: "CallContext", params: Any) -> Dict[str, Any]:
     service.check_extended_card(context)
     return agent_card(context.app_state, context.agent, context.at_root,
                       extended=True, form=VERSION)
 
 
-def unsupported(error_class, text):
-    def operation(context, params):
+def unsupported(error_class: Type[errors.A2AError], text: str
+                ) -> Callable[["CallContext", Any], NoReturn]:
+    def operation(context: "CallContext", params: Any) -> NoReturn:
         raise error_class(text)
     return operation
 

@@ -10,6 +10,7 @@ ErrorInfo naming the A2A error), at the HTTP status of section 5.4.
 """
 
 import json
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional
 
 from flask import Response
 
@@ -22,10 +23,15 @@ from ..versions import version_error
 from . import operations as v10
 from . import schemas
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ...service import CallContext
+    from ..errors import Refusal
+
 MEDIA_TYPE = "application/a2a+json"
 
 
-def rest_error(status, message, found=(), headers=None, name=None):
+def rest_error(status: int, message: str, found: Iterable[Dict[str, Any]] = (),
+               headers: Optional[Dict[str, str]] = None, name: Optional[str] = None) -> Response:
     """A google.rpc.Status error body at HTTP ``status`` (``name``: its code
     name, by default the status's)."""
     name = name or answers.STATUS_NAMES.get(status, "UNKNOWN")
@@ -36,7 +42,7 @@ def rest_error(status, message, found=(), headers=None, name=None):
                     mimetype=MEDIA_TYPE)
 
 
-def error_response(exc):
+def error_response(exc: "Refusal") -> Response:
     """The HTTP+JSON answer of ``exc`` (a storage outcome or failure too)."""
     exc = answers.as_a2a_error(exc, v10.WORDING)
     return rest_error(answers.rest_status(exc), exc.message, v10.details(exc),
@@ -83,7 +89,7 @@ class Route:
         self.schema = schema
         self.source = source
 
-    def params(self, inbound, path_args):
+    def params(self, inbound: Any, path_args: Dict[str, str]) -> Any:
         if self.source == "query":
             params = inbound.query
         elif self.source == "body":
@@ -134,7 +140,7 @@ class RestCall(ProtocolCall):
         self.path_args = path_args
         self.record = Envelope(method=route.name, params=dict(path_args))
 
-    def start(self, inbound):
+    def start(self, inbound: Any) -> None:
         asked = inbound.asked_version
         if asked != "1.0":
             raise version_error(asked) or errors.VersionNotSupportedError(
@@ -151,12 +157,12 @@ class RestCall(ProtocolCall):
             params = v10.load(self.route.schema, params)
         return params
 
-    def run(self, context, params):
+    def run(self, context: "CallContext", params: Any) -> Any:
         self.app_state = context.app_state  # the card's ETag names its signing key
         return v10.run(self.route.operation, context, params)
 
-    def answer(self, result):
+    def answer(self, result: Any) -> Response:
         return self.route.respond(self.app_state, result)
 
-    def refuse(self, error):
+    def refuse(self, error: "Refusal") -> Response:
         return error_response(error)

@@ -103,7 +103,7 @@ class PartSchema(_Request):
             try:
                 base64.b64decode(data["raw"], validate=True)
             except (binascii.Error, ValueError):
-                raise ValidationError("not valid base64.", "raw")
+                raise ValidationError("not valid base64.", "raw") from None
 
 
 class MessageSchema(_Request):
@@ -178,15 +178,15 @@ class _QueryBoolean(fields.Boolean):
 class GetTaskQuery(GetTaskRequest):
     """``GetTaskRequest`` from a query string (HTTP+JSON)."""
 
-    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
+    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)  # type: ignore[assignment]
 
 
 class ListTasksQuery(ListTasksRequest):
     """``ListTasksRequest`` from a query string (HTTP+JSON)."""
 
-    pageSize = BoundedInteger(strict=False, validate=_PAGE_SIZE)
-    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)
-    includeArtifacts = _QueryBoolean()
+    pageSize = BoundedInteger(strict=False, validate=_PAGE_SIZE)  # type: ignore[assignment]
+    historyLength = BoundedInteger(strict=False, validate=_NOT_NEGATIVE)  # type: ignore[assignment]
+    includeArtifacts = _QueryBoolean()  # type: ignore[assignment]
 
 
 SEND_MESSAGE = SendMessageRequest()

@@ -37,7 +37,7 @@ class AdminStorage(abc.ABC):
         ``migrate`` upgrades: one below it (but 0, no schema) was written by a
         pre-release a2a_flask and is refused (``errors.schema_refusal``)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a default: nothing to release
         """Release this thread's / process's connections (reopened on use)."""
 
     @abc.abstractmethod

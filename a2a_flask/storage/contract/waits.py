@@ -3,11 +3,14 @@ without polling each (``waits.TaskWaits``), and hand back its connections
 between calls. Every method has a default: a backend without them still
 works, waiters then read on a timer."""
 
-from typing import Dict, Hashable, List, Optional
+from typing import TYPE_CHECKING, Dict, Hashable, List, Optional
 
 
 class WaitStorage:
     """Waiting on tasks, and connections between calls."""
+
+    if TYPE_CHECKING:  # TaskStorage's, which every backend inherits beside this
+        def task_state(self, task_id: str) -> Optional[str]: ...
 
     def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
         """The state of each task (None: no such task), read in one query

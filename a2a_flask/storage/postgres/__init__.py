@@ -9,6 +9,8 @@ its writes, its reads), ``admin`` (listing, operations, bulk copy),
 ``migrations`` (the versioned schema, serialized by an advisory lock).
 """
 
+from typing import TYPE_CHECKING
+
 from ..base import Storage
 from .admin import AdminOperations
 from .connection import PostgresConnections, is_storage_failure, storage_failure  # noqa: F401
@@ -16,6 +18,9 @@ from .credentials import CredentialOperations
 from .queue import QueueOperations
 from .reading import TaskReads
 from .tasks import TaskOperations
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...config import Settings
 
 
 class PostgresStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
@@ -30,7 +35,7 @@ class PostgresStorage(QueueOperations, TaskOperations, TaskReads, AdminOperation
         self._read_sqls()
 
 
-def open_postgres(settings):
+def open_postgres(settings: "Settings") -> Storage:
     """The backend for ``settings.database`` (a ``postgresql://`` URL)."""
     url = settings.database
     if url.startswith("postgres://"):  # libpq takes both; keep one spelling

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 import psycopg
 
@@ -100,8 +101,9 @@ def _budgeted(where):
 class AdminOperations:
     """Mixed into ``PostgresStorage``."""
 
-    def count_tasks(self, owner=None, agent=None, context_id=None, state=None,
-                    updated_after=None):
+    def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                    context_id: Optional[str] = None, state: Optional[str] = None,
+                    updated_after: Optional[str] = None) -> int:
         where, params = _filters(owner, agent, context_id, state, updated_after)
         sql = "SELECT count(*) FROM a2a_tasks"
         if where:
@@ -109,9 +111,11 @@ class AdminOperations:
         with self.connection() as conn:
             return conn.execute(sql, params).fetchone()[0]
 
-    def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
-                   updated_after=None, limit=50, cursor=None, history_length=0,
-                   include_artifacts=False, max_bytes=None):
+    def list_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                   context_id: Optional[str] = None, state: Optional[str] = None,
+                   updated_after: Optional[str] = None, limit: int = 50,
+                   cursor: Optional[str] = None, history_length: Optional[int] = 0,
+                   include_artifacts: bool = False, max_bytes: Optional[int] = None) -> TaskPage:
         where, params = _filters(owner, agent, context_id, state, updated_after)
         params.update(artifacts=bool(include_artifacts),
                       history=history_limit(history_length), limit=limit + 1)
@@ -139,7 +143,7 @@ class AdminOperations:
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
         return TaskPage(tasks, next_cursor)
 
-    def show_task(self, task_id):
+    def show_task(self, task_id: str) -> Optional[TaskRecord]:
         with self.connection() as conn:
             task, stale = self._read(conn, self._read_any_sql, task_id, None, None, None)
         if task is None:
@@ -150,7 +154,7 @@ class AdminOperations:
             task.created_at = created_at
         return task
 
-    def prunable_tasks(self, cutoff):
+    def prunable_tasks(self, cutoff: str) -> List[TaskRecord]:
         with self.connection() as conn:
             return [_record(row) for row in conn.execute(
                 "SELECT " + _COLUMNS + " FROM a2a_tasks WHERE state IN " + TERMINAL_SQL +
@@ -174,7 +178,7 @@ class AdminOperations:
         " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM m),"
         " (SELECT count(*) FROM a), (SELECT count(*) FROM d)")
 
-    def prune(self, cutoff):
+    def prune(self, cutoff: str) -> Iterator[Dict[str, int]]:
         while True:
             with self.connection() as conn:
                 tasks, messages, artifacts, deliveries = conn.execute(
@@ -184,8 +188,9 @@ class AdminOperations:
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
 
-    def cancel_tasks(self, owner=None, agent=None, task_id=None, states=None,
-                     dry_run=False):
+    def cancel_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                     task_id: Optional[str] = None, states: Optional[Sequence[str]] = None,
+                     dry_run: bool = False) -> List[TaskRecord]:
         where, params = _filters(owner, agent, None, None, None)
         if task_id is not None:
             where.append("id = %(task_id)s")
@@ -215,16 +220,16 @@ class AdminOperations:
                 return canceled
             params["after"] = rows[-1][0]
 
-    def reassign_tasks(self, from_owner, to_owner):
+    def reassign_tasks(self, from_owner: str, to_owner: str) -> int:
         with self.transaction() as conn:
             return reassign_owner(conn, "%s", from_owner, to_owner)
 
-    def task_counts(self):
+    def task_counts(self) -> Dict[str, int]:
         with self.connection() as conn:
             return dict(conn.execute(
                 "SELECT state, count(*) FROM a2a_tasks GROUP BY state").fetchall())
 
-    def check(self):
+    def check(self) -> List[str]:
         """A trivial query on every table (the schema version is the
         caller's to compare: ``schema_version``)."""
         problems = []
@@ -238,7 +243,7 @@ class AdminOperations:
                     problems.append("table %s is missing" % table)
         return problems
 
-    def backup(self, target):
+    def backup(self, target: str) -> None:
         """``pg_dump --format=custom`` of the database to ``target``
         (restore: ``pg_restore --dbname=URL target``); written beside it
         then renamed, so ``target`` is either absent or whole."""
@@ -263,7 +268,7 @@ class AdminOperations:
 
     # -- bulk copy ---------------------------------------------------------------
 
-    def export_tasks(self, batch_size=1000):
+    def export_tasks(self, batch_size: int = 1000) -> Iterator[List[TaskRecord]]:
         last = ""
         while True:
             with self.connection() as conn:
@@ -286,7 +291,7 @@ class AdminOperations:
             yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
                    for row in rows]
 
-    def import_tasks(self, records, deliveries=True):
+    def import_tasks(self, records: Iterable[TaskRecord], deliveries: bool = True) -> int:
         """COPY into the tables, in one transaction; retry records with ON
         CONFLICT DO NOTHING (a messageId may be known already)."""
         tasks, messages, artifacts, retries = import_rows(records, deliveries)

@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 import time
+from typing import Any, Optional
 
 import psycopg
 
@@ -28,7 +29,7 @@ RETRY_SECONDS = 1.0
 STOP_CHECK_SECONDS = 1.0
 
 
-def notify_changes(conn):
+def notify_changes(conn: Any) -> None:
     """Tell every listener, once ``conn``'s transaction commits, that what a
     waiter waits for may have changed (several in one transaction are one)."""
     conn.execute("NOTIFY " + CHANNEL)
@@ -52,7 +53,7 @@ class ChangeListener:
         self._listening = False
         self._stopped = False
 
-    def marker(self):
+    def marker(self) -> Optional[int]:
         """The number of notifications seen, None while not listening (the
         first call starts the listener: None until it listens)."""
         if self._pid != os.getpid() and not self._stopped:
@@ -63,7 +64,7 @@ class ChangeListener:
                                      daemon=True, name="a2a-listen").start()
         return self._count if self._listening else None
 
-    def stop(self):
+    def stop(self) -> None:
         self._stopped = True
         self._listening = False
 

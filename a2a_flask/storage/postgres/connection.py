@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.parse
 from contextlib import contextmanager
+from typing import Dict, Hashable, Optional, Tuple
 
 import psycopg
 import psycopg_pool
@@ -40,7 +41,7 @@ POOL_SIZE = 8
 #: Seconds a connection attempt may take before it counts as a failure.
 CONNECT_TIMEOUT = 5
 
-_logged = {}
+_logged: Dict[Tuple[str, str], float] = {}
 
 
 def redact(url):
@@ -168,19 +169,19 @@ class PostgresConnections:
         with self.transaction() as conn:
             conn.execute("UPDATE a2a_schema_version SET version = version")
 
-    def failure(self, exc):
+    def failure(self, exc: BaseException) -> Optional[Exception]:
         """See ``Storage.failure``: our operations raise the storage errors
         themselves; a driver exception that escaped is mapped here."""
         if isinstance(exc, StorageUnavailableError):
             return exc
         return storage_failure(exc, self.location) if is_storage_failure(exc) else None
 
-    def change_marker(self):
+    def change_marker(self) -> Optional[Hashable]:
         """See ``Storage.change_marker``: the notifications this process's
         listening connection counted (``changes``); None while it is down."""
         return self._changes.marker()
 
-    def close(self):
+    def close(self) -> None:
         self._changes.stop()
         self._changes = ChangeListener(self.url, CONNECT_TIMEOUT)
         pool, self._pool = self._pool, None
@@ -189,10 +190,10 @@ class PostgresConnections:
 
     # -- schema ----------------------------------------------------------------
 
-    def expected_version(self):
+    def expected_version(self) -> int:
         return migrations.EXPECTED_VERSION
 
-    def start_version(self):
+    def start_version(self) -> int:
         return migrations.START_VERSION
 
     def _direct(self):
@@ -204,7 +205,7 @@ class PostgresConnections:
                 raise storage_failure(exc, self.location) from exc
             raise
 
-    def schema_version(self):
+    def schema_version(self) -> Optional[int]:
         with self._direct() as conn:
             try:
                 return _read_version(conn)
@@ -213,7 +214,7 @@ class PostgresConnections:
                     raise storage_failure(exc, self.location) from exc
                 raise SchemaError(str(exc)) from exc
 
-    def migrate(self):
+    def migrate(self) -> None:
         """Serialized across every worker and server by a transaction-level
         advisory lock: the first applies the missing versions, the others
         then find them applied."""

@@ -9,6 +9,7 @@ with ``synchronous_commit`` on (unlike the start of a turn run in a request).
 """
 
 import json
+from typing import List, Optional, Sequence, Tuple
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
@@ -21,6 +22,7 @@ from .tasks import (
     _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
     check_artifacts_fit, task_for_message,
 )
+from ..records import Artifact, Message
 
 
 def _lease_end(seconds):
@@ -51,9 +53,12 @@ class QueueOperations:
     """Mixed into ``PostgresStorage`` (needs ``TaskOperations`` and the
     connections)."""
 
-    def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
-                     metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None, live_key=None):
+    def enqueue_turn(self, owner: str, agent: str, message: Message,
+                     context_id: Optional[str] = None, task_id: Optional[str] = None,
+                     metadata: Optional[dict] = None, retry: bool = False,
+                     status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
+                     trace_context: Optional[str] = None,
+                     live_key: Optional[str] = None) -> TurnStart:
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -128,7 +133,8 @@ class QueueOperations:
             return task_context, True
         raise TaskNotWaitingError(task_id, state, task_context)
 
-    def claim_turns(self, worker, limit, lease_seconds, agents=None):
+    def claim_turns(self, worker: str, limit: int, lease_seconds: float,
+                    agents: Optional[Sequence[str]] = None) -> List[ClaimedTurn]:
         if limit <= 0:
             return []
         args = {"agents": list(agents) if agents is not None else None,
@@ -166,7 +172,7 @@ class QueueOperations:
                     trace_context))
         return claimed
 
-    def renew_leases(self, worker, task_ids, lease_seconds):
+    def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:
         task_ids = list(task_ids)
         if not task_ids:
             return []
@@ -178,8 +184,10 @@ class QueueOperations:
         held = {task_id for (task_id,) in rows}
         return [task_id for task_id in task_ids if task_id in held]
 
-    def finish_queued_turn(self, task_id, worker, owner, agent, state,
-                           status_message=None, artifacts=(), max_artifact_bytes=None):
+    def finish_queued_turn(self, task_id: str, worker: str, owner: str, agent: str, state: str,
+                           status_message: Optional[Message] = None,
+                           artifacts: Sequence[Artifact] = (),
+                           max_artifact_bytes: Optional[int] = None) -> Optional[str]:
         with self.transaction() as conn:
             if not conn.execute(
                     "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
@@ -227,7 +235,7 @@ class QueueOperations:
             notify_changes(conn)  # the task settled, or its next turn is claimable
         return row[0]
 
-    def expire_leases(self, max_attempts=3):
+    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
         expired = "worker IS NOT NULL AND lease_expires < " + NOW
         with self.connection() as conn:
             if conn.execute("SELECT FROM a2a_turns WHERE " + expired +
@@ -235,7 +243,8 @@ class QueueOperations:
                 return []
         return self._give_up(expired, (), max_attempts)
 
-    def release_turns(self, worker, task_ids, max_attempts=3):
+    def release_turns(self, worker: str, task_ids: Sequence[str],
+                      max_attempts: int = 3) -> List[Tuple[str, str]]:
         task_ids = list(task_ids)
         if not task_ids:
             return []
@@ -287,14 +296,14 @@ class QueueOperations:
                                        message["messageId"], row[1]))
         return True
 
-    def progress(self, task_id, status_message):
+    def progress(self, task_id: str, status_message: Message) -> bool:
         with self.connection() as conn:
             return bool(conn.execute(
                 "UPDATE a2a_tasks SET status_message = %s, updated_at = " + NOW +
                 " WHERE id = %s AND state = 'working'",
                 (dumps(status_message), task_id)).rowcount)
 
-    def note_metadata(self, task_id, metadata):
+    def note_metadata(self, task_id: str, metadata: dict) -> bool:
         with self.connection() as conn:
             return bool(conn.execute(
                 "UPDATE a2a_tasks SET metadata = %s WHERE id = %s AND state = 'working'",

@@ -5,10 +5,12 @@ byte budget, sized in SQL before any body is read).
 """
 
 import json
+from typing import Dict, List, Optional
 
 from ..base import NoSuchTaskError, TaskRecord
 from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
 from .tasks import KEY_IS_LIVE, history_limit, stale_cutoff_sql
+from ..records import Message
 
 # Within %(bytes)s: the newest messages are sized first (octet_length, no
 # body read; no more of them than could fit), and only those that fit beside
@@ -86,8 +88,9 @@ class TaskReads:
             task.history_omitted = count - len(task.history)
         return task, stale
 
-    def get_task(self, task_id, owner, agent, history_length=None,
-                 remembered_key=None, max_bytes=None):
+    def get_task(self, task_id: str, owner: str, agent: str, history_length: Optional[int] = None,
+                 remembered_key: Optional[str] = None,
+                 max_bytes: Optional[int] = None) -> TaskRecord:
         with self.connection() as conn:
             task, stale = self._read(conn, self._read_task_sql, task_id, owner,
                                      agent, history_length, remembered_key, max_bytes)
@@ -112,24 +115,26 @@ class TaskReads:
                                     args + [history_limit(limit)]).fetchall()[::-1]
         return [json.loads(body) for (body,) in rows]
 
-    def task_history(self, task_id, before_seq=None, limit=None):
+    def task_history(self, task_id: str, before_seq: Optional[int] = None,
+                     limit: Optional[int] = None) -> List[Message]:
         return self._history("SELECT body FROM a2a_messages WHERE task_id = %s",
                              [task_id], before_seq, limit)
 
-    def context_history(self, owner, agent, context_id, before_seq=None,
-                        limit=None):
+    def context_history(self, owner: str, agent: str, context_id: str,
+                        before_seq: Optional[int] = None,
+                        limit: Optional[int] = None) -> List[Message]:
         return self._history(
             "SELECT body FROM a2a_messages WHERE context_id = %s"
             " AND owner = %s AND agent = %s", [context_id, owner, agent],
             before_seq, limit)
 
-    def task_state(self, task_id):
+    def task_state(self, task_id: str) -> Optional[str]:
         with self.connection() as conn:
             row = conn.execute("SELECT state FROM a2a_tasks WHERE id = %s",
                                (task_id,)).fetchone()
         return row[0] if row else None
 
-    def task_states(self, task_ids):
+    def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
         found = dict.fromkeys(task_ids)
         with self.connection() as conn:
             found.update(conn.execute(

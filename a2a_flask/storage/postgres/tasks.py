@@ -10,16 +10,18 @@ clock, so servers with skewed clocks agree.
 """
 
 import time
+from typing import Any, Dict, Optional, Sequence
 
 from ..base import (
-    STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
-    TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
+    STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError,
+    MessageIdReusedError, TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .connection import is_storage_failure
+from ..records import Artifact, Message
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
 NOW = """to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
@@ -28,13 +30,13 @@ WAITING_SQL = "('auth-required', 'input-required')"
 BIGINT_MAX = 2 ** 63 - 1
 
 
-def stale_cutoff_sql(seconds):
+def stale_cutoff_sql(seconds: int) -> str:
     """The stale-turn cutoff on the database's clock, as an A2A timestamp."""
     return ("to_char((now() - interval '%d seconds') AT TIME ZONE 'UTC',"
             " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')" % int(seconds))
 
 
-def history_limit(history_length):
+def history_limit(history_length: Optional[int]) -> Optional[int]:
     """``LIMIT`` for the last ``history_length`` messages (NULL: all)."""
     return None if history_length is None else min(int(history_length), BIGINT_MAX)
 
@@ -103,7 +105,8 @@ _FINISH = (
     " SELECT updated_at FROM u")
 
 
-def artifact_params(task_id, artifacts, max_artifact_bytes):
+def artifact_params(task_id: str, artifacts: Sequence[Artifact],
+                    max_artifact_bytes: Optional[int]) -> Dict[str, Any]:
     """The parameters of ``ARTIFACTS_FIT`` and of the artifacts' INSERT."""
     bodies = [dumps(a) for a in artifacts]
     return {"id": task_id, "aids": [a["artifactId"] for a in artifacts],
@@ -111,7 +114,7 @@ def artifact_params(task_id, artifacts, max_artifact_bytes):
             "adding": sum(stored_artifact_bytes(body) for body in bodies)}
 
 
-def check_artifacts_fit(conn, params):
+def check_artifacts_fit(conn: Any, params: Dict[str, Any]) -> None:
     """After a conditional outcome that changed nothing: ``ArtifactsFullError``
     if the task is still working, so its artifacts were what did not fit."""
     if params["alimit"] is None:
@@ -126,7 +129,8 @@ def check_artifacts_fit(conn, params):
                                  params["alimit"])
 
 
-def task_for_message(conn, owner, agent, task_id, context_id, lock=False):
+def task_for_message(conn: Any, owner: str, agent: str, task_id: str,
+                     context_id: Optional[str], lock: bool = False) -> Any:
     """(state, context id) of the task a message names (its row locked with
     ``lock``): NoSuchTaskError, or ContextMismatchError when the message
     names another context."""
@@ -164,8 +168,9 @@ class TaskOperations:
 
     # -- a turn of a send ------------------------------------------------------
 
-    def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, remembered_key=None):
+    def start_turn(self, owner: str, agent: str, message: Message, context_id: Optional[str] = None,
+                   task_id: Optional[str] = None, metadata: Optional[dict] = None,
+                   remembered_key: Optional[str] = None) -> TurnStart:
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
         # context other than the task's is refused (ContextMismatchError), which
@@ -242,8 +247,9 @@ class TaskOperations:
         state, task_context = task_for_message(conn, owner, agent, task_id, context_id)
         raise TaskNotWaitingError(task_id, state, task_context)
 
-    def finish_turn(self, task_id, owner, agent, state, status_message=None,
-                    artifacts=(), max_artifact_bytes=None):
+    def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
+                    status_message: Optional[Message] = None, artifacts: Sequence[Artifact] = (),
+                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
         body = dumps(status_message) if status_message else None
         params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
                       state=state, body=body, owner=owner, agent=agent,
@@ -266,7 +272,7 @@ class TaskOperations:
                     raise
                 time.sleep(0.1 * attempt)
 
-    def fail_stale_turn(self, task_id):
+    def fail_stale_turn(self, task_id: str) -> bool:
         message = agent_message([text_part(STALE_TURN_TEXT)], task_id)
         with self.connection() as conn:
             return conn.execute(self._fail_stale_sql, {
@@ -275,7 +281,7 @@ class TaskOperations:
 
     # -- cancel ------------------------------------------------------------------
 
-    def cancel_task(self, task_id, owner, agent):
+    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"

@@ -17,6 +17,8 @@ from .reading import TaskReads
 from .tasks import TaskOperations
 
 
-class SqliteStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
+# Ignored for mypy: location is a property here; start_turn takes queue
+# (enqueue_turn's) before remembered_key, which callers pass by name.
+class SqliteStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,  # type: ignore[override,misc]
                     CredentialOperations, SqliteConnections, Storage):
     """``Storage`` on one SQLite file."""

@@ -6,6 +6,7 @@ safe while the service runs: a worker waits at most one batch for the lock.
 import json
 import os
 import sqlite3
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 from ..base import TaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
@@ -62,9 +63,11 @@ def _stored_once(records, tasks, messages, artifacts):
 class AdminOperations:
     """Mixed into ``SqliteStorage``."""
 
-    def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
-                   updated_after=None, limit=50, cursor=None, history_length=0,
-                   include_artifacts=False, max_bytes=None):
+    def list_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                   context_id: Optional[str] = None, state: Optional[str] = None,
+                   updated_after: Optional[str] = None, limit: int = 50,
+                   cursor: Optional[str] = None, history_length: Optional[int] = 0,
+                   include_artifacts: bool = False, max_bytes: Optional[int] = None) -> TaskPage:
         where, args = _filters(owner, agent, context_id, state, updated_after)
         if cursor is not None:
             where.append("(updated_at, id) < (?, ?)")
@@ -98,8 +101,9 @@ class AdminOperations:
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
         return TaskPage(tasks, next_cursor)
 
-    def count_tasks(self, owner=None, agent=None, context_id=None, state=None,
-                    updated_after=None):
+    def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                    context_id: Optional[str] = None, state: Optional[str] = None,
+                    updated_after: Optional[str] = None) -> int:
         where, args = _filters(owner, agent, context_id, state, updated_after)
         sql = "SELECT count(*) FROM a2a_tasks"
         if where:
@@ -111,7 +115,7 @@ class AdminOperations:
             "SELECT body, artifact_id FROM a2a_artifacts WHERE task_id = ?"
             " ORDER BY seq", (task_id,))]
 
-    def show_task(self, task_id):
+    def show_task(self, task_id: str) -> Optional[TaskRecord]:
         row = self.connection().execute(
             "SELECT %s FROM a2a_tasks WHERE id = ?" % _COLUMNS,
             (task_id,)).fetchone()
@@ -121,12 +125,12 @@ class AdminOperations:
         task.created_at = row[8]
         return task
 
-    def prunable_tasks(self, cutoff):
+    def prunable_tasks(self, cutoff: str) -> List[TaskRecord]:
         return [_record(row) for row in self.connection().execute(
             "SELECT %s FROM a2a_tasks WHERE state IN %s AND updated_at < ?"
             " ORDER BY id" % (_COLUMNS, _TERMINAL_SQL), (cutoff,))]
 
-    def prune(self, cutoff):
+    def prune(self, cutoff: str) -> Iterator[Dict[str, int]]:
         while True:
             with self.transaction() as conn:
                 ids = [row[0] for row in conn.execute(
@@ -160,8 +164,9 @@ class AdminOperations:
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
 
-    def cancel_tasks(self, owner=None, agent=None, task_id=None, states=None,
-                     dry_run=False):
+    def cancel_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
+                     task_id: Optional[str] = None, states: Optional[Sequence[str]] = None,
+                     dry_run: bool = False) -> List[TaskRecord]:
         where, args = _filters(owner, agent, None, None, None)
         if task_id is not None:
             where.append("id = ?")
@@ -208,20 +213,20 @@ class AdminOperations:
                          " NULL", [(task_id,) for task_id in done])
         return [_record(row) for row in rows if row[0] in done]
 
-    def reassign_tasks(self, from_owner, to_owner):
+    def reassign_tasks(self, from_owner: str, to_owner: str) -> int:
         with self.transaction() as conn:
             return reassign_owner(conn, "?", from_owner, to_owner)
 
-    def task_counts(self):
+    def task_counts(self) -> Dict[str, int]:
         return dict(self.connection().execute(
             "SELECT state, count(*) FROM a2a_tasks GROUP BY state").fetchall())
 
-    def check(self):
+    def check(self) -> List[str]:
         rows = [row[0] for row in
                 self.connection().execute("PRAGMA integrity_check").fetchall()]
         return [] if rows == ["ok"] else rows
 
-    def backup(self, target):
+    def backup(self, target: str) -> None:
         """SQLite's backup API, in one step: one read transaction, which in
         WAL mode blocks no writer. Written beside ``target`` then renamed, so
         ``target`` is either absent or whole; the copy is a single file."""
@@ -240,7 +245,7 @@ class AdminOperations:
 
     # -- bulk copy -----------------------------------------------------------
 
-    def export_tasks(self, batch_size=1000):
+    def export_tasks(self, batch_size: int = 1000) -> Iterator[List[TaskRecord]]:
         conn, last = self.connection(), ""
         while True:
             rows = conn.execute("SELECT %s FROM a2a_tasks WHERE id > ? ORDER BY"
@@ -266,7 +271,7 @@ class AdminOperations:
             yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
                    for row in rows]
 
-    def import_tasks(self, records, deliveries=True):
+    def import_tasks(self, records: Iterable[TaskRecord], deliveries: bool = True) -> int:
         records = list(records)
         tasks, messages, artifacts, retries = import_rows(records, deliveries)
         tasks, messages, artifacts, statuses = _stored_once(

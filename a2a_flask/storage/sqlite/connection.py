@@ -20,6 +20,7 @@ import time
 import urllib.parse
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from typing import Optional
 
 
 from ..errors import StorageUnavailableError, UnsupportedSqliteError
@@ -201,7 +202,7 @@ class SqliteConnections:
         entry = lease.end()
         return (conn, lease.pool) if entry is not None else (None, None)
 
-    def release_connection(self):
+    def release_connection(self) -> None:
         """Hand this thread's connection back to the process's pool (see the
         class); the thread takes one again on its next use."""
         conn, pool = self._end_lease()
@@ -227,7 +228,7 @@ class SqliteConnections:
         self.drop_connection()
         return storage_failure(exc, self.path)
 
-    def failure(self, exc):
+    def failure(self, exc: BaseException) -> Optional[Exception]:
         """See ``Storage.failure``."""
         if isinstance(exc, StorageUnavailableError):
             return exc
@@ -359,7 +360,7 @@ class SqliteConnections:
         except sqlite3.Error as exc:  # the next one catches up
             log.debug("checkpoint skipped: %s", exc)
 
-    def migrate(self):
+    def migrate(self) -> None:
         """Create or upgrade the schema; safe to call from every worker."""
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
@@ -408,7 +409,7 @@ class SqliteConnections:
     def location(self):
         return self.path
 
-    def close(self):
+    def close(self) -> None:
         self.drop_connection()
         pool = self._pool
         if pool is not None and pool.pid == os.getpid():
@@ -419,13 +420,13 @@ class SqliteConnections:
         pool = self._pool
         return pool.in_use() if pool is not None and pool.pid == os.getpid() else 0
 
-    def expected_version(self):
+    def expected_version(self) -> int:
         return migrations.EXPECTED_VERSION
 
-    def start_version(self):
+    def start_version(self) -> int:
         return migrations.START_VERSION
 
-    def schema_version(self):
+    def schema_version(self) -> Optional[int]:
         """The schema version of the file, by one trivial query (0: none)."""
         return stored_version(self.connection())
 

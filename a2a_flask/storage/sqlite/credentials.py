@@ -1,6 +1,7 @@
 """API keys and built-in users of ``SqliteStorage``: rows only; what a key
 or a password is, and how it is hashed, is ``a2a_flask.credentials``."""
 
+from typing import List, Optional, Sequence, Tuple
 from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 
 _KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
@@ -9,7 +10,7 @@ _KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
 class CredentialOperations:
     """Mixed into ``SqliteStorage``."""
 
-    def insert_key(self, key, key_hash):
+    def insert_key(self, key: KeyRow, key_hash: str) -> KeyRow:
         key.created_at = self._now()
         with self.transaction() as conn:
             conn.execute(
@@ -18,11 +19,11 @@ class CredentialOperations:
                 key.astuple() + (key_hash,))
         return key
 
-    def keys(self):
+    def keys(self) -> List[KeyRow]:
         return [KeyRow(*row) for row in self.connection().execute(
             "SELECT %s FROM a2a_api_keys ORDER BY created_at, id" % _KEY_COLUMNS)]
 
-    def revoke_key(self, key_id):
+    def revoke_key(self, key_id: str) -> None:
         with self.transaction() as conn:
             if conn.execute("UPDATE a2a_api_keys SET revoked_at = ? WHERE id = ?"
                             " AND revoked_at IS NULL",
@@ -32,13 +33,13 @@ class CredentialOperations:
                             (key_id,)).fetchone() is None:
                 raise KeyNotFoundError(key_id)
 
-    def find_key(self, key_hash):
+    def find_key(self, key_hash: str) -> Optional[KeyRow]:
         row = self.connection().execute(
             "SELECT %s FROM a2a_api_keys WHERE key_hash = ? AND revoked_at IS NULL"
             % _KEY_COLUMNS, (key_hash,)).fetchone()
         return None if row is None else KeyRow(*row)
 
-    def touch_keys(self, key_ids, older_than):
+    def touch_keys(self, key_ids: List[str], older_than: str) -> int:
         now = self._now()
         with self.transaction() as conn:
             return conn.executemany(
@@ -46,7 +47,7 @@ class CredentialOperations:
                 " (last_used_at IS NULL OR last_used_at < ?)",
                 [(now, key_id, older_than) for key_id in key_ids]).rowcount
 
-    def insert_user(self, name, password_hash):
+    def insert_user(self, name: str, password_hash: str) -> None:
         with self.transaction() as conn:
             if not conn.execute(
                     "INSERT INTO a2a_users (name, password_hash, created_at)"
@@ -54,28 +55,29 @@ class CredentialOperations:
                     (name, password_hash, self._now())).rowcount:
                 raise UserExistsError(name)
 
-    def users(self):
+    def users(self) -> List[Tuple[str, str]]:
         return [tuple(row) for row in self.connection().execute(
             "SELECT name, created_at FROM a2a_users ORDER BY name")]
 
-    def has_users(self):
+    def has_users(self) -> bool:
         return self.connection().execute(
             "SELECT EXISTS (SELECT 1 FROM a2a_users)").fetchone()[0] == 1
 
-    def delete_user(self, name):
+    def delete_user(self, name: str) -> None:
         with self.transaction() as conn:
             if not conn.execute("DELETE FROM a2a_users WHERE name = ?",
                                 (name,)).rowcount:
                 raise UserNotFoundError(name)
 
-    def password_hash(self, name):
+    def password_hash(self, name: str) -> Optional[str]:
         row = self.connection().execute(
             "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
         return None if row is None else row[0]
 
     # -- bulk copy (``flask a2a db copy``) ------------------------------------
 
-    def export_credentials(self):
+    def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
+                                          List[Tuple[str, str, str]]]:
         conn = self.connection()
         keys = [(KeyRow(*row[:7]), row[7]) for row in conn.execute(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
@@ -84,7 +86,8 @@ class CredentialOperations:
             "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
         return keys, users
 
-    def import_credentials(self, keys, users):
+    def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
+                           users: Sequence[Tuple[str, str, str]]) -> None:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"

@@ -11,24 +11,25 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 try:
     import fcntl
 except ImportError:  # not POSIX: SQLite's busy timeout alone
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 from ..errors import StorageBusyError, StorageFullError, StorageUnavailableError
 
 log = logging.getLogger("a2a_flask")
 
 
-def file_identity(path):
+def file_identity(path: str) -> Tuple[int, int]:
     """(device, inode) of the file at ``path``: changes when it is replaced."""
     stat = os.stat(path)
     return stat.st_dev, stat.st_ino
 
 
-def rollback(conn):
+def rollback(conn: sqlite3.Connection) -> None:
     try:
         conn.execute("ROLLBACK")
     except sqlite3.Error:  # no transaction left to roll back (failed COMMIT)
@@ -38,24 +39,25 @@ def rollback(conn):
 _SQLITE_BUGS = (sqlite3.IntegrityError, sqlite3.ProgrammingError,
                 sqlite3.InterfaceError, sqlite3.DataError)
 _FULL_ERRNOS = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
-_logged = {}  # (path, text) -> when last logged: an outage logs, not floods
+# (path, text) -> when last logged: an outage logs, not floods
+_logged: Dict[Tuple[str, str], float] = {}
 
 
-def is_storage_failure(exc):
+def is_storage_failure(exc: BaseException) -> bool:
     """True for a failure of the storage itself (not of our SQL)."""
     if isinstance(exc, sqlite3.DatabaseError):
         return not isinstance(exc, _SQLITE_BUGS)
     return isinstance(exc, OSError)
 
 
-def storage_failure(exc, path):
+def storage_failure(exc: BaseException, path: str) -> StorageUnavailableError:
     """The ``StorageUnavailableError`` for a storage failure, logged with the database path
     (once every 10 s per cause): full, busy, or unavailable, all retryable."""
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
     if (name.startswith("SQLITE_FULL") or "is full" in text
             or getattr(exc, "errno", None) in _FULL_ERRNOS):
-        error = StorageFullError()
+        error: StorageUnavailableError = StorageFullError()
     elif name.startswith("SQLITE_BUSY") or "database is locked" in text:
         error = StorageBusyError()
     else:
@@ -154,7 +156,7 @@ class ProcessWriteLock:
             return os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
 
     @contextmanager
-    def hold(self, deadline=None):
+    def hold(self, deadline: Optional[float] = None) -> Iterator["ProcessWriteLock"]:
         """The lock for the block; ``WriteLockTimeout`` at ``deadline``."""
         fd = self._descriptor()
         threads = self._threads
@@ -221,7 +223,7 @@ class KeptOutcomes:
             return None
         return os.path.join(self.folder, task_id + ".json")
 
-    def keep(self, task_id, outcome):
+    def keep(self, task_id: str, outcome: Dict[str, Any]) -> bool:
         """True once ``outcome`` is durably on disk; False if that fails too."""
         path = self._path(task_id)
         if path is None:
@@ -243,7 +245,7 @@ class KeptOutcomes:
                 pass
             return False
 
-    def read(self, task_id):
+    def read(self, task_id: str) -> Optional[Dict[str, Any]]:
         """The kept outcome of ``task_id``, or None (one failed open: cheap)."""
         path = self._path(task_id)
         if path is None:
@@ -254,7 +256,7 @@ class KeptOutcomes:
         except (OSError, ValueError):
             return None
 
-    def remove(self, task_id):
+    def remove(self, task_id: str) -> None:
         try:
             os.unlink(self._path(task_id))
         except OSError:

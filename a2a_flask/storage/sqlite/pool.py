@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 import time
+from typing import Any
 
 
 class ConnectionWaitTimeout(sqlite3.OperationalError):
@@ -58,7 +59,7 @@ class ConnectionPool:
         #: without it, put in place by the next holder of the lock.
         self._returned = collections.deque()
 
-    def take(self, deadline):
+    def take(self, deadline: float) -> Any:
         """A (connection, identity): an idle one, a new one while fewer than
         ``limit`` are open, else the next handed back before ``deadline``
         (``time.monotonic()``; ``ConnectionWaitTimeout`` after it)."""
@@ -93,19 +94,19 @@ class ConnectionPool:
             self.closed()
             raise
 
-    def give_back(self, entry):
+    def give_back(self, entry: Any) -> None:
         """A (connection, identity) no longer used by its thread."""
         with self._lock:
             self._settle_returned()
             self._put(entry)
 
-    def closed(self):
+    def closed(self) -> None:
         """A connection of this pool was closed (or never opened)."""
         with self._lock:
             self._settle_returned()
             self._put(OPEN)
 
-    def returned(self, entry):
+    def returned(self, entry: Any) -> None:
         """``give_back`` (or ``closed``, ``entry`` OPEN) from a destructor:
         never waits for the lock (its thread may hold it already)."""
         self._returned.append(entry)
@@ -131,13 +132,13 @@ class ConnectionPool:
         else:
             self._idle.append(entry)
 
-    def in_use(self):
+    def in_use(self) -> int:
         """Connections held by threads now."""
         with self._lock:
             self._settle_returned()
             return self._open - len(self._idle)
 
-    def close_idle(self):
+    def close_idle(self) -> None:
         """Close the idle connections."""
         with self._lock:
             self._settle_returned()
@@ -161,7 +162,7 @@ class Lease:
         self.pool = None
         self.entry = None  # (connection, identity) while held
 
-    def end(self):
+    def end(self) -> Any:
         """The held (connection, identity), no longer the thread's (or None)."""
         entry, self.entry = self.entry, None
         return entry

@@ -8,6 +8,7 @@ that idle workers never take the write lock.
 
 import json
 from datetime import timedelta
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueFullError,
@@ -16,6 +17,7 @@ from ..base import (
 from ..common import dumps, now_iso
 from ...messages import agent_message, text_part
 from .forms import load_message
+from ..records import Artifact, Message, TurnStart
 
 
 def _placeholders(values):
@@ -49,14 +51,14 @@ class _Enqueue:
         self.queue_limit, self.trace_context = queue_limit, trace_context
         self.live_key = live_key
 
-    def admit(self, conn):
+    def admit(self, conn: Any) -> None:
         if self.queue_limit and conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM a2a_turns WHERE owner = ?"
                 " AND worker IS NULL LIMIT ?)",
                 (self.owner, self.queue_limit)).fetchone()[0] >= self.queue_limit:
             raise QueueFullError(self.owner, self.queue_limit)
 
-    def add(self, conn, start, follow_up):
+    def add(self, conn: Any, start: TurnStart, follow_up: bool) -> None:
         caller_round = conn.execute(_ROUND, {"owner": self.owner}).fetchone()[0]
         # Only while the caller's key is live: a revocation committed before
         # refuses the turn, one after it cancels it (the writers take turns).
@@ -83,9 +85,12 @@ class QueueOperations:
     def _lease_end(self, lease_seconds):
         return now_iso(self.clock() + timedelta(seconds=lease_seconds))
 
-    def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
-                     metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None, live_key=None):
+    def enqueue_turn(self, owner: str, agent: str, message: Message,
+                     context_id: Optional[str] = None, task_id: Optional[str] = None,
+                     metadata: Optional[dict] = None, retry: bool = False,
+                     status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
+                     trace_context: Optional[str] = None,
+                     live_key: Optional[str] = None) -> TurnStart:
         # remembered_key: a replay with a revoked key is refused too.
         return self.start_turn(
             owner, agent, message, context_id=context_id, task_id=task_id,
@@ -93,7 +98,8 @@ class QueueOperations:
             queue=_Enqueue(self, owner, agent, retry, status_message, queue_limit,
                            trace_context, live_key))
 
-    def claim_turns(self, worker, limit, lease_seconds, agents=None):
+    def claim_turns(self, worker: str, limit: int, lease_seconds: float,
+                    agents: Optional[Sequence[str]] = None) -> List[ClaimedTurn]:
         where, args = _CLAIMABLE, []
         if agents is not None:
             where += " AND q.agent IN (%s)" % _placeholders(agents)
@@ -131,7 +137,7 @@ class QueueOperations:
                     bool(retry), trace_context))
         return claimed
 
-    def renew_leases(self, worker, task_ids, lease_seconds):
+    def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:
         task_ids = list(task_ids)
         if not task_ids:
             return []
@@ -145,8 +151,10 @@ class QueueOperations:
                 " (%s)" % _placeholders(task_ids), [worker] + task_ids).fetchall()
         return [task_id for (task_id,) in held]
 
-    def finish_queued_turn(self, task_id, worker, owner, agent, state,
-                           status_message=None, artifacts=(), max_artifact_bytes=None):
+    def finish_queued_turn(self, task_id: str, worker: str, owner: str, agent: str, state: str,
+                           status_message: Optional[Message] = None,
+                           artifacts: Sequence[Artifact] = (),
+                           max_artifact_bytes: Optional[int] = None) -> Optional[str]:
         now = self._now()
         with self.transaction() as conn:
             if not conn.execute(  # else the lease was lost: another outcome stands
@@ -177,7 +185,7 @@ class QueueOperations:
                              " worker IS NULL", (task_id,))
         return now
 
-    def expire_leases(self, max_attempts=3):
+    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
         now = self._now()
         if self.connection().execute(
                 "SELECT 1 FROM a2a_turns WHERE worker IS NOT NULL AND"
@@ -186,7 +194,8 @@ class QueueOperations:
         return self._give_up("worker IS NOT NULL AND lease_expires < ?", [now],
                              max_attempts)
 
-    def release_turns(self, worker, task_ids, max_attempts=3):
+    def release_turns(self, worker: str, task_ids: Sequence[str],
+                      max_attempts: int = 3) -> List[Tuple[str, str]]:
         task_ids = list(task_ids)
         if not task_ids:
             return []
@@ -235,14 +244,14 @@ class QueueOperations:
         self._insert_message(conn, task_id, context_id, owner, agent, message, seq)
         return True
 
-    def progress(self, task_id, status_message):
+    def progress(self, task_id: str, status_message: Message) -> bool:
         with self.transaction() as conn:
             return bool(conn.execute(
                 "UPDATE a2a_tasks SET status_message = ?, updated_at = ?"
                 " WHERE id = ? AND state = 'working'",
                 (dumps(status_message), self._now(), task_id)).rowcount)
 
-    def note_metadata(self, task_id, metadata):
+    def note_metadata(self, task_id: str, metadata: dict) -> bool:
         with self.transaction() as conn:
             return bool(conn.execute(
                 "UPDATE a2a_tasks SET metadata = ? WHERE id = ? AND state = 'working'",

@@ -5,18 +5,21 @@ One statement reads one state of the file (see ``_READ_TASK``).
 """
 
 import json
+from typing import Dict, Hashable, List, Optional, Tuple
 
 from ..base import NoSuchTaskError, TaskRecord
 from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
 from .forms import load_artifact, load_message
+from ..records import Message
 
 
 class TaskReads:
     """Mixed into ``SqliteStorage`` (needs ``connection``, and
     ``TaskOperations`` for the writes a read may do)."""
 
-    def get_task(self, task_id, owner, agent, history_length=None,
-                 remembered_key=None, max_bytes=None):
+    def get_task(self, task_id: str, owner: str, agent: str, history_length: Optional[int] = None,
+                 remembered_key: Optional[str] = None,
+                 max_bytes: Optional[int] = None) -> TaskRecord:
         """See ``Storage.get_task``; a ``working`` task whose outcome was kept
         aside (the file refused it) gets it stored here."""
         task = self._read_task(task_id, owner, agent, history_length, remembered_key,
@@ -128,7 +131,8 @@ class TaskReads:
                 sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
         return [load_message(*row) for row in rows]
 
-    def history_within(self, task_id, history_length, max_bytes):
+    def history_within(self, task_id: str, history_length: Optional[int],
+                       max_bytes: int) -> Tuple[List[Message], int]:
         """(the newest of the last ``history_length`` messages whose stored
         JSON fits in ``max_bytes``, sized in SQL before any body is read;
         how many of the last ``history_length`` were left out)."""
@@ -148,25 +152,27 @@ class TaskReads:
             " LIMIT ?)", (task_id, limit)).fetchone()[0]
         return [load_message(*row) for row in rows], count - len(rows)
 
-    def task_history(self, task_id, before_seq=None, limit=None):
+    def task_history(self, task_id: str, before_seq: Optional[int] = None,
+                     limit: Optional[int] = None) -> List[Message]:
         return self._history(
             "SELECT body, task_id, context_id, message_id FROM a2a_messages"
             " WHERE task_id = ?",
             [task_id], before_seq, limit)
 
-    def context_history(self, owner, agent, context_id, before_seq=None,
-                        limit=None):
+    def context_history(self, owner: str, agent: str, context_id: str,
+                        before_seq: Optional[int] = None,
+                        limit: Optional[int] = None) -> List[Message]:
         return self._history(
             "SELECT body, task_id, context_id, message_id FROM a2a_messages"
             " WHERE context_id = ? AND owner = ? AND agent = ?", [context_id, owner, agent],
             before_seq, limit)
 
-    def task_state(self, task_id):
+    def task_state(self, task_id: str) -> Optional[str]:
         row = self.connection().execute(
             "SELECT state FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
         return row[0] if row else None
 
-    def task_states(self, task_ids):
+    def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
         found = dict.fromkeys(task_ids)
         ids = list(found)
         conn = self.connection()
@@ -177,7 +183,7 @@ class TaskReads:
                 % ", ".join("?" * len(chunk)), chunk).fetchall())
         return found
 
-    def change_marker(self):
+    def change_marker(self) -> Optional[Hashable]:
         # Changes when another connection (of any process) commits: a read of
         # the WAL index in shared memory, no table is touched.
         return self.connection().execute("PRAGMA data_version").fetchone()[0]

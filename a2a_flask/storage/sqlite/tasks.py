@@ -7,6 +7,7 @@ correctness does not rest on the writers' lock.
 
 import logging
 import time
+from typing import Optional, Sequence
 
 from ..errors import StorageUnavailableError
 from ..base import (
@@ -19,6 +20,7 @@ from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
 from .forms import artifact_body, message_body, stored_fingerprint
+from ..records import Artifact, Message
 
 log = logging.getLogger("a2a_flask")
 
@@ -134,8 +136,9 @@ class TaskOperations:
             return task_context, True
         raise TaskNotWaitingError(task_id, state, task_context)
 
-    def finish_turn(self, task_id, owner, agent, state, status_message=None,
-                    artifacts=(), max_artifact_bytes=None):
+    def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
+                    status_message: Optional[Message] = None, artifacts: Sequence[Artifact] = (),
+                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
         """See ``Storage.finish_turn``. A write the file refuses (busy past
         the busy timeout, read-only, full) is tried ``FINISH_ATTEMPTS`` times;
         then the outcome is kept in a file beside the database
@@ -260,7 +263,7 @@ class TaskOperations:
         return conn.execute(
             "SELECT coalesce(max(seq), 0) + 1 FROM a2a_messages").fetchone()[0]
 
-    def fail_stale_turn(self, task_id):
+    def fail_stale_turn(self, task_id: str) -> bool:
         with self.transaction() as conn:
             row = conn.execute(
                 "SELECT context_id, owner, agent FROM a2a_tasks WHERE id = ?",
@@ -285,7 +288,7 @@ class TaskOperations:
 
     # -- cancel --------------------------------------------------------------
 
-    def cancel_task(self, task_id, owner, agent):
+    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message ="
