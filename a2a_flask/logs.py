@@ -191,7 +191,7 @@ class _Fallback(logging.Handler):
     """A handler of ours: it writes only the records no host handler takes.
     The ``a2a_flask`` logger keeps propagating, as Flask's own does."""
 
-    def handle(self, record):
+    def handle(self, record: logging.LogRecord) -> bool:
         if _taken_elsewhere(record):
             return False
         return super().handle(record)
@@ -266,6 +266,6 @@ def route_to_gunicorn(error_log: logging.Logger, log_format: str = "plain") -> N
         if isinstance(fmt, JsonFormatter):
             target.setFormatter(fmt)
         logger.addHandler(_SameStreamHandler(target, fmt))
-    for handler in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
-        logger.removeHandler(handler)  # gunicorn's error log is stderr's place
+    for stderr in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
+        logger.removeHandler(stderr)  # gunicorn's error log is stderr's place
     logger.setLevel(LEVEL)

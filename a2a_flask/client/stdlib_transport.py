@@ -89,7 +89,7 @@ class Http:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise socket.timeout("timed out (the call's timeout ran out)")
-            connection.sock.settimeout(left)  # type: ignore[union-attr] # the send
+            connection.sock.settimeout(left)  # the send
             connection.request(method, target, body=body, headers=all_headers)
             response = connection.getresponse()
             data = self._body(response, url)

@@ -66,7 +66,7 @@ def printed(result: Union[Task, Message], as_json: bool = False) -> str:
     state = getattr(result, "state", None)
     if as_json:
         return json.dumps(result.raw, indent=2, ensure_ascii=False)
-    if state is None:
+    if state is None or isinstance(result, Message):  # isinstance tells mypy; getattr does not
         return "message\n" + result.text
     lines = ["%s  task %s  context %s" % (state, result.id, result.context_id)]
     if result.text:

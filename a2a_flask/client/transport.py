@@ -208,4 +208,4 @@ def _sorted(exc: BaseException, url: str) -> Exception:
 
 if urllib3 is None:
     # Imported last: it takes the names above from this module.
-    from .stdlib_transport import Http  # type: ignore[assignment,misc] # noqa: F811,E402
+    from .stdlib_transport import Http  # noqa: F401,F811,E402 (the module's Http)

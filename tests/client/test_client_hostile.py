@@ -9,7 +9,6 @@ these bounds fails the test in seconds instead of reading for ever.
 """
 
 import json
-import socket
 import socketserver
 import threading
 import time
