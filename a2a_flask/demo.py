@@ -5,6 +5,7 @@ import base64
 import hashlib
 import re
 import time
+from typing import Any, Dict
 
 from flask import Flask, Response, request
 from markupsafe import escape
@@ -107,7 +108,7 @@ INDEX_POLICY = "; ".join([
 ])
 
 
-def index_body():
+def index_body() -> Dict[str, Any]:
     """What ``/`` tells, as its JSON: each agent's URLs; where cards are not
     public, only where the list is (it needs credentials)."""
     from .http.pipeline import current_app_state
@@ -157,7 +158,7 @@ def _index_html(body):
     return "".join(parts)
 
 
-def index():
+def index() -> Response:
     """``GET /``: the demo's agents, a page for a browser, JSON for a client
     asking for ``application/json``."""
     from .protocol.jsonrpc import json_response

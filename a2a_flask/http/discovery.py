@@ -3,6 +3,7 @@ and the health check. Their errors are bare JSON error objects; a storage
 failure is HTTP 503 with the storage's own sentence."""
 
 import logging
+from typing import TYPE_CHECKING, Optional
 
 from flask import request
 from werkzeug.exceptions import NotFound, SecurityError
@@ -14,6 +15,9 @@ from ..protocol.cards import agent_card, base_url
 from ..protocol.jsonrpc import error_response, json_response
 from .pipeline import current_app_state, storage_error
 from .try_page import page_response, wants_page
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Response
 
 log = logging.getLogger("a2a_flask")
 
@@ -65,7 +69,7 @@ def _absolute(settings, path):
         return path
 
 
-def rpc_method_hint(name=None):
+def rpc_method_hint(name: Optional[str] = None) -> str:
     """The 405 of a JSON-RPC endpoint asked with another method than POST
     (most often a browser or curl given the endpoint): what to do instead."""
     settings = current_app_state().settings
@@ -76,7 +80,7 @@ def rpc_method_hint(name=None):
             % _absolute(settings, card))
 
 
-def agent_base(name):
+def agent_base(name: str) -> "Response":
     """``GET PREFIX/agents/<name>/``, the URL to give a client: the try page
     for a browser (A2A_TRY_PAGE), else a 404 telling where the card and the
     endpoint are. Where cards are public, only a reachable agent is

@@ -7,7 +7,7 @@ import hashlib
 import json
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..ids import new_id  # noqa: F401  (the backends' ids)
 
@@ -116,20 +116,20 @@ class WriteHealth:
 
     PROBE_SECONDS = 5.0
 
-    def __init__(self, reason):
+    def __init__(self, reason: Callable[[BaseException], Optional[str]]) -> None:
         self._reason = reason
-        self._problem = None
-        self._at = None  # monotonic time of the last outcome; None: none yet
+        self._problem: Optional[str] = None
+        self._at: Optional[float] = None  # monotonic time of the last outcome; None: none yet
 
-    def succeeded(self):
+    def succeeded(self) -> None:
         self._problem, self._at = None, time.monotonic()
 
-    def failed(self, exc):
+    def failed(self, exc: BaseException) -> None:
         reason = self._reason(exc)
         if reason is not None:
             self._problem, self._at = reason, time.monotonic()
 
-    def problem(self, probe):
+    def problem(self, probe: Callable[[], object]) -> Optional[str]:
         """None while writes work, else why not. ``probe()`` makes one write,
         whose transaction reports its outcome here."""
         if self._at is None or time.monotonic() - self._at >= self.PROBE_SECONDS:

@@ -1,6 +1,8 @@
 """Outcomes of the storage contract that a caller caused: structured fields,
 no wire wording (each binding words them for its protocol version)."""
 
+from typing import Optional
+
 from .states import TERMINAL_STATES
 
 
@@ -113,7 +115,8 @@ class SchemaError(StorageError):
     a pre-release a2a_flask."""
 
 
-def schema_refusal(version, start_version, expected_version):
+def schema_refusal(version: int, start_version: int,
+                   expected_version: int) -> Optional[SchemaError]:
     """The ``SchemaError`` for a stored schema ``version`` that ``migrate``
     must not touch, None for one it can bring to ``expected_version`` (0: no
     schema yet). Below ``start_version``: a pre-release a2a_flask's schema,

@@ -59,7 +59,7 @@ def is_storage_failure(exc):
                             psycopg_pool.PoolTimeout))
 
 
-def write_failure(exc):
+def write_failure(exc: BaseException) -> Optional[str]:
     """The few words ``/health`` gives for a write that failed with ``exc``
     (``connection`` has made it a storage error); None when it says nothing
     about writes (busy, our own error)."""
@@ -161,7 +161,7 @@ class PostgresConnections:
             raise
         self._writes.succeeded()
 
-    def writes_problem(self):
+    def writes_problem(self) -> Optional[str]:
         """See ``Storage.writes_problem``."""
         return self._writes.problem(self._probe_write)
 

@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Optional
+from typing import Optional, Sequence
 
 
 from ..errors import StorageUnavailableError, UnsupportedSqliteError
@@ -45,7 +45,8 @@ def _utc_now():
 SQLITE_FLOOR = (3, 31, 1)
 
 
-def check_sqlite_library(version_info=None, probe=None):
+def check_sqlite_library(version_info: Optional[Sequence[int]] = None,
+                         probe: Optional[sqlite3.Connection] = None) -> None:
     """Refuse, at start, a SQLite below ``SQLITE_FLOOR`` or built without the
     JSON functions (JSON1; in every build from 3.38, an option before):
     otherwise the first statement that needs them fails a caller's call.
@@ -276,7 +277,7 @@ class SqliteConnections:
     #: the next that needs a new block does not.
     FULL_DISK_BYTES = 1 << 20
 
-    def writes_problem(self):
+    def writes_problem(self) -> Optional[str]:
         """See ``Storage.writes_problem``."""
         if not os.path.exists(self.path):
             return "the database file is missing"

@@ -70,7 +70,7 @@ def storage_failure(exc: BaseException, path: str) -> StorageUnavailableError:
     return error
 
 
-def write_failure(exc):
+def write_failure(exc: BaseException) -> Optional[str]:
     """The few words ``/health`` gives for a write that failed with ``exc``;
     None when ``exc`` says nothing about writes (busy, our own error)."""
     if isinstance(exc, StorageBusyError):
