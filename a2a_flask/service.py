@@ -17,7 +17,9 @@ from . import errors
 from .agent import Turn, run_turn
 from .auth.callers import KEY_REFUSED
 from .storage import sizes
-from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
+from .storage.base import (
+    QUEUED_TEXT, RememberedKeyRevokedError, StoredTaskPage, TaskRecord,
+)
 from .messages import agent_message, text_part
 from .waits import settled
 
@@ -220,7 +222,7 @@ def cancel(context: CallContext, task_id: str) -> TaskRecord:
 
 def list_tasks(context: CallContext, context_id=None, state=None, updated_after=None,
                limit=50, cursor=None, history_length=0,
-               include_artifacts=False) -> TaskPage:
+               include_artifacts=False) -> StoredTaskPage:
     """The caller's tasks of this agent only, newest first, one page: it
     ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
     size, its history trimmed to fit: ``fit``)."""

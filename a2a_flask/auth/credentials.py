@@ -66,7 +66,7 @@ def hash_key(key):
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-class ApiKey:
+class StoredApiKey:
     """A stored key, without its secret."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
@@ -97,13 +97,13 @@ class Credentials:
 
     def __init__(self, storage):
         self.storage = storage
-        self._live = {}  # key hash -> ApiKey found live by find_key
+        self._live = {}  # key hash -> StoredApiKey found live by find_key
         self._uses = KeyUses(storage, _last_used_cutoff)
 
     # -- API keys ----------------------------------------------------------
 
     def create_key(self, agents=None, label=None):
-        """A new key for ``agents`` (None: every agent): (ApiKey, secret).
+        """A new key for ``agents`` (None: every agent): (StoredApiKey, secret).
 
         The secret is returned once, here, and never stored.
         """
@@ -114,10 +114,10 @@ class Credentials:
         row = self.storage.insert_key(KeyRow(
             "key_" + secrets.token_hex(6), secret[:10], label, scope, None),
             hash_key(secret))
-        return ApiKey(*row.astuple()), secret
+        return StoredApiKey(*row.astuple()), secret
 
     def keys(self):
-        return [ApiKey(*row.astuple()) for row in self.storage.keys()]
+        return [StoredApiKey(*row.astuple()) for row in self.storage.keys()]
 
     def revoke_key(self, key_id):
         """Revoke the key, then cancel its tasks that are ``working``: its
@@ -139,8 +139,8 @@ class Credentials:
         if row is None:
             self._live.pop(key_hash, None)
             return None
-        key = ApiKey(row.id, row.prefix, row.label, row.scope, row.created_at,
-                     row.last_used_at, row.revoked_at)
+        key = StoredApiKey(row.id, row.prefix, row.label, row.scope,
+                           row.created_at, row.last_used_at, row.revoked_at)
         # ISO timestamps of one format sort as text: no parsing per request.
         cutoff = _last_used_cutoff()
         if key.last_used_at is None or key.last_used_at < cutoff:
@@ -152,7 +152,7 @@ class Credentials:
         return key
 
     def remembered_key(self, secret):
-        """(ApiKey, its hash) of a key ``find_key`` found live in this process
+        """(StoredApiKey, its hash) of a key ``find_key`` found live in this process
         less than a minute ago (its use then noted), else None. Not proof
         that it is live *now*: whoever takes it checks that in the storage
         statement of the call (``remembered_key`` of ``Storage.get_task`` and

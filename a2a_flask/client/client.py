@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 from . import cards, protocols, shapes
 from .auth import Auth, auth_from
 from .errors import (
-    A2ACallError, AmbiguousOutcome, CardError, TransportError, WaitTimeout,
+    AmbiguousOutcome, CardError, TokenError, TransportError, WaitTimeout,
 )
 from .protocols import Call, SendOptions
 from .shapes import Message, Task, TaskPage
@@ -227,7 +227,7 @@ class Client:
                 headers.update(self._given_auth.headers(self.http))
                 answer = self._request(Call("card", "GET", card_url, headers=headers),
                                        replayable=True, deadline=deadline)
-            except A2ACallError:
+            except TokenError:
                 pass
         return answer
 

@@ -57,7 +57,7 @@ class TaskEndedError(StorageError):
         self.state = state
 
 
-class QueueFullError(StorageError):
+class QueueLimitReachedError(StorageError):
     """The caller already has ``limit`` background turns queued (not yet
     started): nothing was stored."""
 

@@ -91,7 +91,7 @@ class ClaimedTurn:
                                                     self.attempts)
 
 
-class TaskPage:
+class StoredTaskPage:
     """One page of ``list_tasks``: ``next_cursor`` is None on the last page."""
 
     __slots__ = ("tasks", "next_cursor")

@@ -41,7 +41,7 @@ class QueueStorage(abc.ABC):
         nothing. Either both are stored or neither is.
 
         - ``queue_limit``: when ``owner`` already has that many turns queued
-          (not claimed), ``QueueFullError`` and nothing is stored (a replay
+          (not claimed), ``QueueLimitReachedError`` and nothing is stored (a replay
           is still answered as one).
         - ``task_id`` of a task that is ``working`` on a queued or running
           turn: a follow-up. The message joins the history and is queued as

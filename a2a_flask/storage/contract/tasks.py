@@ -4,7 +4,7 @@ canceling and listing a caller's tasks, and what the Turn API reads."""
 import abc
 from typing import List, Optional, Sequence
 
-from ..records import Artifact, Message, TaskPage, TaskRecord, TurnStart
+from ..records import Artifact, Message, StoredTaskPage, TaskRecord, TurnStart
 
 
 class TaskStorage(abc.ABC):
@@ -143,7 +143,7 @@ class TaskStorage(abc.ABC):
                    cursor: Optional[str] = None,
                    history_length: Optional[int] = 0,
                    include_artifacts: bool = False,
-                   max_bytes: Optional[int] = None) -> TaskPage:
+                   max_bytes: Optional[int] = None) -> StoredTaskPage:
         """Tasks matching every filter given (None: any), newest
         ``updated_at`` first, ties by id descending; ``limit`` per page.
 

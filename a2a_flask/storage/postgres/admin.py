@@ -15,7 +15,7 @@ import subprocess
 
 import psycopg
 
-from ..base import TaskPage, TaskRecord
+from ..base import StoredTaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from .changes import notify_changes
 from .tasks import NOW, TERMINAL_SQL, history_limit
@@ -137,7 +137,7 @@ class AdminOperations:
             for task, row in zip(tasks, rows):
                 task.history_omitted = row[12] - len(task.history)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
-        return TaskPage(tasks, next_cursor)
+        return StoredTaskPage(tasks, next_cursor)
 
     def show_task(self, task_id):
         with self.connection() as conn:

@@ -12,7 +12,7 @@ import json
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
-    QueueFullError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
+    QueueLimitReachedError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
@@ -78,7 +78,7 @@ class QueueOperations:
                     "SELECT count(*) FROM (SELECT FROM a2a_turns WHERE owner = %s"
                     " AND worker IS NULL LIMIT %s) q",
                     (owner, queue_limit)).fetchone()[0] >= queue_limit:
-                raise QueueFullError(owner, queue_limit)
+                raise QueueLimitReachedError(owner, queue_limit)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(

@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 
-from ..base import TaskPage, TaskRecord
+from ..base import StoredTaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from ..sizes import page_size
 from .tasks import _TERMINAL_SQL
@@ -96,7 +96,7 @@ class AdminOperations:
                 used = page_size(task)
             tasks.append(task)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
-        return TaskPage(tasks, next_cursor)
+        return StoredTaskPage(tasks, next_cursor)
 
     def count_tasks(self, owner=None, agent=None, context_id=None, state=None,
                     updated_after=None):

@@ -10,7 +10,7 @@ import json
 from datetime import timedelta
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueFullError,
+    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueLimitReachedError,
     RememberedKeyRevokedError,
 )
 from ..common import dumps, now_iso
@@ -54,7 +54,7 @@ class _Enqueue:
                 "SELECT count(*) FROM (SELECT 1 FROM a2a_turns WHERE owner = ?"
                 " AND worker IS NULL LIMIT ?)",
                 (self.owner, self.queue_limit)).fetchone()[0] >= self.queue_limit:
-            raise QueueFullError(self.owner, self.queue_limit)
+            raise QueueLimitReachedError(self.owner, self.queue_limit)
 
     def add(self, conn, start, follow_up):
         caller_round = conn.execute(_ROUND, {"owner": self.owner}).fetchone()[0]
