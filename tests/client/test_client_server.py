@@ -180,6 +180,29 @@ def test_waits_for_a_background_agent(service, version, binding):
     assert (again.state, again.text) == ("completed", "done after 1 s")
 
 
+@pytest.mark.parametrize("version, binding", INTERFACES)
+def test_a_missing_task_is_the_servers_own_task_not_found_error(service, version,
+                                                                binding):
+    # One class on both sides: what a client of our own server raises is
+    # a2a_flask.errors.TaskNotFoundError, the class the server raised.
+    agent = Client(agent_url(service), key=service.key, version=version,
+                   binding=binding)
+    for call in (lambda: agent.get("task_" + "0" * 32),
+                 lambda: agent.cancel("task_" + "0" * 32)):
+        with pytest.raises(A2AError) as raised:
+            call()
+        assert type(raised.value) is TaskNotFoundError
+        assert (raised.value.code, raised.value.reason, raised.value.http_status) == (
+            -32001, None if version == "0.3" else "TASK_NOT_FOUND",
+            404 if binding == "HTTP+JSON" else 200)
+    # An agent calling ours with turn.call catches it with the same class.
+    relay = Client(agent_url(service, "catcher"), key=service.key)
+    task = relay.send("continue", metadata={
+        "remote": agent_url(service, "echo"), "key": service.key,
+        "version": version, "binding": binding})
+    assert (task.state, task.text) == ("completed", "caught TaskNotFoundError -32001")
+
+
 def test_wait_timeout_carries_the_last_task(service):
     agent = Client(agent_url(service, "slow"), key=service.key)
     with pytest.raises(WaitTimeout) as raised:
