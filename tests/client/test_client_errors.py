@@ -98,3 +98,31 @@ def test_a_bare_refusal_of_a_proxy_is_unauthenticated():
         rpc_result(401, {"detail": "no entry"}, b'{"detail": "no entry"}')
     assert (raised.value.code, raised.value.http_status, raised.value.message) == (
         -32600, 401, "no entry")
+
+
+def imported(module):
+    """The modules ``module``'s source imports (relative ones resolved)."""
+    import ast
+    import importlib.util
+
+    path = importlib.import_module(module).__file__
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    package = module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""),
+                                               package) if node.level else node.module
+            found.add(base)
+    return found
+
+
+def test_the_shared_errors_import_nothing_above_them():
+    # Imports point down: the server's layers and the client both import
+    # the wire errors, which import neither Flask, the service nor a binding.
+    assert imported("a2a_flask.errors") == {"typing"}
+    assert imported("a2a_flask.client.errors") == {"typing", "a2a_flask",
+                                                   "a2a_flask.errors"}
