@@ -140,16 +140,16 @@ def _health(app_state):
             raise
         _note_health("the database is unavailable: %s" % exc)
         return {"status": "unavailable", "database": "unavailable"}, 503
-    writes = storage.writes_problem()
-    if writes is not None:
-        _note_health("writes fail: %s" % writes)
-        return {"status": "unavailable", "writes": writes}, 503
-    _note_health(None)
     body = {"status": "ok", "database": "ok", "schemaVersion": version}
     problem = app_state.schema_problem(version)
     if problem is not None:
         body.update(status="outdated", message=problem.message)
         return body, 503
+    writes = storage.writes_problem()
+    if writes is not None:
+        _note_health("writes fail: %s" % writes)
+        return {"status": "unavailable", "writes": writes}, 503
+    _note_health(None)
     return body, 200
 
 
