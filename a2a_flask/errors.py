@@ -13,7 +13,7 @@ This module imports nothing of the package: the server and the client both
 import it.
 """
 
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, Optional
 
 
 #: The most of a caller's own text an answer repeats (a method name, a

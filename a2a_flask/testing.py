@@ -87,7 +87,7 @@ class A2AClient:
     def get(self, task_id: str, history_length: Optional[int] = None,
             agent: Optional[str] = None) -> Dict[str, Any]:
         """``tasks/get``: the task, with at most ``history_length`` messages."""
-        params = {"id": task_id}
+        params: Dict[str, Any] = {"id": task_id}
         if history_length is not None:
             params["historyLength"] = history_length
         return self.call("tasks/get", params, agent)

@@ -28,7 +28,7 @@ _BY_CODE: Dict[int, Type[A2AError]] = {
     if "code" in vars(cls) and cls.code != errors.QueueFullError.code}
 #: google.rpc.ErrorInfo.reason (A2A 1.0 section 11.6) -> its class.
 _BY_REASON: Dict[str, Type[A2AError]] = {
-    cls.reason: cls for cls in _wire_classes().values()
+    str(cls.reason): cls for cls in _wire_classes().values()
     if vars(cls).get("reason")}
 #: The errors of one code that the HTTP status tells apart: the refusals
 #: before a method runs (-32600), and the queue's -32000.
@@ -125,9 +125,8 @@ def error_for(error: Dict[str, Any], status: int, rest: bool = False) -> A2AErro
     else:
         data = error.get("data")
         reason = _reason(data)
-        code = error.get("code")
-        if not isinstance(code, int):
-            code = -32603
+        given = error.get("code")
+        code = given if isinstance(given, int) else -32603
     return wire_class(code, status, reason).from_answer(code, message, data,
                                                           status, reason)
 
