@@ -29,7 +29,7 @@ from .try_page import inline_page, page_response, wants_page
 
 @lru_cache(maxsize=1)
 def _page():
-    return inline_page("dashboard.html", "try_page_view.js", "dashboard.js")
+    return inline_page("dashboard.html", "dashboard.js")
 
 
 def is_operator(app_state, caller):
@@ -59,7 +59,11 @@ def _answer(work):
     try:
         body = work(app_state)
     except errors.A2AError as exc:
-        return error_response(exc, bare=True)
+        response = error_response(exc, bare=True)
+        if request.headers.get("X-Requested-With") == "a2a-dashboard":
+            # The page asks for a key itself: no browser login dialog.
+            response.headers.pop("WWW-Authenticate", None)
+        return response
     except Exception as exc:
         failure = storage_error(app_state, exc)
         failure.http_status = 503
