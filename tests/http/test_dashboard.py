@@ -3,6 +3,7 @@ against a database this test made (states, the queue, a dead worker, a
 failure), on SQLite and PostgreSQL; who may see it; its two actions."""
 
 import logging
+import os
 import re
 
 import pytest
@@ -299,3 +300,22 @@ def test_the_view_record_is_the_contract_s(dash):
     view = app.extensions["a2a"].storage.operator_view()
     assert isinstance(view, OperatorView)
     assert RFC3339.match(view.now)
+
+
+@pytest.mark.parametrize("setting, status", [(None, 401), ("0", 404)])
+def test_on_in_the_demo_unless_its_environment_says_0(tmp_path, setting, status):
+    """The demo's wsgi.py turns it on; A2A_DASHBOARD=0 turns it off."""
+    import subprocess
+    import sys
+
+    from serving import REPO_DIR
+    env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_")}
+    env["A2A_DATABASE"] = str(tmp_path / "demo.sqlite3")
+    if setting is not None:
+        env["A2A_DASHBOARD"] = setting
+    code = ("import wsgi; c = wsgi.app.test_client(); print(c.get("
+            "'/api/v1/dashboard/', headers={'Accept': 'application/json'}).status_code)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_DIR, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == str(status)
