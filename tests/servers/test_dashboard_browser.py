@@ -58,6 +58,10 @@ def made(demo):
         failed = storage.start_turn("key:someone", "chat", message("hi"))
         storage.finish_turn(failed.task_id, "key:someone", "chat", "failed",
                             _reply(failed, "The agent raised: ValueError"))
+        # A worker that took a turn and went silent (its lease renewed
+        # 130 s ago), then two turns no worker takes.
+        storage.enqueue_turn("key:stuck", "slow", message("w"))
+        [_] = storage.claim_turns("host-b:4242:dead", 1, -100)
         queued = [storage.enqueue_turn("key:runaway", "slow", message("w")).task_id
                   for _ in range(2)]
         _, key = Credentials(storage).create_key(set(), "on call", operator=True)
@@ -118,7 +122,7 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         expect(echo).to_contain_text("completed 1")
         expect(echo).to_contain_text("1 in the hour")
         expect(page.locator('#agents tr[data-agent="chat"]')).to_contain_text("failed 1")
-        expect(page.locator('#agents tr[data-agent="slow"]')).to_contain_text("working 2")
+        expect(page.locator('#agents tr[data-agent="slow"]')).to_contain_text("working 3")
         expect(page.locator('#agents tr[data-agent="echo"] svg.chart rect')).to_have_count(1)
         expect(page.locator("#queue-depth")).to_have_text("2")
         expect(page.locator("#queue")).to_contain_text("key:runaway")
@@ -126,7 +130,9 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         expect(failure).to_have_count(1)
         expect(failure).to_contain_text("The agent raised: ValueError")
         expect(failure.locator("a")).to_have_text(made["failed"])
-        expect(page.locator("#workers")).to_contain_text("none seen")
+        dead = page.locator("#workers tr", has_text="host-b:4242:dead")
+        expect(dead.locator("td.bad")).to_contain_text("none seen for 1")  # 130 s or so
+        expect(page.locator("#worker-note")).to_have_class("bad")
         expect(page.locator("#keys")).to_contain_text("on call")
         expect(page.locator("#settings")).to_contain_text("schema version")
         _shot(page, "1-overview", kept_files)
@@ -136,6 +142,7 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         expect(page.locator("#done")).to_contain_text("1 canceled")
         expect(page.locator("#queue-depth")).to_have_text("1")
         expect(page.locator('#agents tr[data-agent="slow"]')).to_contain_text("canceled 1")
+        expect(page.locator('#agents tr[data-agent="slow"]')).to_contain_text("working 2")
         assert made["storage"].show_task(made["queued"][0]).state == "canceled"
         assert made["storage"].show_task(made["queued"][1]).state == "working"
         _shot(page, "2-task-canceled", kept_files)
