@@ -165,6 +165,10 @@ def test_the_page_holds_no_data_and_a_strict_policy(dash):
     assert response.headers["Cache-Control"] == "no-store"
     html = response.get_data(as_text=True)
     assert "<script src" not in html and "<link rel=\"stylesheet\"" not in html
+    # Any other method on its routes: the service's JSON 405.
+    wrong = app.test_client().get(URL + "cancel-task")
+    assert wrong.status_code == 405 and wrong.get_json()["code"] == -32600
+    assert app.test_client().delete(URL).status_code == 405
 
 
 def test_off_by_default(make_app, backend):
