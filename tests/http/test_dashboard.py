@@ -151,6 +151,11 @@ def test_only_operators_see_the_data(dash):
             assert "agents" not in response.get_data(as_text=True)
     refused = client.get(URL, headers=dict(JSON, **bearer(plain_key))).get_json()
     assert "--operator" in refused["message"]
+    # A 401 challenges, so that curl and scripts know what to send; the
+    # page's own calls get none, so that no browser login dialog opens.
+    assert "Basic" in client.get(URL, headers=JSON).headers["WWW-Authenticate"]
+    quiet = client.get(URL, headers=dict(JSON, **{"X-Requested-With": "a2a-dashboard"}))
+    assert quiet.status_code == 401 and "WWW-Authenticate" not in quiet.headers
     # curl's */* is the JSON too, not the page.
     assert client.get(URL, headers={"Accept": "*/*"}).status_code == 401
 
