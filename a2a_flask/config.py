@@ -65,6 +65,7 @@ DEFAULTS = {
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
     "A2A_OTEL": False,  # OpenTelemetry spans per call and turn (the `otel` extra)
     "A2A_TRY_PAGE": False,  # a page to try each agent (docs/try-page.md)
+    "A2A_DASHBOARD": False,  # PREFIX/dashboard/: the operator's page
     # Background agents (docs/background.md).
     # None: a blocking send waits for the outcome (A2A 1.0 section 3.2.2); a
     # number of seconds is an operator's cap, a deviation from the spec.
@@ -245,6 +246,7 @@ class Settings:
         self.metrics = bool(get("A2A_METRICS"))
         self.otel = bool(get("A2A_OTEL"))
         self.try_page = bool(get("A2A_TRY_PAGE"))
+        self.dashboard = bool(get("A2A_DASHBOARD"))
         self.blocking_wait_seconds = _cap("A2A_BLOCKING_WAIT_SECONDS",
                                           get("A2A_BLOCKING_WAIT_SECONDS"))
         self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",

@@ -189,6 +189,25 @@ class ForbiddenError(InvalidRequestError):
     default_message = "These credentials may not talk to this agent."
 
 
+class NotAnOperatorError(ForbiddenError):
+    """Valid credentials that are not an operator's, on the operator's page:
+    HTTP 403."""
+
+    default_message = (
+        "These credentials are not an operator's: the operator's page needs "
+        "a key made with `flask a2a keys create --operator`, a user made with "
+        "`flask a2a users create --operator`, or a host session its "
+        "session_operator hook names an operator.")
+
+
+class OperatorActionError(InvalidRequestError):
+    """An action of the operator's page refused (no such task: 404; a task
+    already ended: 409; a malformed request: 400); nothing changed."""
+
+    http_status = 400
+    default_message = "The action is malformed."
+
+
 def bearer_challenge(error, description, scope=None):
     """An RFC 6750 ``WWW-Authenticate`` value (section 3): its quoted strings
     may not hold a quote or a backslash."""

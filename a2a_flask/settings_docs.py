@@ -140,6 +140,12 @@ DOCS = {
         "the page), the answer and the caller's recent tasks; see "
         "[The try page](../try-page.md). On in the demo's `wsgi.py`. Other "
         "clients get the same answer as with it off.",
+    "A2A_DASHBOARD": "`True`: serve the operator's page at `PREFIX/dashboard/` "
+        "(tasks by agent and state, the queue, workers, failures, keys, "
+        "storage) and its JSON (`Accept: application/json`), for operator "
+        "keys and users only, with its two actions (cancel a task, cancel a "
+        "caller's working tasks); see [Operating it](../operating.md). Off: "
+        "404. On in the demo's `wsgi.py` (`A2A_DASHBOARD=0` turns it off).",
     "A2A_BLOCKING_WAIT_SECONDS": "Unset: a blocking send to a background agent "
         "waits until the turn ends or is interrupted (A2A 1.0 section 3.2.2; "
         "[Serving agents that wait](../serving.md)). A number of seconds caps the "

@@ -70,10 +70,10 @@ class StoredApiKey:
     """A stored key, without its secret."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
-                 "revoked_at")
+                 "revoked_at", "operator")
 
     def __init__(self, id, prefix, label, scope, created_at, last_used_at,
-                 revoked_at):
+                 revoked_at, operator=False):
         self.id = id
         self.prefix = prefix
         self.label = label
@@ -82,10 +82,14 @@ class StoredApiKey:
         self.created_at = created_at
         self.last_used_at = last_used_at
         self.revoked_at = revoked_at
+        #: Opens the operator's page (reaching agents is the scope's say).
+        self.operator = bool(operator)
 
     @property
     def scope_text(self):
-        return "*" if self.scope is None else ",".join(sorted(self.scope))
+        if self.scope is None:
+            return "*"
+        return ",".join(sorted(self.scope)) or "(no agent)"
 
 
 class Credentials:
@@ -102,8 +106,9 @@ class Credentials:
 
     # -- API keys ----------------------------------------------------------
 
-    def create_key(self, agents=None, label=None):
-        """A new key for ``agents`` (None: every agent): (StoredApiKey, secret).
+    def create_key(self, agents=None, label=None, operator=False):
+        """A new key for ``agents`` (None: every agent; an empty set: none):
+        (StoredApiKey, secret). ``operator``: it opens the operator's page.
 
         The secret is returned once, here, and never stored.
         """
@@ -112,8 +117,8 @@ class Credentials:
         # Not new_id()[:16]: new_id starts with the time, so that would be a
         # timestamp, the same for two keys made in one millisecond.
         row = self.storage.insert_key(KeyRow(
-            "key_" + secrets.token_hex(6), secret[:10], label, scope, None),
-            hash_key(secret))
+            "key_" + secrets.token_hex(6), secret[:10], label, scope, None,
+            operator=operator), hash_key(secret))
         return StoredApiKey(*row.astuple()), secret
 
     def keys(self):
@@ -139,8 +144,7 @@ class Credentials:
         if row is None:
             self._live.pop(key_hash, None)
             return None
-        key = StoredApiKey(row.id, row.prefix, row.label, row.scope,
-                           row.created_at, row.last_used_at, row.revoked_at)
+        key = StoredApiKey(*row.astuple())
         # ISO timestamps of one format sort as text: no parsing per request.
         cutoff = _last_used_cutoff()
         if key.last_used_at is None or key.last_used_at < cutoff:
@@ -174,16 +178,20 @@ class Credentials:
 
     # -- built-in users --------------------------------------------------------
 
-    def create_user(self, name, password):
+    def create_user(self, name, password, operator=False):
         if not name or ":" in name:
             raise CredentialError("user name %r must be non-empty, without ':'"
                                   % name)
         if not password:
             raise CredentialError("the password must not be empty")
         try:
-            self.storage.insert_user(name, passwords.hash_password(password))
+            self.storage.insert_user(name, passwords.hash_password(password),
+                                     operator)
         except UserExistsError:
             raise CredentialError("a user named %r already exists" % name) from None
+
+    def user_is_operator(self, name):
+        return self.storage.user_is_operator(name)
 
     def users(self):
         """(name, created_at) of every built-in user."""

@@ -38,7 +38,8 @@ from .errors import (  # noqa: F401
     TaskEndedError, TaskNotWaitingError, UserExistsError, UserNotFoundError,
 )
 from .records import (  # noqa: F401
-    Artifact, ClaimedTurn, KeyRow, Message, StoredTaskPage, TaskRecord, TurnStart,
+    Artifact, ClaimedTurn, KeyRow, Message, OperatorView, StoredTaskPage, TaskRecord,
+    TurnStart,
 )
 from .states import (  # noqa: F401
     ARTIFACTS_FULL_TEXT, ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, QUEUED_TEXT,

@@ -120,7 +120,13 @@ CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round);
 
 #: The migrations after ``START`` (SQL): entry i brings version
 #: START_VERSION + i to START_VERSION + i + 1.
-MIGRATIONS = []
+MIGRATIONS = [
+    # Operators (the operator's page): a key or a built-in user flagged so
+    # may read every caller's tasks there and cancel them; an operator key
+    # reaches no agent unless its scope says so.
+    "ALTER TABLE a2a_api_keys ADD COLUMN operator boolean NOT NULL DEFAULT false;"
+    " ALTER TABLE a2a_users ADD COLUMN operator boolean NOT NULL DEFAULT false",
+]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

@@ -5,18 +5,20 @@
 ``forms`` (the stored form of messages and artifacts), ``admin`` (listing,
 operations, bulk copy), ``credentials`` (keys and users), ``queue``
 (background turns), ``file`` (lock, identity, failures, kept outcomes),
-``migrations`` (the versioned schema).
+``dashboard`` (the operator's page), ``migrations`` (the versioned schema).
 """
 
 from ..base import Storage
 from .admin import AdminOperations
 from .connection import SqliteConnections
 from .credentials import CredentialOperations
+from .dashboard import DashboardOperations
 from .queue import QueueOperations
 from .reading import TaskReads
 from .tasks import TaskOperations
 
 
 class SqliteStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
+                    DashboardOperations,
                     CredentialOperations, SqliteConnections, Storage):
     """``Storage`` on one SQLite file."""

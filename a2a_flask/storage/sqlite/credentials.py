@@ -3,7 +3,15 @@ or a password is, and how it is hashed, is ``a2a_flask.credentials``."""
 
 from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 
-_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+_KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
+                " operator")
+
+
+def _user_row(user):
+    """An exported user, operator flag last (False when an older export
+    has none)."""
+    name, password_hash, created_at = user[:3]
+    return (name, password_hash, created_at, int(bool(user[3:] and user[3])))
 
 
 class CredentialOperations:
@@ -14,7 +22,7 @@ class CredentialOperations:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
                 key.astuple() + (key_hash,))
         return key
 
@@ -46,13 +54,18 @@ class CredentialOperations:
                 " (last_used_at IS NULL OR last_used_at < ?)",
                 [(now, key_id, older_than) for key_id in key_ids]).rowcount
 
-    def insert_user(self, name, password_hash):
+    def insert_user(self, name, password_hash, operator=False):
         with self.transaction() as conn:
             if not conn.execute(
-                    "INSERT INTO a2a_users (name, password_hash, created_at)"
-                    " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    (name, password_hash, self._now())).rowcount:
+                    "INSERT INTO a2a_users (name, password_hash, created_at,"
+                    " operator) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (name, password_hash, self._now(), int(operator))).rowcount:
                 raise UserExistsError(name)
+
+    def user_is_operator(self, name):
+        row = self.connection().execute(
+            "SELECT operator FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        return bool(row and row[0])
 
     def users(self):
         return [tuple(row) for row in self.connection().execute(
@@ -77,19 +90,21 @@ class CredentialOperations:
 
     def export_credentials(self):
         conn = self.connection()
-        keys = [(KeyRow(*row[:7]), row[7]) for row in conn.execute(
+        keys = [(KeyRow(*row[:8]), row[8]) for row in conn.execute(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
         users = [tuple(row) for row in conn.execute(
-            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+            "SELECT name, password_hash, created_at, operator FROM a2a_users"
+            " ORDER BY name")]
         return keys, users
 
     def import_credentials(self, keys, users):
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
                 [key.astuple() + (key_hash,) for key, key_hash in keys])
             conn.executemany(
-                "INSERT INTO a2a_users (name, password_hash, created_at)"
-                " VALUES (?, ?, ?) ON CONFLICT DO NOTHING", users)
+                "INSERT INTO a2a_users (name, password_hash, created_at, operator)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [_user_row(user) for user in users])

@@ -86,7 +86,17 @@ START = (
 
 #: The migrations after ``START``: entry i brings version START_VERSION + i
 #: to START_VERSION + i + 1.
-MIGRATIONS = []
+def _operators(db):
+    """Operators (the operator's page): a key or a built-in user flagged so
+    may read every caller's tasks there and cancel them; an operator key
+    reaches no agent unless its scope says so."""
+    db.execute("ALTER TABLE a2a_api_keys ADD COLUMN operator INTEGER NOT NULL"
+               " DEFAULT 0")
+    db.execute("ALTER TABLE a2a_users ADD COLUMN operator INTEGER NOT NULL"
+               " DEFAULT 0")
+
+
+MIGRATIONS = [_operators]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)
