@@ -146,8 +146,8 @@ def failure_error(exc: storage.StorageUnavailableError,
     unreachable): the storage's sentence, ``data.retry`` true."""
     if exc.stored_task is not None:
         task_id, state = exc.stored_task
-        ending = ("it is failed" if state == "failed" else
-                  "it stays working until the service fails it as stale")
+        ending = ("it stays working until the service fails it as stale"
+                  if state == "working" else "it is %s" % wording.state(state))
         return errors.ServiceUnavailableError(
             "%s: task %s was stored, but its agent's answer could not be: %s. "
             "Send the message again with a new messageId once the storage "
