@@ -148,6 +148,7 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     storage.release_connection()
     turn = Turn(storage, context.agent, context.caller, start.task_id,
                 start.context_id, message, start.message_seq, metadata)
+    turn._start = start
     try:
         outcome = run_turn(turn, **context.app_state.turn_options())
     except TurnReadFailed as interrupted:

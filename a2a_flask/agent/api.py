@@ -98,6 +98,9 @@ class Turn:
         #: The storage failure one of this turn's reads met (None: none):
         #: the turn ends as that outage, whatever the agent made of it.
         self._storage_failure = None
+        #: What ``start_turn`` returned for a turn run in a request, which
+        #: its outcome's write needs should the start have been lost.
+        self._start = None
 
     @property
     def parts(self) -> List[JSONObject]:

@@ -85,7 +85,8 @@ def store_outcome(turn, state, message, artifacts=()):
     being ``working``): its timestamp, or None when it was discarded."""
     return turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
                                   state, message, artifacts,
-                                  max_artifact_bytes=turn.max_artifact_bytes)
+                                  max_artifact_bytes=turn.max_artifact_bytes,
+                                  start=turn._start)
 
 
 def run_turn(turn, store: Callable = store_outcome, tracing=None,

@@ -48,7 +48,8 @@ class TaskStorage(abc.ABC):
     def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
                     status_message: Optional[Message] = None,
                     artifacts: Sequence[Artifact] = (),
-                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
+                    max_artifact_bytes: Optional[int] = None,
+                    start: Optional[TurnStart] = None) -> Optional[str]:
         """Store a turn's outcome with ``UPDATE ... WHERE id AND state =
         'working'``; the status message joins the history and the artifacts
         are appended, in the same transaction, only if that row count is 1.
@@ -59,7 +60,13 @@ class TaskStorage(abc.ABC):
         a condition of the same UPDATE; over it, ``ArtifactsFullError`` and
         nothing is stored.
         A backend may keep a refused outcome aside and store it on the next
-        ``get_task`` (SQLite does); it then raises the storage failure."""
+        ``get_task`` (SQLite does); it then raises the storage failure.
+
+        ``start``: what ``start_turn`` returned for this turn. A backend whose
+        start may be lost in a crash although its outcome is not (PostgreSQL
+        commits it unflushed) stores the start again, in the outcome's
+        transaction, when its retry record is missing: a live send is never
+        answered "no such task", and its messageId never runs twice."""
 
     @abc.abstractmethod
     def withdraw_turn(self, task_id: str, owner: str, agent: str,

@@ -9,6 +9,7 @@ finished turn (task + status message + artifacts), a read (task + artifacts
 clock, so servers with skewed clocks agree.
 """
 
+import logging
 import time
 
 from ..base import (
@@ -20,6 +21,13 @@ from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .connection import is_storage_failure
+
+log = logging.getLogger("a2a_flask")
+
+
+class _NotLost(Exception):
+    """Rolls back a re-stored start that turned out not to be needed."""
+
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
 NOW = """to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
@@ -183,7 +191,8 @@ class TaskOperations:
                     "meta": dumps(metadata) if metadata else None,
                     "key": remembered_key}).fetchone()
                 if row is not None:
-                    return TurnStart(task_id, context_id, stored, row[0], created=True)
+                    return TurnStart(task_id, context_id, stored, row[0],
+                                     created=True, metadata=metadata)
                 self._check_live(conn, remembered_key)  # a retry, or a key revoked
                 return self._replayed(conn, owner, agent, message)
         with self.transaction() as conn:
@@ -243,7 +252,7 @@ class TaskOperations:
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
-                    artifacts=(), max_artifact_bytes=None):
+                    artifacts=(), max_artifact_bytes=None, start=None):
         body = dumps(status_message) if status_message else None
         params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
                       state=state, body=body, owner=owner, agent=agent,
@@ -255,6 +264,8 @@ class TaskOperations:
                     row = conn.execute(_FINISH, params).fetchone()
                     if row is None:
                         check_artifacts_fit(conn, params)
+                if row is None and start is not None:
+                    return self._finish_lost_start(start, owner, agent, params)
                 return row[0] if row else None
             except Exception as exc:
                 cause = exc.__cause__
@@ -265,6 +276,55 @@ class TaskOperations:
                     exc.stored_task = task_id, "working"
                     raise
                 time.sleep(0.1 * attempt)
+
+    def _finish_lost_start(self, start, owner, agent, params):
+        """The outcome that found no working task, when the reason is that a
+        crash lost the turn's start (committed unflushed: _UNFLUSHED): its
+        retry record is missing. Then the start is stored again and the
+        outcome with it, one transaction (flushed, as every outcome): the
+        send is answered with its task, and a retry of its messageId is
+        answered with this task instead of running the agent again. When the
+        retry record is there, the task left ``working`` meanwhile (canceled,
+        stale): None, the outcome is discarded, as before."""
+        message = start.message
+        try:
+            with self.transaction() as conn:
+                if conn.execute(
+                        "INSERT INTO a2a_deliveries (owner, agent, message_id,"
+                        " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                        " ON CONFLICT DO NOTHING",
+                        (owner, agent, message["messageId"], delivery_fingerprint(
+                            message, start.task_id, start.context_id),
+                         start.task_id)).rowcount != 1:
+                    return None  # the start is there: a genuine discard
+                if start.created:
+                    added = conn.execute(
+                        "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
+                        " updated_at, created_at, metadata) VALUES (%s, %s, %s, %s,"
+                        " 'working', " + NOW + ", " + NOW + ", %s)"
+                        " ON CONFLICT DO NOTHING",
+                        (start.task_id, agent, owner, start.context_id,
+                         dumps(start.metadata) if start.metadata else None)).rowcount
+                else:  # the claim of the waiting task was lost with it
+                    added = conn.execute(
+                        "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
+                        " WHERE id = %s AND owner = %s AND agent = %s AND state IN " +
+                        WAITING_SQL, (start.task_id, owner, agent)).rowcount
+                if added != 1:
+                    raise _NotLost()
+                conn.execute(_INSERT_MESSAGE, (
+                    start.task_id, start.context_id, owner, agent, message["role"],
+                    message["messageId"], dumps(message)))
+                row = conn.execute(_FINISH, params).fetchone()
+                if row is None:
+                    check_artifacts_fit(conn, params)
+                    raise _NotLost()
+        except _NotLost:
+            return None
+        log.warning("task %s: its start was lost (PostgreSQL stopped before it "
+                    "reached the disk); stored again with its turn's outcome",
+                    start.task_id)
+        return row[0]
 
     def withdraw_turn(self, task_id, owner, agent, message_id):
         """See ``Storage.withdraw_turn``."""

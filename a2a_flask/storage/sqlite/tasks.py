@@ -135,12 +135,14 @@ class TaskOperations:
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
-                    artifacts=(), max_artifact_bytes=None):
+                    artifacts=(), max_artifact_bytes=None, start=None):
         """See ``Storage.finish_turn``. A write the file refuses (busy past
         the busy timeout, read-only, full) is tried ``FINISH_ATTEMPTS`` times;
         then the outcome is kept in a file beside the database
         (``<database>-outcomes/<task id>.json``), stored by the next
-        ``get_task`` of that task, and the storage error is raised."""
+        ``get_task`` of that task, and the storage error is raised.
+        ``start`` is not needed: a start is committed as any write here, and
+        a crash that lost it lost the later outcome too."""
         for attempt in range(1, self.FINISH_ATTEMPTS + 1):
             try:
                 return self._store_outcome(task_id, owner, agent, state,
