@@ -135,7 +135,8 @@ def send(context: CallContext, message: dict, accepted_output_modes=None,
     try:
         start = storage.start_turn(
             owner, agent_name, message, context_id=message.get("contextId"),
-            task_id=message.get("taskId"), metadata=metadata, remembered_key=remembered_key)
+            task_id=message.get("taskId"), metadata=metadata, remembered_key=remembered_key,
+            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller)
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
@@ -210,7 +211,8 @@ def _send_to_queue(context, message, metadata, history_length, return_immediatel
             retry=context.agent.retry, status_message=queued,
             queue_limit=context.app_state.settings.queue_limit_per_caller,
             trace_context=tracing.current_context() if tracing else None,
-            live_key=context.caller.key_hash)
+            live_key=context.caller.key_hash,
+            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller)
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     context.caller.remembered_key = None  # live when the turn was queued

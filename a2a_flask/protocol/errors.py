@@ -44,6 +44,7 @@ ANSWERS: Dict[Type[errors.A2AError], Answer] = {
     errors.ServiceUnavailableError: Answer("STORAGE_UNAVAILABLE", 503),
     errors.IdentityProviderUnavailableError: Answer("IDENTITY_PROVIDER_UNAVAILABLE", 503),
     errors.QueueFullError: Answer("QUEUE_FULL", 429),
+    errors.QuotaExceededError: Answer("QUOTA_EXCEEDED", 429),
     errors.InternalError: Answer(None, 500),
 }
 _DEFAULT = Answer(None, 400)
@@ -132,6 +133,12 @@ def outcome_error(exc: storage.StorageError, wording: Wording) -> errors.A2AErro
             "This caller already has %d background turns waiting for a "
             "worker (A2A_QUEUE_LIMIT_PER_CALLER): nothing was stored. Retry "
             "once some have started." % exc.limit, limit=exc.limit)
+    if isinstance(exc, storage.QuotaExceededError):
+        return errors.QuotaExceededError(
+            "This caller's stored tasks take %d bytes, its storage quota is %d "
+            "(A2A_MAX_STORED_BYTES_PER_CALLER): nothing was stored. Retry once "
+            "older tasks were pruned or deleted." % (exc.stored, exc.limit),
+            limit=exc.limit, stored=exc.stored)
     if isinstance(exc, storage.TaskEndedError):
         return errors.TaskNotCancelableError(
             "Task %s is %s, a terminal state, and cannot be canceled."

@@ -33,8 +33,8 @@ from .contract import (
 )
 from .errors import (  # noqa: F401
     ArtifactsFullError, ContextMismatchError, KeyNotFoundError, MessageIdReusedError, NoSuchTaskError,
-    QueueFullError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
-    StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
+    QueueFullError, QuotaExceededError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
+    StorageFullError, StorageReserveError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
     UserExistsError, UserNotFoundError,
 )
 from .records import (  # noqa: F401

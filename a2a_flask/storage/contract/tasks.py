@@ -17,7 +17,8 @@ class TaskStorage(abc.ABC):
                    context_id: Optional[str] = None,
                    task_id: Optional[str] = None,
                    metadata: Optional[dict] = None,
-                   remembered_key: Optional[str] = None) -> TurnStart:
+                   remembered_key: Optional[str] = None,
+                   max_stored_bytes: Optional[int] = None) -> TurnStart:
         """Record an incoming user message and mark its task ``working``, in
         one transaction.
 
@@ -25,6 +26,15 @@ class TaskStorage(abc.ABC):
           ``get_task``): nothing is written unless that key is live, checked
           in the same statement or transaction; ``RememberedKeyRevokedError`` otherwise.
 
+        - ``max_stored_bytes`` (A2A_MAX_STORED_BYTES_PER_CALLER; None: no
+          quota): a message that is not a replay is refused with
+          ``QuotaExceededError``, nothing written, when the owner's stored
+          tasks (their messages, artifacts and metadata as stored, counted
+          by the schema's triggers as they are written and deleted) take
+          that many bytes or more. Concurrent sends are not serialized for
+          it: the count may pass the quota by what those in flight write.
+        - SQLite: under A2A_MIN_FREE_DISK_BYTES of free disk, a message that
+          is not a replay is refused with ``StorageReserveError``.
         - Retry record first: (owner, agent, messageId) with a fingerprint of
           the message (``common.delivery_fingerprint``: without ``kind`` nor
           the task's own ids, as ``import_tasks`` computes it from the

@@ -19,7 +19,7 @@ from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .tasks import (
     _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
-    check_artifacts_fit, task_for_message,
+    check_artifacts_fit, check_quota, task_for_message,
 )
 
 
@@ -53,7 +53,8 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None, live_key=None):
+                     queue_limit=None, trace_context=None, live_key=None,
+                     max_stored_bytes=None):
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -79,6 +80,7 @@ class QueueOperations:
                     " AND worker IS NULL LIMIT %s) q",
                     (owner, queue_limit)).fetchone()[0] >= queue_limit:
                 raise QueueFullError(owner, queue_limit)
+            check_quota(conn, owner, max_stored_bytes)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(

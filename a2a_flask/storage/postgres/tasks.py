@@ -14,6 +14,7 @@ import time
 
 from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError, MessageIdReusedError,
+    QuotaExceededError,
     TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
@@ -62,6 +63,12 @@ _UNFLUSHED = "SET LOCAL synchronous_commit TO off"
 KEY_IS_LIVE = ("(%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
                " WHERE key_hash = %(key)s AND revoked_at IS NULL))")
 
+# What the caller's stored tasks take (migrations.STORED_BYTES).
+STORED_BYTES = ("(SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
+                " WHERE owner = %(owner)s)")
+# Within the caller's quota, %(quota)s (NULL: none).
+WITHIN_QUOTA = "(%(quota)s::bigint IS NULL OR " + STORED_BYTES + " < %(quota)s::bigint)"
+
 # A new task: its retry record, the task and its first message, one statement
 # (its own transaction, made unflushed by set_config(..., true), read at its
 # commit). An existing (owner, agent, messageId) inserts nothing and returns
@@ -69,7 +76,7 @@ KEY_IS_LIVE = ("(%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
 _START_NEW = (
     "WITH d AS (INSERT INTO a2a_deliveries (owner, agent, message_id,"
     " fingerprint, task_id) SELECT %(owner)s, %(agent)s, %(mid)s, %(fp)s, %(id)s"
-    " WHERE " + KEY_IS_LIVE +
+    " WHERE " + KEY_IS_LIVE + " AND " + WITHIN_QUOTA +
     " ON CONFLICT DO NOTHING RETURNING task_id),"
     " t AS (INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
     " updated_at, created_at, metadata) SELECT %(id)s, %(agent)s, %(owner)s,"
@@ -134,6 +141,16 @@ def check_artifacts_fit(conn, params):
                                  params["alimit"])
 
 
+def check_quota(conn, owner, max_stored_bytes):
+    """``QuotaExceededError`` when the caller's stored tasks take its quota
+    (None: no quota) or more."""
+    if max_stored_bytes is None:
+        return
+    stored = conn.execute("SELECT " + STORED_BYTES, {"owner": owner}).fetchone()[0]
+    if stored >= max_stored_bytes:
+        raise QuotaExceededError(owner, max_stored_bytes, int(stored))
+
+
 def task_for_message(conn, owner, agent, task_id, context_id, lock=False):
     """(state, context id) of the task a message names (its row locked with
     ``lock``): NoSuchTaskError, or ContextMismatchError when the message
@@ -173,7 +190,7 @@ class TaskOperations:
     # -- a turn of a send ------------------------------------------------------
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, remembered_key=None):
+                   metadata=None, remembered_key=None, max_stored_bytes=None):
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
         # context other than the task's is refused (ContextMismatchError), which
@@ -189,18 +206,19 @@ class TaskOperations:
                     "fp": digest, "id": task_id, "ctx": context_id,
                     "role": stored["role"], "body": dumps(stored),
                     "meta": dumps(metadata) if metadata else None,
-                    "key": remembered_key}).fetchone()
+                    "key": remembered_key, "quota": max_stored_bytes}).fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0],
                                      created=True, metadata=metadata)
                 self._check_live(conn, remembered_key)  # a retry, or a key revoked
-                return self._replayed(conn, owner, agent, message)
+                return self._replayed(conn, owner, agent, message, max_stored_bytes)
         with self.transaction() as conn:
             self._check_live(conn, remembered_key)
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:
                 return replayed
+            check_quota(conn, owner, max_stored_bytes)
             conn.execute(_UNFLUSHED)  # read at COMMIT: a replay above still waits
             context_id = self._claim_waiting_task(conn, owner, agent, task_id, context_id)
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
@@ -229,9 +247,11 @@ class TaskOperations:
         return None
 
     @staticmethod
-    def _replayed(conn, owner, agent, message):
+    def _replayed(conn, owner, agent, message, max_stored_bytes=None):
         message_id = message["messageId"]
         seen = conn.execute(_SEEN, (owner, agent, message_id)).fetchone()
+        if seen is None:
+            check_quota(conn, owner, max_stored_bytes)  # refused for that?
         if seen is None or seen[0] != delivery_fingerprint(message, seen[1], seen[2]):
             raise MessageIdReusedError(message_id)
         return TurnStart(seen[1], seen[2], replayed=True)

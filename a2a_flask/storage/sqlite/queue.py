@@ -85,11 +85,13 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None, live_key=None):
+                     queue_limit=None, trace_context=None, live_key=None,
+                     max_stored_bytes=None):
         # remembered_key: a replay with a revoked key is refused too.
         return self.start_turn(
             owner, agent, message, context_id=context_id, task_id=task_id,
             metadata=metadata, remembered_key=live_key,
+            max_stored_bytes=max_stored_bytes,
             queue=_Enqueue(self, owner, agent, retry, status_message, queue_limit,
                            trace_context, live_key))
 

@@ -11,7 +11,8 @@ import time
 from ..errors import StorageUnavailableError
 from ..base import (
     ARTIFACTS_FULL_TEXT, STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError,
-    MessageIdReusedError, NoSuchTaskError, RememberedKeyRevokedError, TaskEndedError,
+    MessageIdReusedError, NoSuchTaskError, QuotaExceededError,
+    RememberedKeyRevokedError, StorageReserveError, TaskEndedError,
     TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
@@ -38,7 +39,8 @@ class TaskOperations:
     FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, queue=None, remembered_key=None):
+                   metadata=None, queue=None, remembered_key=None,
+                   max_stored_bytes=None):
         """See ``Storage.start_turn``. ``queue`` (``enqueue_turn``): its
         ``admit(conn)`` runs once the message is known not to be a replay,
         and its ``add(conn, start, follow_up)`` once the message is stored,
@@ -78,6 +80,13 @@ class TaskOperations:
                     raise MessageIdReusedError(message_id)
                 return TurnStart(task[0], task[1], replayed=True)
 
+            self._check_reserve()
+            if max_stored_bytes is not None:
+                stored = conn.execute(
+                    "SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
+                    " WHERE owner = ?", (owner,)).fetchone()[0]
+                if stored >= max_stored_bytes:
+                    raise QuotaExceededError(owner, max_stored_bytes, stored)
             if queue is not None:
                 queue.admit(conn)
             follow_up = False
@@ -134,6 +143,14 @@ class TaskOperations:
             return task_context, True
         raise TaskNotWaitingError(task_id, state, task_context)
 
+    def _check_reserve(self):
+        """``StorageReserveError`` when the database's disk has less free
+        space than A2A_MIN_FREE_DISK_BYTES: a new send stops there, so that
+        the outcomes of running turns, cancels and ``tasks prune`` (which
+        needs room in the WAL to free any) still have it."""
+        if self.min_free_disk_bytes and self.free_disk_bytes() < self.min_free_disk_bytes:
+            raise StorageReserveError()
+
     def finish_turn(self, task_id, owner, agent, state, status_message=None,
                     artifacts=(), max_artifact_bytes=None, start=None):
         """See ``Storage.finish_turn``. A write the file refuses (busy past
@@ -170,12 +187,14 @@ class TaskOperations:
     def withdraw_turn(self, task_id, owner, agent, message_id):
         """See ``Storage.withdraw_turn``."""
         with self.transaction() as conn:
-            if not conn.execute(
-                    "DELETE FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?"
-                    " AND state = 'working'", (task_id, owner, agent)).rowcount:
-                return False
-            conn.execute("DELETE FROM a2a_messages WHERE task_id = ?", (task_id,))
+            if conn.execute(
+                    "SELECT 1 FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?"
+                    " AND state = 'working'", (task_id, owner, agent)).fetchone() is None:
+                return False  # the write lock is ours: it stays so below
+            # Before the task: their triggers read its owner (stored bytes).
             conn.execute("DELETE FROM a2a_artifacts WHERE task_id = ?", (task_id,))
+            conn.execute("DELETE FROM a2a_messages WHERE task_id = ?", (task_id,))
+            conn.execute("DELETE FROM a2a_tasks WHERE id = ?", (task_id,))
             conn.execute("DELETE FROM a2a_deliveries WHERE owner = ? AND agent = ?"
                          " AND message_id = ? AND task_id = ?",
                          (owner, agent, message_id, task_id))
