@@ -7,7 +7,6 @@ the storage, and the answer says so; in the worker the turn is released
 
 import logging
 import threading
-import time
 
 import pytest
 
@@ -137,3 +136,32 @@ def test_the_worker_releases_the_turn_and_it_runs_again(reader, caplog):
     assert len(reader.outage.calls) == 2
     assert _agent_blamed(caplog) == []
     assert any("requeued" in r.getMessage() for r in caplog.records)
+
+
+def test_a_real_outage_under_the_read_is_answered_as_the_outage(make_rpc, caplog):
+    """PostgreSQL stopped while the agent runs: its read meets the driver's
+    own error; the withdrawal cannot be written either, so the answer says
+    the task was stored and stays working, never "nothing was stored"."""
+    from pgcluster import Cluster, unavailable
+    if unavailable():
+        pytest.skip("no PostgreSQL server binaries")
+    cluster = Cluster(settings=["max_connections=50"]).start()
+    try:
+        url = cluster.create_db("a2a_outage")
+
+        def stopping(turn):
+            cluster.pause()
+            turn.recent(3)
+            return "never"
+
+        rpc = make_rpc(lambda a2a: a2a.add_agent("stopping", stopping),
+                       agent="stopping", A2A_DATABASE=url, A2A_BUSY_TIMEOUT_MS=500)
+        status, error = rpc.error("message/send", {"message": message("hi")})
+        assert error["code"] == -32603
+        assert error["data"]["retry"] is False and error["data"]["state"] == "working"
+        assert "nothing was stored" not in error["message"]
+        assert _agent_blamed(caplog) == []
+        cluster.resume()
+        rpc.app.extensions["a2a"].storage.close()
+    finally:
+        cluster.stop()
