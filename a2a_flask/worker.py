@@ -18,6 +18,7 @@ import time
 
 from .agent import Turn, TurnReadFailed, run_turn
 from .auth.callers import Caller
+from .storage.states import READ_FAILED_TEXT
 from .waits import change_marker, wait_for_change
 
 log = logging.getLogger("a2a_flask")
@@ -183,7 +184,8 @@ class Worker:
             # now, or by its lease if the storage refuses that too.
             outcome = self._guarded("release task " + claimed.task_id,
                                     self.storage.release_turns, self.id,
-                                    [claimed.task_id], self.max_attempts)
+                                    [claimed.task_id], self.max_attempts,
+                                    READ_FAILED_TEXT)
             log.warning("worker %s: the storage failed under the agent's read "
                         "of task %s: %s", self.id, claimed.task_id,
                         outcome[0][1] if outcome else "left to its lease")

@@ -12,6 +12,7 @@ import pytest
 
 from a2a_flask import InputRequired
 from a2a_flask.service import READ_FAILED_TEXT
+from a2a_flask.storage import states
 from a2a_flask.storage.errors import StorageUnavailableError
 from a2a_flask.worker import Worker
 from helpers import message
@@ -53,6 +54,7 @@ def _register(a2a):
 
     a2a.add_agent("reader", reader)
     a2a.add_agent("bgreader", reader, background=True, retry=True)
+    a2a.add_agent("bgonce", reader, background=True)
 
 
 @pytest.fixture
@@ -136,6 +138,26 @@ def test_the_worker_releases_the_turn_and_it_runs_again(reader, caplog):
     assert len(reader.outage.calls) == 2
     assert _agent_blamed(caplog) == []
     assert any("requeued" in r.getMessage() for r in caplog.records)
+
+
+def test_the_worker_fails_a_turn_of_an_agent_without_retry_naming_the_storage(
+        reader, caplog):
+    """Not registered retry=True: at most once, so the turn is failed, with
+    a status naming the storage, neither the agent nor a stopped worker."""
+    with reader.app.app_context():
+        runner = Worker(reader.runtime, threads=1, grace=5)
+    reader.outage.count = 1
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        task = reader.send("hi", agent="bgonce")
+    finally:
+        runner.stop()
+        thread.join(10)
+    assert task["status"]["state"] == "failed"
+    assert task["status"]["message"]["parts"][0]["text"] == states.READ_FAILED_TEXT
+    assert len(reader.outage.calls) == 1
+    assert _agent_blamed(caplog) == []
 
 
 def test_a_real_outage_under_the_read_is_answered_as_the_outage(make_rpc, caplog):

@@ -106,7 +106,9 @@ class QueueStorage(abc.ABC):
 
     @abc.abstractmethod
     def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3) -> List[Tuple[str, str]]:
+                      max_attempts: int = 3,
+                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
         """What a stopping worker does with turns it cannot finish: as
         ``expire_leases`` for these turns of ``worker`` now, whatever their
-        lease."""
+        lease. ``failed_text``: the status message of a turn failed rather
+        than re-queued (default ``LEASE_EXPIRED_TEXT``)."""

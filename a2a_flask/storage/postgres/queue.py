@@ -237,14 +237,14 @@ class QueueOperations:
                 return []
         return self._give_up(expired, (), max_attempts)
 
-    def release_turns(self, worker, task_ids, max_attempts=3):
+    def release_turns(self, worker, task_ids, max_attempts=3, failed_text=None):
         task_ids = list(task_ids)
         if not task_ids:
             return []
         return self._give_up("worker = %s AND task_id = ANY(%s)",
-                             (worker, task_ids), max_attempts)
+                             (worker, task_ids), max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts):
+    def _give_up(self, where, args, max_attempts, failed_text=None):
         """Re-queue (retry agents with attempts left) or fail the turns
         matching ``where``; rows locked (SKIP LOCKED: another worker is on
         them), each change conditional on the row as read."""
@@ -266,7 +266,8 @@ class QueueOperations:
                         "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
                         (task_id, worker)).rowcount:
                     continue
-                text = ATTEMPTS_EXHAUSTED_TEXT % attempts if retry else LEASE_EXPIRED_TEXT
+                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
+                        else failed_text or LEASE_EXPIRED_TEXT)
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"

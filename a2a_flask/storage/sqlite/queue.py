@@ -188,15 +188,15 @@ class QueueOperations:
         return self._give_up("worker IS NOT NULL AND lease_expires < ?", [now],
                              max_attempts)
 
-    def release_turns(self, worker, task_ids, max_attempts=3):
+    def release_turns(self, worker, task_ids, max_attempts=3, failed_text=None):
         task_ids = list(task_ids)
         if not task_ids:
             return []
         return self._give_up(
             "worker = ? AND task_id IN (%s)" % _placeholders(task_ids),
-            [worker] + task_ids, max_attempts)
+            [worker] + task_ids, max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts):
+    def _give_up(self, where, args, max_attempts, failed_text=None):
         """Re-queue (retry agents with attempts left) or fail the turns
         matching ``where``; each change conditional on the row as read."""
         done = []
@@ -217,7 +217,7 @@ class QueueOperations:
                         (task_id, worker)).rowcount:
                     continue
                 text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
-                        else LEASE_EXPIRED_TEXT)
+                        else failed_text or LEASE_EXPIRED_TEXT)
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
