@@ -313,6 +313,23 @@ class QueueFullError(A2AError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
+class QuotaExceededError(A2AError):
+    """The caller's stored tasks already take its storage quota
+    (A2A_MAX_STORED_BYTES_PER_CALLER): nothing was stored; HTTP 429. The
+    same -32000 as ``QueueFullError``: the 1.0 reason tells them apart."""
+
+    reason = "QUOTA_EXCEEDED"
+    code = -32000
+    http_status = 429
+    default_message = ("This caller's stored tasks take its storage quota: "
+                       "nothing was stored.")
+
+    def __init__(self, message=None, limit=None, stored=None, retry_after=60):
+        super().__init__(message, data={"retryAfter": retry_after,
+                                        "quotaBytes": limit, "storedBytes": stored})
+        self.headers = {"Retry-After": str(retry_after)}
+
+
 class IncompleteBodyError(InvalidRequestError):
     """The body ended before its ``Content-Length``: nothing is run."""
 

@@ -160,4 +160,21 @@ DOCS = {
         "for a worker; more are refused with HTTP 429, `Retry-After` and JSON-RPC "
         "code `-32000`, storing nothing. `0`: no limit. See "
         "[Background agents](../background.md).",
+    "A2A_MAX_STORED_BYTES_PER_CALLER": "The most bytes one caller's stored "
+        "tasks may take (1 GiB): their messages, artifacts and metadata as "
+        "stored, counted by the database as they are written and pruned. Past "
+        "it the caller's new messages are refused with HTTP 429, `Retry-After` "
+        "and JSON-RPC code `-32000` (1.0 reason `QUOTA_EXCEEDED`, a message "
+        "naming the quota), storing nothing, until `flask a2a tasks prune` "
+        "frees some; its reads, cancels and retries still work, and other "
+        "callers are not affected. Sends in flight together may take it past "
+        "the quota by what they write. `0`: no quota. See "
+        "[Hardening](../hardening.md).",
+    "A2A_MIN_FREE_DISK_BYTES": "SQLite: the free space kept on the database's "
+        "disk (256 MiB). Under it new messages are refused (a storage answer, "
+        "`data.retry` true) before the disk fills, so that reads, cancels, the "
+        "answers of turns already running and `flask a2a tasks prune` still "
+        "work; `/health` answers 503 with `writes` \"the disk is at its "
+        "free-space reserve\". `0`: no reserve (writes then fail only once "
+        "the disk is full).",
 }

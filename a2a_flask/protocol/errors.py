@@ -41,6 +41,7 @@ ANSWERS: Dict[Type[errors.A2AError], ErrorAnswer] = {
     errors.ServiceUnavailableError: ErrorAnswer(503),
     errors.IdentityProviderUnavailableError: ErrorAnswer(503),
     errors.QueueFullError: ErrorAnswer(429),
+    errors.QuotaExceededError: ErrorAnswer(429),
     errors.InternalError: ErrorAnswer(500),
 }
 _DEFAULT = ErrorAnswer(400)
@@ -129,6 +130,12 @@ def outcome_error(exc: storage.StorageError, wording: Wording) -> errors.A2AErro
             "This caller already has %d background turns waiting for a "
             "worker (A2A_QUEUE_LIMIT_PER_CALLER): nothing was stored. Retry "
             "once some have started." % exc.limit, limit=exc.limit)
+    if isinstance(exc, storage.QuotaReachedError):
+        return errors.QuotaExceededError(
+            "This caller's stored tasks take %d bytes, its storage quota is %d "
+            "(A2A_MAX_STORED_BYTES_PER_CALLER): nothing was stored. Retry once "
+            "older tasks were pruned or deleted." % (exc.stored, exc.limit),
+            limit=exc.limit, stored=exc.stored)
     if isinstance(exc, storage.TaskEndedError):
         return errors.TaskNotCancelableError(
             "Task %s is %s, a terminal state, and cannot be canceled."
@@ -143,8 +150,8 @@ def failure_error(exc: storage.StorageUnavailableError,
     unreachable): the storage's sentence, ``data.retry`` true."""
     if exc.stored_task is not None:
         task_id, state = exc.stored_task
-        ending = ("it is failed" if state == "failed" else
-                  "it stays working until the service fails it as stale")
+        ending = ("it stays working until the service fails it as stale"
+                  if state == "working" else "it is %s" % wording.state(state))
         return errors.ServiceUnavailableError(
             "%s: task %s was stored, but its agent's answer could not be: %s. "
             "Send the message again with a new messageId once the storage "

@@ -33,9 +33,10 @@ from .contract import (
 )
 from .errors import (  # noqa: F401
     ArtifactsFullError, ContextMismatchError, KeyNotFoundError, MessageIdReusedError,
-    NoSuchTaskError, QueueLimitReachedError, RememberedKeyRevokedError, SchemaError,
-    StorageBusyError, StorageError, StorageFullError, StorageUnavailableError,
-    TaskEndedError, TaskNotWaitingError, UserExistsError, UserNotFoundError,
+    NoSuchTaskError, QueueLimitReachedError, QuotaReachedError, RememberedKeyRevokedError,
+    SchemaError, StorageBusyError, StorageError, StorageFullError, StorageReserveError,
+    StorageUnavailableError, TaskEndedError, TaskNotWaitingError, UserExistsError,
+    UserNotFoundError,
 )
 from .records import (  # noqa: F401
     Artifact, ClaimedTurn, KeyRow, Message, OperatorView, StoredTaskPage, TaskRecord,

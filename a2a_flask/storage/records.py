@@ -48,10 +48,10 @@ class TurnStart:
     """What ``start_turn`` did: which task, and whether it was a retry."""
 
     __slots__ = ("task_id", "context_id", "message", "message_seq", "created",
-                 "replayed")
+                 "replayed", "metadata")
 
     def __init__(self, task_id, context_id, message=None, message_seq=None,
-                 created=False, replayed=False):
+                 created=False, replayed=False, metadata=None):
         self.task_id = task_id
         self.context_id = context_id
         #: The user message as stored (with taskId and contextId).
@@ -62,6 +62,8 @@ class TurnStart:
         self.created = created
         #: True when this messageId was seen before: nothing was written.
         self.replayed = replayed
+        #: A new task's metadata as stored (for ``finish_turn(start=)``).
+        self.metadata = metadata
 
 
 class ClaimedTurn:

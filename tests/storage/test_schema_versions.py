@@ -77,7 +77,7 @@ def test_a_migration_after_the_start_upgrades_the_start_schema(make_storage, mon
     step = ((lambda db: db.execute("ALTER TABLE a2a_users ADD COLUMN note TEXT"))
             if module is sqlite_migrations else
             "ALTER TABLE a2a_users ADD COLUMN note text")
-    monkeypatch.setattr(module, "MIGRATIONS", module.MIGRATIONS + [step])
+    monkeypatch.setattr(module, "MIGRATIONS", list(module.MIGRATIONS) + [step])
     monkeypatch.setattr(module, "EXPECTED_VERSION", start + 1)
     storage.close()
 

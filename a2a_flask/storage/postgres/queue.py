@@ -19,7 +19,7 @@ from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .tasks import (
     _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
-    check_artifacts_fit, task_for_message,
+    check_artifacts_fit, check_quota, task_for_message,
 )
 
 
@@ -53,7 +53,8 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None, live_key=None):
+                     queue_limit=None, trace_context=None, live_key=None,
+                     max_stored_bytes=None):
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -79,6 +80,7 @@ class QueueOperations:
                     " AND worker IS NULL LIMIT %s) q",
                     (owner, queue_limit)).fetchone()[0] >= queue_limit:
                 raise QueueLimitReachedError(owner, queue_limit)
+            check_quota(conn, owner, max_stored_bytes)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -235,14 +237,14 @@ class QueueOperations:
                 return []
         return self._give_up(expired, (), max_attempts)
 
-    def release_turns(self, worker, task_ids, max_attempts=3):
+    def release_turns(self, worker, task_ids, max_attempts=3, failed_text=None):
         task_ids = list(task_ids)
         if not task_ids:
             return []
         return self._give_up("worker = %s AND task_id = ANY(%s)",
-                             (worker, task_ids), max_attempts)
+                             (worker, task_ids), max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts):
+    def _give_up(self, where, args, max_attempts, failed_text=None):
         """Re-queue (retry agents with attempts left) or fail the turns
         matching ``where``; rows locked (SKIP LOCKED: another worker is on
         them), each change conditional on the row as read."""
@@ -264,7 +266,8 @@ class QueueOperations:
                         "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
                         (task_id, worker)).rowcount:
                     continue
-                text = ATTEMPTS_EXHAUSTED_TEXT % attempts if retry else LEASE_EXPIRED_TEXT
+                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
+                        else failed_text or LEASE_EXPIRED_TEXT)
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"

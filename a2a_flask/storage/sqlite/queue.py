@@ -85,11 +85,13 @@ class QueueOperations:
 
     def enqueue_turn(self, owner, agent, message, context_id=None, task_id=None,
                      metadata=None, retry=False, status_message=None,
-                     queue_limit=None, trace_context=None, live_key=None):
+                     queue_limit=None, trace_context=None, live_key=None,
+                     max_stored_bytes=None):
         # remembered_key: a replay with a revoked key is refused too.
         return self.start_turn(
             owner, agent, message, context_id=context_id, task_id=task_id,
             metadata=metadata, remembered_key=live_key,
+            max_stored_bytes=max_stored_bytes,
             queue=_Enqueue(self, owner, agent, retry, status_message, queue_limit,
                            trace_context, live_key))
 
@@ -186,15 +188,15 @@ class QueueOperations:
         return self._give_up("worker IS NOT NULL AND lease_expires < ?", [now],
                              max_attempts)
 
-    def release_turns(self, worker, task_ids, max_attempts=3):
+    def release_turns(self, worker, task_ids, max_attempts=3, failed_text=None):
         task_ids = list(task_ids)
         if not task_ids:
             return []
         return self._give_up(
             "worker = ? AND task_id IN (%s)" % _placeholders(task_ids),
-            [worker] + task_ids, max_attempts)
+            [worker] + task_ids, max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts):
+    def _give_up(self, where, args, max_attempts, failed_text=None):
         """Re-queue (retry agents with attempts left) or fail the turns
         matching ``where``; each change conditional on the row as read."""
         done = []
@@ -215,7 +217,7 @@ class QueueOperations:
                         (task_id, worker)).rowcount:
                     continue
                 text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
-                        else LEASE_EXPIRED_TEXT)
+                        else failed_text or LEASE_EXPIRED_TEXT)
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
