@@ -18,6 +18,8 @@ MIRRORS = {
                              "a2a_flask.storage.postgres.credentials"},
     "QueueOperations": {"a2a_flask.storage.sqlite.queue", "a2a_flask.storage.postgres.queue"},
     "TaskOperations": {"a2a_flask.storage.sqlite.tasks", "a2a_flask.storage.postgres.tasks"},
+    "DashboardOperations": {"a2a_flask.storage.sqlite.dashboard",
+                            "a2a_flask.storage.postgres.dashboard"},
     "TaskReads": {"a2a_flask.storage.sqlite.reading", "a2a_flask.storage.postgres.reading"},
     "SendConfigurationSchema": {"a2a_flask.protocol.v03.schemas",
                                 "a2a_flask.protocol.v10.schemas"},
