@@ -9,6 +9,7 @@ from a2a_flask.demo import add_index, register_demo_agents
 app = Flask(__name__)
 app.config["A2A_DEFAULT_AGENT"] = "chat"
 app.config["A2A_TRY_PAGE"] = True  # open /api/v1/agents/echo/ in a browser
+app.config["A2A_DASHBOARD"] = True  # the operator's page: /api/v1/dashboard/
 app.config.update(config_from_env())
 a2a = A2A(app)
 register_demo_agents(a2a)

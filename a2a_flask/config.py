@@ -66,6 +66,7 @@ DEFAULTS = {
     "A2A_METRICS": False,  # GET PREFIX/metrics (the `metrics` extra)
     "A2A_OTEL": False,  # OpenTelemetry spans per call and turn (the `otel` extra)
     "A2A_TRY_PAGE": False,  # a page to try each agent (docs/try-page.md)
+    "A2A_DASHBOARD": False,  # PREFIX/dashboard/: the operator's page
     # Background agents (docs/background.md).
     # None: a blocking send waits for the outcome (A2A 1.0 section 3.2.2); a
     # number of seconds is an operator's cap, a deviation from the spec.
@@ -73,6 +74,12 @@ DEFAULTS = {
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
     "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
     "A2A_QUEUE_LIMIT_PER_CALLER": 100,  # turns one caller may have queued; 0: no limit
+    # Bytes one caller's stored tasks may take before its sends are refused
+    # (messages, artifacts, metadata, as stored); 0: no quota.
+    "A2A_MAX_STORED_BYTES_PER_CALLER": 1 << 30,
+    # SQLite: free bytes kept on the database's disk for reads, cancels and
+    # `tasks prune`: under it new sends are refused; 0: no reserve.
+    "A2A_MIN_FREE_DISK_BYTES": 256 << 20,
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -246,6 +253,7 @@ class Settings:
         self.metrics = bool(get("A2A_METRICS"))
         self.otel = bool(get("A2A_OTEL"))
         self.try_page = bool(get("A2A_TRY_PAGE"))
+        self.dashboard = bool(get("A2A_DASHBOARD"))
         self.blocking_wait_seconds = _cap("A2A_BLOCKING_WAIT_SECONDS",
                                           get("A2A_BLOCKING_WAIT_SECONDS"))
         self.worker_lease_seconds = _at_least("A2A_WORKER_LEASE_SECONDS",
@@ -255,6 +263,12 @@ class Settings:
         #: None: no limit.
         self.queue_limit_per_caller = _at_least(
             "A2A_QUEUE_LIMIT_PER_CALLER", get("A2A_QUEUE_LIMIT_PER_CALLER"), 0) or None
+        #: None: no quota.
+        self.max_stored_bytes_per_caller = _at_least(
+            "A2A_MAX_STORED_BYTES_PER_CALLER",
+            get("A2A_MAX_STORED_BYTES_PER_CALLER"), 0) or None
+        self.min_free_disk_bytes = _at_least(
+            "A2A_MIN_FREE_DISK_BYTES", get("A2A_MIN_FREE_DISK_BYTES"), 0)
 
     def _identity(self, get: Callable[[str], Any]) -> None:
         """The OIDC and client-certificate settings (docs/securing.md)."""

@@ -1,9 +1,16 @@
-"""The A2A errors: exception classes carrying their JSON-RPC / A2A code.
+"""The A2A errors: exception classes carrying their JSON-RPC / A2A code and
+1.0 ``ErrorInfo.reason``, one set for the server and the client.
 
-Raise one of these anywhere above the storage (the storage raises its own
-neutral errors, ``storage/errors.py``, which ``protocol/errors.py`` turns
-into these). How each is answered (HTTP status, the 1.0 reason) is
-``protocol/errors.py``'s table; each binding renders the answer.
+The server raises one of these anywhere above the storage (the storage
+raises its own neutral errors, ``storage/errors.py``, which
+``protocol/errors.py`` turns into these); how each is answered over
+HTTP+JSON (HTTP status, google.rpc code) is ``protocol/errors.py``'s table,
+and each binding renders the answer. ``a2a_flask.client`` raises the same
+classes for an agent's error answers (``A2AError.from_answer``), so one
+``except TaskNotFoundError`` serves both sides.
+
+This module imports nothing of the package: the server and the client both
+import it.
 """
 
 from typing import Any, Collection, Dict, Iterable, Optional
@@ -24,9 +31,16 @@ def echo(text: object) -> str:
 
 
 class A2AError(Exception):
-    """Base class: a JSON-RPC error with a code, a sentence and optional data."""
+    """Base class: a JSON-RPC error with a code, a sentence and optional data.
+
+    Raised by the client, ``http_status`` is the answer's and ``reason`` the
+    ``ErrorInfo.reason`` it carried (None when it had none); ``data`` is the
+    0.3 ``data`` object, or the 1.0 list of typed details."""
 
     code = -32603
+    #: The 1.0 ``ErrorInfo.reason`` (section 11.6: the type, no "Error"), or
+    #: None: errors without one of their own (JSON-RPC's, the refusals).
+    reason: Optional[str] = None
     default_message = "Internal error."
     #: HTTP status of the answer; JSON-RPC errors are 200 unless said otherwise.
     http_status = 200
@@ -40,6 +54,19 @@ class A2AError(Exception):
         if http_status is not None:
             self.http_status = http_status
         super().__init__(self.message)
+
+    @classmethod
+    def from_answer(cls, code: int, message: str, data: Any, http_status: int,
+                    reason: Optional[str] = None) -> "A2AError":
+        """The error an agent answered, as a client raises it: this class,
+        with the answer's code, sentence, data, HTTP status and reason
+        (subclasses' own ``__init__`` build the server's answers, so it is
+        not called)."""
+        exc = cls.__new__(cls)
+        exc.code, exc.message, exc.data = code, message, data
+        exc.http_status, exc.reason, exc.headers = http_status, reason, None
+        Exception.__init__(exc, "%s %s (HTTP %d)" % (code, message, http_status))
+        return exc
 
     def to_dict(self) -> Dict[str, Any]:
         error: Dict[str, Any] = {"code": self.code, "message": self.message}
@@ -87,6 +114,7 @@ class InternalError(A2AError):
 class TaskNotFoundError(A2AError):
     """No task of that id for this caller and agent (-32001)."""
 
+    reason = "TASK_NOT_FOUND"
     code = -32001
     default_message = "Task not found."
 
@@ -94,6 +122,7 @@ class TaskNotFoundError(A2AError):
 class TaskNotCancelableError(A2AError):
     """The task is in a terminal state (-32002)."""
 
+    reason = "TASK_NOT_CANCELABLE"
     code = -32002
     default_message = "Task cannot be canceled."
 
@@ -101,6 +130,7 @@ class TaskNotCancelableError(A2AError):
 class PushNotificationNotSupportedError(A2AError):
     """Push notifications are not offered (-32003)."""
 
+    reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
     code = -32003
     default_message = (
         "Push notifications are not supported by this agent; poll tasks/get instead."
@@ -110,6 +140,7 @@ class PushNotificationNotSupportedError(A2AError):
 class UnsupportedOperationError(A2AError):
     """An A2A operation this service does not offer (-32004): streaming."""
 
+    reason = "UNSUPPORTED_OPERATION"
     code = -32004
     default_message = "This operation is not supported."
 
@@ -117,13 +148,24 @@ class UnsupportedOperationError(A2AError):
 class ContentTypeNotSupportedError(A2AError):
     """The agent cannot take or give this content (-32005)."""
 
+    reason = "CONTENT_TYPE_NOT_SUPPORTED"
     code = -32005
     default_message = "The agent cannot take this kind of content."
+
+
+class InvalidAgentResponseError(A2AError):
+    """The agent's answer is not valid A2A (-32006); this service never
+    answers it, a client may receive it."""
+
+    code = -32006
+    reason = "INVALID_AGENT_RESPONSE"
+    default_message = "The agent gave an answer that is not valid A2A."
 
 
 class ExtendedAgentCardNotConfiguredError(A2AError):
     """No extended card for this agent or caller (-32007)."""
 
+    reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
     code = -32007
     default_message = "This agent has no authenticated extended card."
 
@@ -145,6 +187,25 @@ class ForbiddenError(InvalidRequestError):
 
     http_status = 403
     default_message = "These credentials may not talk to this agent."
+
+
+class NotAnOperatorError(ForbiddenError):
+    """Valid credentials that are not an operator's, on the operator's page:
+    HTTP 403."""
+
+    default_message = (
+        "These credentials are not an operator's: the operator's page needs "
+        "a key made with `flask a2a keys create --operator`, a user made with "
+        "`flask a2a users create --operator`, or a host session its "
+        "session_operator hook names an operator.")
+
+
+class OperatorActionError(InvalidRequestError):
+    """An action of the operator's page refused (no such task: 404; a task
+    already ended: 409; a malformed request: 400); nothing changed."""
+
+    http_status = 400
+    default_message = "The action is malformed."
 
 
 def bearer_challenge(error: str, description: str,
@@ -217,6 +278,7 @@ class IdentityProviderUnavailableError(InternalError):
     """The OpenID provider could not be reached to check a bearer token: HTTP
     503; API keys and the other ways in work all the same."""
 
+    reason = "IDENTITY_PROVIDER_UNAVAILABLE"
     http_status = 503
     default_message = ("identity provider unavailable: the bearer token cannot "
                        "be checked now. The call may be retried.")
@@ -240,6 +302,7 @@ class QueueFullError(A2AError):
     -32000 is JSON-RPC's implementation-defined server error, outside the
     -32001..-32099 that A2A reserves for its own errors."""
 
+    reason = "QUEUE_FULL"
     code = -32000
     http_status = 429
     default_message = ("Too many background turns of this caller are waiting "
@@ -249,6 +312,23 @@ class QueueFullError(A2AError):
                  retry_after: int = 10) -> None:
         super().__init__(message, data={"retryAfter": retry_after,
                                         "queueLimit": limit})
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class QuotaExceededError(A2AError):
+    """The caller's stored tasks already take its storage quota
+    (A2A_MAX_STORED_BYTES_PER_CALLER): nothing was stored; HTTP 429. The
+    same -32000 as ``QueueFullError``: the 1.0 reason tells them apart."""
+
+    reason = "QUOTA_EXCEEDED"
+    code = -32000
+    http_status = 429
+    default_message = ("This caller's stored tasks take its storage quota: "
+                       "nothing was stored.")
+
+    def __init__(self, message=None, limit=None, stored=None, retry_after=60):
+        super().__init__(message, data={"retryAfter": retry_after,
+                                        "quotaBytes": limit, "storedBytes": stored})
         self.headers = {"Retry-After": str(retry_after)}
 
 
@@ -264,6 +344,7 @@ class ServiceUnavailableError(InternalError):
     stored and the call may be retried (``data.retry`` is true). Made from the
     storage's own ``StorageUnavailableError`` by ``protocol/errors.py``."""
 
+    reason = "STORAGE_UNAVAILABLE"
     default_message = ("The storage is unavailable: nothing was stored. The call "
                        "may be retried.")
 
@@ -271,5 +352,15 @@ class ServiceUnavailableError(InternalError):
 class VersionNotSupportedError(A2AError):
     """The ``A2A-Version`` asked for is not one this service speaks."""
 
+    reason = "VERSION_NOT_SUPPORTED"
     code = -32009
     default_message = "This A2A protocol version is not supported."
+
+
+class ExtensionSupportRequiredError(A2AError):
+    """The agent requires an extension the caller did not ask for (-32008);
+    this service never answers it, a client may receive it."""
+
+    code = -32008
+    reason = "EXTENSION_SUPPORT_REQUIRED"
+    default_message = "The agent requires an extension the request does not declare."

@@ -46,7 +46,8 @@ class HostHooks:
     """The host app's functions that name a caller (docs: "Securing it");
     each None until its decorator on ``A2A`` sets it."""
 
-    __slots__ = ("session_caller", "password_check", "token_caller")
+    __slots__ = ("session_caller", "password_check", "token_caller",
+                 "session_operator")
 
     def __init__(self) -> None:
         #: ``func()``: the logged-in user of the request, or None.
@@ -56,6 +57,9 @@ class HostHooks:
             Callable[[str, str], Union[str, Caller, None]]] = None
         #: ``func(token)``: the user of a bearer token, or None to refuse.
         self.token_caller: Optional[Callable[[str], Union[str, Caller, None]]] = None
+        #: ``func()``: whether the logged-in user of the request (the one
+        #: ``session_caller`` named) is an operator (the operator's page).
+        self.session_operator: Optional[Callable[[], bool]] = None
 
 
 class A2A:
@@ -150,4 +154,15 @@ class A2A:
         user id (str) or a ``Caller``, or None to refuse (401).
         """
         self.hooks.token_caller = func
+        return func
+
+    def session_operator(self, func: HookFunc) -> HookFunc:
+        """Decorator: ``func()`` says whether the host app's logged-in user
+        (the one ``session_caller`` named) is an operator: True opens the
+        operator's page (``A2A_DASHBOARD``) with that session. Called in
+        the request, for the operator's page only; its actions are POSTs,
+        which the host's CSRF protection (Flask-WTF's ``CSRFProtect``)
+        checks for a session user.
+        """
+        self.hooks.session_operator = func
         return func

@@ -99,7 +99,7 @@ class PartField(fields.Field):
         return schema.load(value)
 
 
-class MessageSchema(_StoredSchema):
+class StoredMessageSchema(_StoredSchema):
     """A caller's message, stored and shown as sent."""
 
     class Meta:

@@ -16,10 +16,13 @@ import time
 from typing import TYPE_CHECKING, List, Optional
 
 from . import errors
-from .agent import Turn, run_turn
+from .agent import Turn, TurnReadFailed, run_turn
+from .agent.engine import store_outcome
 from .auth.callers import KEY_REFUSED
 from .storage import sizes
-from .storage.base import QUEUED_TEXT, RememberedKeyRevokedError, TaskPage, TaskRecord
+from .storage.base import (
+    QUEUED_TEXT, RememberedKeyRevokedError, StoredTaskPage, TaskRecord,
+)
 from .messages import agent_message, text_part
 from .waits import settled
 
@@ -147,7 +150,8 @@ def send(context: CallContext, message: dict,
     try:
         start = storage.start_turn(
             owner, agent_name, message, context_id=message.get("contextId"),
-            task_id=message.get("taskId"), metadata=metadata, remembered_key=remembered_key)
+            task_id=message.get("taskId"), metadata=metadata, remembered_key=remembered_key,
+            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller)
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
@@ -158,9 +162,13 @@ def send(context: CallContext, message: dict,
     # goes back to the process's pool meanwhile, as before a blocking send
     # waits; the agent's reads and its outcome take one again.
     storage.release_connection()
-    outcome = run_turn(Turn(storage, context.agent, context.caller, start.task_id,
-                            start.context_id, message, start.message_seq,
-                            metadata), **context.app_state.turn_options())
+    turn = Turn(storage, context.agent, context.caller, start.task_id,
+                start.context_id, message, start.message_seq, metadata)
+    turn._start = start
+    try:
+        outcome = run_turn(turn, **context.app_state.turn_options())
+    except TurnReadFailed as interrupted:
+        raise _interrupted(turn, start, interrupted.failure) from None
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
         return _read(context, start.task_id, history_length)
@@ -170,6 +178,38 @@ def send(context: CallContext, message: dict,
         start.task_id, start.context_id, agent_name, owner, state, timestamp,
         status_message, artifacts,
         clamp_history([start.message, status_message], history_length), metadata))
+
+
+#: The outcome of a continuation whose agent's read met a storage outage.
+READ_FAILED_TEXT = ("The agent could not complete this turn: the storage was "
+                    "unavailable while it read the task. Send the message "
+                    "again with a new messageId once the storage works again.")
+
+
+def _interrupted(turn, start, failure):
+    """What a send answers when the storage failed under its agent's read:
+    the outage (``failure``), made true. A new task's start is withdrawn
+    (nothing was stored: a retry of the same messageId runs it again); a
+    continuation cannot be withdrawn without its earlier status, so its
+    turn is failed naming the storage, and the answer says so
+    (``stored_task``). Whichever of these the storage refuses too, the
+    answer says the task stays working (until A2A_STALE_TURN_SECONDS)."""
+    storage, owner, agent = turn._store, turn.caller.id, turn.agent.name
+    try:
+        if start.created:
+            if storage.withdraw_turn(turn.task_id, owner, agent,
+                                     start.message["messageId"]):
+                return failure
+        else:
+            store_outcome(turn, "failed", agent_message(
+                [text_part(READ_FAILED_TEXT)], turn.task_id, turn.context_id))
+        state = storage.task_state(turn.task_id) or "working"
+    except Exception as exc:
+        if storage.failure(exc) is None:
+            raise
+        state = "working"
+    failure.stored_task = turn.task_id, state
+    return failure
 
 
 def _send_to_queue(context: CallContext, message: dict, metadata: Optional[dict],
@@ -187,7 +227,8 @@ def _send_to_queue(context: CallContext, message: dict, metadata: Optional[dict]
             retry=context.agent.retry, status_message=queued,
             queue_limit=context.app_state.settings.queue_limit_per_caller,
             trace_context=tracing.current_context() if tracing else None,
-            live_key=context.caller.key_hash)
+            live_key=context.caller.key_hash,
+            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller)
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     context.caller.remembered_key = None  # live when the turn was queued
@@ -237,7 +278,7 @@ def list_tasks(context: CallContext, context_id: Optional[str] = None,
                state: Optional[str] = None, updated_after: Optional[str] = None,
                limit: int = 50, cursor: Optional[str] = None,
                history_length: Optional[int] = 0,
-               include_artifacts: bool = False) -> TaskPage:
+               include_artifacts: bool = False) -> StoredTaskPage:
     """The caller's tasks of this agent only, newest first, one page: it
     ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
     size, its history trimmed to fit: ``fit``)."""

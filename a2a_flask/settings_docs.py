@@ -141,6 +141,12 @@ DOCS = {
         "the page), the answer and the caller's recent tasks; see "
         "[The try page](../try-page.md). On in the demo's `wsgi.py`. Other "
         "clients get the same answer as with it off.",
+    "A2A_DASHBOARD": "`True`: serve the operator's page at `PREFIX/dashboard/` "
+        "(tasks by agent and state, the queue, workers, failures, keys, "
+        "storage) and its JSON (`Accept: application/json`), for operator "
+        "keys and users only, with its two actions (cancel a task, cancel a "
+        "caller's working tasks); see [Operating it](../operating.md). Off: "
+        "404. On in the demo's `wsgi.py` (`A2A_DASHBOARD=0` turns it off).",
     "A2A_BLOCKING_WAIT_SECONDS": "Unset: a blocking send to a background agent "
         "waits until the turn ends or is interrupted (A2A 1.0 section 3.2.2; "
         "[Serving agents that wait](../serving.md)). A number of seconds caps the "
@@ -155,4 +161,21 @@ DOCS = {
         "for a worker; more are refused with HTTP 429, `Retry-After` and JSON-RPC "
         "code `-32000`, storing nothing. `0`: no limit. See "
         "[Background agents](../background.md).",
+    "A2A_MAX_STORED_BYTES_PER_CALLER": "The most bytes one caller's stored "
+        "tasks may take (1 GiB): their messages, artifacts and metadata as "
+        "stored, counted by the database as they are written and pruned. Past "
+        "it the caller's new messages are refused with HTTP 429, `Retry-After` "
+        "and JSON-RPC code `-32000` (1.0 reason `QUOTA_EXCEEDED`, a message "
+        "naming the quota), storing nothing, until `flask a2a tasks prune` "
+        "frees some; its reads, cancels and retries still work, and other "
+        "callers are not affected. Sends in flight together may take it past "
+        "the quota by what they write. `0`: no quota. See "
+        "[Hardening](../hardening.md).",
+    "A2A_MIN_FREE_DISK_BYTES": "SQLite: the free space kept on the database's "
+        "disk (256 MiB). Under it new messages are refused (a storage answer, "
+        "`data.retry` true) before the disk fills, so that reads, cancels, the "
+        "answers of turns already running and `flask a2a tasks prune` still "
+        "work; `/health` answers 503 with `writes` \"the disk is at its "
+        "free-space reserve\". `0`: no reserve (writes then fail only once "
+        "the disk is full).",
 }

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 from flask import Flask
 from flask.testing import FlaskClient
 
-from .client.errors import A2ACallError, rpc_result
+from .client.errors import rpc_result
 from .client.protocols import rpc_request
 from .client.shapes import user_message
 
@@ -36,12 +36,6 @@ def make_key(app: Flask, label: Optional[str] = "test",
     return _app_state(app).credentials.create_key(agents, label)[1]
 
 
-#: A JSON-RPC error answer: ``code``, ``message``, ``data``, HTTP ``status``
-#: (the class ``a2a_flask.client`` raises; subclasses by code, such as
-#: ``TaskNotFoundError``).
-A2AClientError = A2ACallError
-
-
 class A2AClient:
     """Calls an app's agents through Flask's test client.
 
@@ -49,7 +43,8 @@ class A2AClient:
     API key (see ``make_key``), sent as a bearer token; ``headers``: any
     other headers (a host token, Basic credentials). ``agent``: the agent
     called when a call names none; None: the default agent, at ``/a2a``.
-    Each method returns the JSON-RPC ``result`` or raises ``A2AClientError``.
+    Each method returns the JSON-RPC ``result`` or raises the agent's error
+    answer as an ``a2a_flask.errors.A2AError`` (``TaskNotFoundError``, ...).
     """
 
     def __init__(self, app_or_client: Any, key: Optional[str] = None,
@@ -73,7 +68,7 @@ class A2AClient:
         return "%s/agents/%s/a2a" % (settings.url_prefix, agent)
 
     def call(self, method: str, params: Any, agent: Optional[str] = None) -> Any:
-        """One JSON-RPC call: its result, or ``A2AClientError``."""
+        """One JSON-RPC call: its result, or the error answer raised."""
         response = self.client.post(self.path(agent), headers=self.headers,
                                     json=rpc_request(method, params))
         return rpc_result(response.status_code, response.get_json(silent=True),

@@ -67,6 +67,11 @@ def jwks_path(settings: "Settings") -> str:
     return settings.url_prefix + "/jwks.json"
 
 
+def dashboard_path(settings: "Settings") -> str:
+    """The operator's page (A2A_DASHBOARD); its actions are below it."""
+    return settings.url_prefix + "/dashboard/"
+
+
 def metrics_path(settings: "Settings") -> str:
     return settings.url_prefix + "/metrics"
 
@@ -105,6 +110,9 @@ def owned_paths(settings: "Settings") -> List[str]:
     paths.append(health_path(settings))
     if settings.metrics:
         paths.append(metrics_path(settings))
+    if settings.dashboard:
+        base = dashboard_path(settings)
+        paths.extend((base, base + "cancel-task", base + "cancel-caller"))
     if settings.card_signing_key:
         paths.append(jwks_path(settings))
     return paths

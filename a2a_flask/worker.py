@@ -17,8 +17,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterable, List, Optional
 
-from .agent import Turn, run_turn
+from .agent import Turn, TurnReadFailed, run_turn
 from .auth.callers import Caller
+from .storage.states import READ_FAILED_TEXT
 from .waits import change_marker, wait_for_change
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -182,6 +183,17 @@ class Worker:
                      claimed.task_id, outcome[0] if outcome else
                      "discarded (canceled, or the lease was lost)",
                      time.monotonic() - started)
+        except TurnReadFailed:
+            # An outage, not the agent's failure: the turn goes back to the
+            # queue (retry agents) or is failed as if its worker had stopped,
+            # now, or by its lease if the storage refuses that too.
+            outcome = self._guarded("release task " + claimed.task_id,
+                                    self.storage.release_turns, self.id,
+                                    [claimed.task_id], self.max_attempts,
+                                    READ_FAILED_TEXT)
+            log.warning("worker %s: the storage failed under the agent's read "
+                        "of task %s: %s", self.id, claimed.task_id,
+                        outcome[0][1] if outcome else "left to its lease")
         except Exception:
             log.exception("worker %s: could not store the outcome of task %s; "
                           "its lease will expire", self.id, claimed.task_id)

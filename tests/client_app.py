@@ -10,6 +10,10 @@
   (with its ``key``) with ``turn.call``, then append ``<task id>
   <attempt>`` to ``RELAY_LEDGER``; a ``relay`` text starting with ``die``
   kills its worker process on the first attempt, after the call;
+- ``catcher``: continues, with ``turn.call``, a task the remote agent of the
+  metadata (``remote``, ``key``, ``version``, ``binding``) does not have,
+  and answers ``caught <class> <code>`` when ``a2a_flask.errors``'
+  ``TaskNotFoundError`` catches the remote's answer;
 - an OAuth 2 client-credentials token endpoint at ``POST /oauth/token``
   (client ``client``, secret ``OAUTH_SECRET``), its OIDC discovery document
   at ``/oauth/.well-known/openid-configuration``, and a ``token_caller``
@@ -31,6 +35,7 @@ from flask import Flask, jsonify, request
 from a2a_flask import A2A, config_from_env
 from a2a_flask.client import Client
 from a2a_flask.demo import register_demo_agents
+from a2a_flask.errors import TaskNotFoundError
 
 SECRET = os.environ.get("OAUTH_SECRET", "client-secret")
 
@@ -58,6 +63,17 @@ def relay(turn):
     return "relayed: " + task.text
 
 
+def catcher(turn):
+    """Catches the remote's TaskNotFoundError with the server's own class."""
+    remote = Client(turn.metadata["remote"], key=turn.metadata["key"],
+                    version=turn.metadata["version"], binding=turn.metadata["binding"])
+    try:
+        turn.call(remote, turn.text, task_id="task_" + "0" * 32)
+    except TaskNotFoundError as exc:
+        return "caught %s %d" % (type(exc).__name__, exc.code)
+    return "not caught"
+
+
 def _generation():
     path = os.environ.get("OAUTH_GENERATION")
     if not path or not os.path.exists(path):
@@ -78,6 +94,7 @@ register_demo_agents(a2a)
 a2a.add_agent("counted", counted)
 a2a.add_agent("relay", relay, background=True, retry=True)
 a2a.add_agent("relay_now", relay)
+a2a.add_agent("catcher", catcher)
 
 
 @a2a.token_caller

@@ -4,8 +4,8 @@ gives (``output``), the registered agent (``registry``: ``Agent``) and the
 engine that runs a turn and stores its outcome (``engine``)."""
 
 from .api import AuthRequired, InputRequired, Reject, Reply, Turn
-from .engine import FAILED_TEXT, run_turn
+from .engine import FAILED_TEXT, TurnReadFailed, run_turn
 from .registry import Agent
 
 __all__ = ["Agent", "AuthRequired", "FAILED_TEXT", "InputRequired", "Reject",
-           "Reply", "Turn", "run_turn"]
+           "Reply", "Turn", "TurnReadFailed", "run_turn"]

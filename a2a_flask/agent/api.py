@@ -102,6 +102,12 @@ class Turn:
         #: What ``call`` runs, given by ``run_turn``: the client lives in a
         #: higher layer (it speaks the wire), so the app hands it down.
         self._call_agent: Optional[Callable[..., Any]] = None
+        #: The storage failure one of this turn's reads met (None: none):
+        #: the turn ends as that outage, whatever the agent made of it.
+        self._storage_failure: Optional[Exception] = None
+        #: What ``start_turn`` returned for a turn run in a request, which
+        #: its outcome's write needs should the start have been lost.
+        self._start: Any = None
 
     @property
     def parts(self) -> List[JSONObject]:
@@ -127,6 +133,12 @@ class Turn:
         process's connections are bounded."""
         try:
             return read(*args, **kwargs)
+        except Exception as exc:
+            failure = self._store.failure(exc)
+            if failure is None:
+                raise
+            self._storage_failure = failure
+            raise failure from None
         finally:
             self._store.release_connection()
 

@@ -22,6 +22,18 @@ TOO_LARGE_TEXT = ("The agent's answer was too large to keep: %d bytes, more than
                   "Nothing of it was stored.")
 
 
+class TurnReadFailed(Exception):
+    """The storage failed under one of the agent's own reads (``turn.recent()``
+    ...): the turn did not run to an outcome, through nobody's fault but the
+    storage's. ``failure``: the ``StorageUnavailableError``. Nothing of an
+    outcome was stored; what becomes of the turn's start is the runner's
+    call (``service.send`` withdraws it, the worker releases the turn)."""
+
+    def __init__(self, failure):
+        super().__init__(failure)
+        self.failure = failure
+
+
 def _artifact(spec, default_name=None):
     artifact = {"artifactId": spec.get("artifactId") or new_id("art_"),
                 "parts": list(spec["parts"])}
@@ -78,7 +90,8 @@ def store_outcome(turn: "Turn", state: str, message: Dict[str, Any],
     being ``working``): its timestamp, or None when it was discarded."""
     return turn._store.finish_turn(turn.task_id, turn.caller.id, turn.agent.name,
                                   state, message, artifacts,
-                                  max_artifact_bytes=turn.max_artifact_bytes)
+                                  max_artifact_bytes=turn.max_artifact_bytes,
+                                  start=turn._start)
 
 
 def run_turn(turn: "Turn", store: Callable = store_outcome, tracing: Any = None,
@@ -90,6 +103,9 @@ def run_turn(turn: "Turn", store: Callable = store_outcome, tracing: Any = None,
     ``store(turn, state, message, artifacts)`` (the worker passes its own,
     which stores only while it holds the turn); ``tracing``: the app's
     spans, one around the agent's own work.
+
+    A storage failure under one of the agent's reads raises
+    ``TurnReadFailed`` instead of failing the task (the agent did not fail).
 
     Returns (state, status message, artifacts, timestamp) as stored, or None
     when the task was canceled meanwhile and the outcome discarded. An
@@ -113,6 +129,13 @@ def run_turn(turn: "Turn", store: Callable = store_outcome, tracing: Any = None,
         if too_large is not None:
             state, message, artifacts = too_large
     except Exception:
+        if turn._storage_failure is not None:
+            # An outage, not the agent's failure: no traceback blaming it
+            # (the storage logged the failure), and no failed task for good.
+            log.warning("agent %r could not read task %s: the storage is "
+                        "unavailable; the turn stops there", turn.agent.name,
+                        turn.task_id)
+            raise TurnReadFailed(turn._storage_failure) from None
         # The caller gets a failed task naming no internals; the log gets why.
         log.exception("agent %r failed on task %s", turn.agent.name, turn.task_id)
         state, message, artifacts = _failure(turn)

@@ -32,16 +32,20 @@ class Caller:
 
     ``id`` owns tasks: two requests with the same id see the same tasks.
     ``scope`` is None for every agent, else the set of agent names allowed.
+    ``operator``: may open the operator's page (``dashboard.py``); a host
+    hook may return a Caller made with ``operator=True``.
     """
 
     __slots__ = ("id", "kind", "name", "scope", "authenticated", "remembered_key",
-                 "token_scopes", "key_hash")
+                 "token_scopes", "key_hash", "operator")
 
     def __init__(self, id: str, kind: str, name: str,
                  scope: Optional[AbstractSet[str]] = None,
                  authenticated: bool = True,
-                 token_scopes: Optional[AbstractSet[str]] = None) -> None:
+                 token_scopes: Optional[AbstractSet[str]] = None,
+                 operator: bool = False) -> None:
         self.id = id
+        self.operator = operator
         self.kind = kind
         self.name = name
         self.scope = scope
@@ -88,7 +92,8 @@ def _basic(header):
 
 
 def _key_caller(key, key_hash, remembered=False):
-    caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope)
+    caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope,
+                    operator=key.operator)
     caller.key_hash = key_hash
     if remembered:
         caller.remembered_key = key_hash

@@ -68,14 +68,14 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-class ApiKey:
+class StoredApiKey:
     """A stored key, without its secret."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
-                 "revoked_at")
+                 "revoked_at", "operator")
 
     def __init__(self, id, prefix, label, scope, created_at, last_used_at,
-                 revoked_at):
+                 revoked_at, operator=False):
         self.id = id
         self.prefix = prefix
         self.label = label
@@ -84,10 +84,14 @@ class ApiKey:
         self.created_at = created_at
         self.last_used_at = last_used_at
         self.revoked_at = revoked_at
+        #: Opens the operator's page (reaching agents is the scope's say).
+        self.operator = bool(operator)
 
     @property
     def scope_text(self) -> str:
-        return "*" if self.scope is None else ",".join(sorted(self.scope))
+        if self.scope is None:
+            return "*"
+        return ",".join(sorted(self.scope)) or "(no agent)"
 
 
 class Credentials:
@@ -99,14 +103,16 @@ class Credentials:
 
     def __init__(self, storage):
         self.storage = storage
-        self._live = {}  # key hash -> ApiKey found live by find_key
+        self._live = {}  # key hash -> StoredApiKey found live by find_key
         self._uses = KeyUses(storage, _last_used_cutoff)
 
     # -- API keys ----------------------------------------------------------
 
     def create_key(self, agents: Optional[Iterable[str]] = None,
-                   label: Optional[str] = None) -> Tuple[ApiKey, str]:
-        """A new key for ``agents`` (None: every agent): (ApiKey, secret).
+                   label: Optional[str] = None,
+                   operator: bool = False) -> Tuple[StoredApiKey, str]:
+        """A new key for ``agents`` (None: every agent; an empty set: none):
+        (StoredApiKey, secret). ``operator``: it opens the operator's page.
 
         The secret is returned once, here, and never stored.
         """
@@ -115,12 +121,12 @@ class Credentials:
         # Not new_id()[:16]: new_id starts with the time, so that would be a
         # timestamp, the same for two keys made in one millisecond.
         row = self.storage.insert_key(KeyRow(
-            "key_" + secrets.token_hex(6), secret[:10], label, scope, None),
-            hash_key(secret))
-        return ApiKey(*row.astuple()), secret
+            "key_" + secrets.token_hex(6), secret[:10], label, scope, None,
+            operator=operator), hash_key(secret))
+        return StoredApiKey(*row.astuple()), secret
 
-    def keys(self) -> List[ApiKey]:
-        return [ApiKey(*row.astuple()) for row in self.storage.keys()]
+    def keys(self) -> List[StoredApiKey]:
+        return [StoredApiKey(*row.astuple()) for row in self.storage.keys()]
 
     def revoke_key(self, key_id: str) -> List[TaskRecord]:
         """Revoke the key, then cancel its tasks that are ``working``: its
@@ -135,15 +141,14 @@ class Credentials:
         return self.storage.cancel_tasks(owner=key_owner(key_id),
                                          states=["working"])
 
-    def find_key(self, secret: str) -> Optional[ApiKey]:
+    def find_key(self, secret: str) -> Optional[StoredApiKey]:
         """The live key with this secret, or None; records its use."""
         key_hash = hash_key(secret)
         row = self.storage.find_key(key_hash)
         if row is None:
             self._live.pop(key_hash, None)
             return None
-        key = ApiKey(row.id, row.prefix, row.label, row.scope, row.created_at,
-                     row.last_used_at, row.revoked_at)
+        key = StoredApiKey(*row.astuple())
         # ISO timestamps of one format sort as text: no parsing per request.
         cutoff = _last_used_cutoff()
         if key.last_used_at is None or key.last_used_at < cutoff:
@@ -154,8 +159,8 @@ class Credentials:
         self._live[key_hash] = key
         return key
 
-    def remembered_key(self, secret: str) -> Optional[Tuple[ApiKey, str]]:
-        """(ApiKey, its hash) of a key ``find_key`` found live in this process
+    def remembered_key(self, secret: str) -> Optional[Tuple[StoredApiKey, str]]:
+        """(StoredApiKey, its hash) of a key ``find_key`` found live in this process
         less than a minute ago (its use then noted), else None. Not proof
         that it is live *now*: whoever takes it checks that in the storage
         statement of the call (``remembered_key`` of ``Storage.get_task`` and
@@ -177,16 +182,20 @@ class Credentials:
 
     # -- built-in users --------------------------------------------------------
 
-    def create_user(self, name: str, password: str) -> None:
+    def create_user(self, name: str, password: str, operator: bool = False) -> None:
         if not name or ":" in name:
             raise CredentialError("user name %r must be non-empty, without ':'"
                                   % name)
         if not password:
             raise CredentialError("the password must not be empty")
         try:
-            self.storage.insert_user(name, passwords.hash_password(password))
+            self.storage.insert_user(name, passwords.hash_password(password),
+                                     operator)
         except UserExistsError:
             raise CredentialError("a user named %r already exists" % name) from None
+
+    def user_is_operator(self, name: str) -> bool:
+        return self.storage.user_is_operator(name)
 
     def users(self) -> List[Tuple[str, str]]:
         """(name, created_at) of every built-in user."""

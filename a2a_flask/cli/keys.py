@@ -26,18 +26,29 @@ def _scope(agents):
 
 
 @keys_cli.command("create")
-@click.option("--agents", default="*", show_default=True,
-              help="'*' for every agent, or agent names separated by commas.")
+@click.option("--agents", default=None,
+              help="'*' for every agent, or agent names separated by commas "
+                   "[default: '*'; with --operator, no agent].")
 @click.option("--label", default=None, help="Who or what the key is for.")
+@click.option("--operator", is_flag=True,
+              help="The key opens the operator's page (every caller's tasks, "
+                   "cancel them); it reaches no agent unless --agents is given.")
 @click.option("--quiet", is_flag=True, help="Print only the key.")
-def keys_create(agents: str, label: Optional[str], quiet: bool) -> None:
+def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
+                quiet: bool) -> None:
     """Create an API key; it is printed once and never stored in clear."""
-    key, secret = app_state().credentials.create_key(_scope(agents), label)
+    if agents is None:
+        # An operator's key is for looking after the service, not for calls.
+        scope = set() if operator else None
+    else:
+        scope = _scope(agents)
+    key, secret = app_state().credentials.create_key(scope, label, operator)
     if quiet:
         click.echo(secret)
         return
-    click.echo("Created API key %s (scope: %s%s)." % (
-        key.id, key.scope_text, ", label: %s" % label if label else ""))
+    click.echo("Created %sAPI key %s (scope: %s%s)." % (
+        "operator " if key.operator else "", key.id, key.scope_text,
+        ", label: %s" % label if label else ""))
     click.echo(secret)
     click.echo("This key is shown once: store it now. Only its hash is kept.",
                err=True)
@@ -50,8 +61,10 @@ def keys_list() -> None:
     if not keys:
         click.echo("No API keys. Create one with: flask a2a keys create")
         return
-    rows = [("ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED")]
-    rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text, k.created_at,
+    rows = [("ID", "PREFIX", "LABEL", "SCOPE", "OPERATOR", "CREATED",
+             "LAST USED", "REVOKED")]
+    rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text,
+              "yes" if k.operator else "no", k.created_at,
               k.last_used_at or "never", k.revoked_at or "-") for k in keys]
     table(rows)
 

@@ -11,15 +11,16 @@ Its HTTP is urllib3's with the ``client`` extra, else the standard
 library's (``stdlib_transport``). From a terminal: ``python -m
 a2a_flask.client URL TEXT`` (``terminal``). The results (``shapes``) and
 errors (``errors``) are shared by the test client of ``a2a_flask.testing``.
+An agent's error answers are raised as the package's wire errors
+(``a2a_flask.errors``, the server's own classes); the client's own failures
+are the ``ClientError`` classes below.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
-    A2ACallError, AmbiguousOutcome, AnswerTooLarge, AuthenticationError,
-    CardError, ClientError, ContentTypeNotSupportedError, InvalidParamsError,
-    TaskNotCancelableError, TaskNotFoundError, TransportError,
-    UnsupportedOperationError, VersionNotSupportedError, WaitTimeout,
+    AmbiguousOutcome, AnswerTooLarge, CardError, ClientError, TokenError,
+    TransportError, WaitTimeout,
 )
 from .shapes import Artifact, Message, Task, TaskPage
 
@@ -33,14 +34,13 @@ _LAZY = {"Client": "client", "Auth": "auth", "ApiKey": "auth", "Bearer": "auth",
          "MESSAGE_ID_ONCE": "cards"}
 
 # A literal list: linters and type checkers (a user's mypy --strict) read
-# the re-exports from it.
+# the re-exports from it. Wire errors are not among them: they are
+# a2a_flask.errors' classes.
 __all__ = [
-    "A2ACallError", "AmbiguousOutcome", "AnswerTooLarge", "ApiKey", "Artifact",
-    "Auth", "AuthenticationError", "Basic", "Bearer", "CardError", "Client",
-    "ClientCredentials", "ClientError", "ContentTypeNotSupportedError",
-    "Interface", "InvalidParamsError", "MESSAGE_ID_ONCE", "Message", "Task",
-    "TaskNotCancelableError", "TaskNotFoundError", "TaskPage", "TransportError",
-    "UnsupportedOperationError", "VersionNotSupportedError", "WaitTimeout"]
+    "AmbiguousOutcome", "AnswerTooLarge", "ApiKey", "Artifact", "Auth",
+    "Basic", "Bearer", "CardError", "Client", "ClientCredentials",
+    "ClientError", "Interface", "MESSAGE_ID_ONCE", "Message", "Task",
+    "TaskPage", "TokenError", "TransportError", "WaitTimeout"]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-from .errors import AuthenticationError, TransportError
+from .errors import TokenError, TransportError
 from .transport import Http, Lost, NotSent
 
 JSONObject = Dict[str, Any]
@@ -152,8 +152,8 @@ class ClientCredentials(Auth):
 
     def _fetch(self, http: Http) -> None:
         if not self.token_url:
-            raise AuthenticationError(None, "No token URL: give token_url, or "
-                                      "call an agent whose card declares one.", status=0)
+            raise TokenError("No token URL: give token_url, or call an agent "
+                             "whose card declares one.")
         form = {"grant_type": "client_credentials"}
         if self.scope:
             form["scope"] = self.scope
@@ -175,9 +175,8 @@ class ClientCredentials(Auth):
         if answer.status != 200 or not isinstance(body, dict) \
                 or not isinstance(body.get("access_token"), str):
             what = body.get("error") if isinstance(body, dict) else None
-            raise AuthenticationError(None, "The token endpoint refused the "
-                                      "client credentials (%s)." % (what or answer.status),
-                                      status=answer.status)
+            raise TokenError("The token endpoint refused the client credentials "
+                             "(%s)." % (what or answer.status), answer.status)
         self._token = body["access_token"]
         lifetime = body.get("expires_in")
         lifetime = float(lifetime) if isinstance(lifetime, (int, float, str)) \

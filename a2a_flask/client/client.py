@@ -36,7 +36,7 @@ from ..protocol.v10 import convert as convert_v10
 from . import cards, protocols, shapes
 from .auth import Auth, auth_from
 from .errors import (
-    A2ACallError, AmbiguousOutcome, CardError, TransportError, WaitTimeout,
+    AmbiguousOutcome, CardError, TokenError, TransportError, WaitTimeout,
 )
 from .protocols import Call, SendOptions
 from .shapes import Message, Task, TaskPage
@@ -228,7 +228,7 @@ class Client:
                 headers.update(self._given_auth.headers(self.http))
                 answer = self._request(Call("card", "GET", card_url, headers=headers),
                                        replayable=True, deadline=deadline)
-            except A2ACallError:
+            except TokenError:
                 pass
         return answer
 

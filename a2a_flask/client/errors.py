@@ -1,81 +1,58 @@
-"""What the A2A client raises: one base class, the server's error answers
-as exceptions carrying the A2A code, the HTTP status and the data, and the
-outcomes of the client's own making (no answer, an ambiguous one, a wait
-that ran out).
+"""What the A2A client raises: the agent's error answers as the package's
+own wire errors (``a2a_flask.errors``: the classes the server raises,
+carrying the A2A code, here with the answer's HTTP status, reason and data),
+and the failures of the client's own making (``ClientError``: no answer, an
+ambiguous one, no usable card, a wait that ran out).
 
 ``error_for`` is the one place an error answer (a JSON-RPC ``error`` object
 of either version, or a 1.0 HTTP+JSON ``google.rpc.Status``) becomes an
 exception; ``a2a_flask.testing`` raises the same classes.
 """
 
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, Optional, Tuple, Type
 
-from ..protocol.errors import ANSWERS
+from .. import errors
+from ..errors import A2AError
 
-#: google.rpc.ErrorInfo.reason (A2A 1.0 section 11.6) -> the JSON-RPC code:
-#: the service's own table, plus the reasons of errors it never answers.
-REASON_CODES = {answer.reason: cls.code for cls, answer in ANSWERS.items()
-                if answer.reason}
-REASON_CODES.update(INVALID_AGENT_RESPONSE=-32006, EXTENSION_SUPPORT_REQUIRED=-32008)
+
+def _wire_classes() -> Dict[str, Type[A2AError]]:
+    return {name: cls for name, cls in vars(errors).items()
+            if isinstance(cls, type) and issubclass(cls, A2AError)}
+
+
+#: The class of a JSON-RPC code: the one that defines it (subclasses that
+#: only differ by HTTP status are ``_BY_STATUS``'s). -32000 is any server's
+#: own error: QueueFullError only by its status or reason.
+_BY_CODE: Dict[int, Type[A2AError]] = {
+    cls.code: cls for cls in _wire_classes().values()
+    if "code" in vars(cls) and cls.code != errors.QueueFullError.code}
+#: google.rpc.ErrorInfo.reason (A2A 1.0 section 11.6) -> its class.
+_BY_REASON: Dict[str, Type[A2AError]] = {
+    str(cls.reason): cls for cls in _wire_classes().values()
+    if vars(cls).get("reason")}
+#: The errors of one code that the HTTP status tells apart: the refusals
+#: before a method runs (-32600), and the queue's -32000.
+_BY_STATUS: Dict[Tuple[int, int], Type[A2AError]] = {
+    (-32600, 401): errors.UnauthenticatedError, (-32600, 403): errors.ForbiddenError,
+    (-32600, 404): errors.AgentNotFoundError, (-32600, 413): errors.PayloadTooLargeError,
+    (-32600, 429): errors.TooManyRequestsError, (-32000, 429): errors.QueueFullError}
 #: The code of an HTTP+JSON error without an ErrorInfo, by HTTP status.
 STATUS_CODES = {400: -32602, 401: -32600, 403: -32600, 404: -32001,
                 405: -32601, 413: -32600, 429: -32600, 501: -32004}
 
 
 class ClientError(Exception):
-    """Base class of everything ``a2a_flask.client`` raises."""
+    """Base class of the client's own failures (the agent's error answers
+    are ``a2a_flask.errors.A2AError``)."""
 
 
-class A2ACallError(ClientError):
-    """The agent answered with an error: ``code`` (the A2A/JSON-RPC code),
-    ``message`` (its sentence), ``data`` (its details: the 0.3 ``data``
-    object, or the 1.0 list of typed details), ``status`` (the HTTP status)
-    and ``reason`` (1.0 ``ErrorInfo.reason``, when given)."""
+class TokenError(ClientError):
+    """No bearer token could be had for the call: no token URL, or the token
+    endpoint refused the client credentials (``status``: its HTTP status)."""
 
-    code = -32603
-
-    def __init__(self, code: Optional[int], message: str, data: Any = None,
-                 status: int = 200, reason: Optional[str] = None) -> None:
-        if code is not None:
-            self.code = code
-        self.message, self.data, self.status, self.reason = (
-            message, data, status, reason)
-        super().__init__("%s %s (HTTP %d)" % (self.code, message, status))
-
-
-class InvalidParamsError(A2ACallError):
-    code = -32602
-
-
-class TaskNotFoundError(A2ACallError):
-    code = -32001
-
-
-class TaskNotCancelableError(A2ACallError):
-    code = -32002
-
-
-class UnsupportedOperationError(A2ACallError):
-    code = -32004
-
-
-class ContentTypeNotSupportedError(A2ACallError):
-    code = -32005
-
-
-class VersionNotSupportedError(A2ACallError):
-    code = -32009
-
-
-class AuthenticationError(A2ACallError):
-    """The agent refused the credentials (HTTP 401 or 403)."""
-
-
-_BY_CODE: Dict[int, Type[A2ACallError]] = {
-    cls.code: cls for cls in (InvalidParamsError, TaskNotFoundError,
-                              TaskNotCancelableError, UnsupportedOperationError,
-                              ContentTypeNotSupportedError,
-                              VersionNotSupportedError)}
+    def __init__(self, message: str, status: Optional[int] = None) -> None:
+        self.status = status
+        super().__init__(message)
 
 
 class TransportError(ClientError):
@@ -136,22 +113,36 @@ def _reason(details: Any) -> Optional[str]:
     return None
 
 
-def error_for(error: Dict[str, Any], status: int, rest: bool = False) -> A2ACallError:
+def error_for(error: Dict[str, Any], status: int, rest: bool = False) -> A2AError:
     """The exception for one error answer: a JSON-RPC ``error`` object, or
     (``rest``) the ``error`` member of a 1.0 HTTP+JSON error body."""
     message = str(error.get("message") or "error without a message")
     if rest:
         data = error.get("details")
         reason = _reason(data)
-        code = REASON_CODES.get(reason or "", STATUS_CODES.get(status, -32603))
+        known = _BY_REASON.get(reason or "")
+        code = known.code if known else STATUS_CODES.get(status, -32603)
     else:
         data = error.get("data")
         reason = _reason(data)
-        found = error.get("code")
-        code = found if isinstance(found, int) else -32603
+        given = error.get("code")
+        code = given if isinstance(given, int) else -32603
+    return wire_class(code, status, reason).from_answer(code, message, data,
+                                                          status, reason)
+
+
+def wire_class(code: int, status: int, reason: Optional[str] = None) -> Type[A2AError]:
+    """The class of an error answer: by its reason, else its code and HTTP
+    status (any code with 401/403 is a refusal of the credentials)."""
     if status in (401, 403):
-        return AuthenticationError(code, message, data, status, reason)
-    return _BY_CODE.get(code, A2ACallError)(code, message, data, status, reason)
+        code = errors.InvalidRequestError.code
+    found = _BY_STATUS.get((code, status))
+    if found is not None:
+        return found
+    known = _BY_REASON.get(reason or "")
+    if known is not None and known.code == code:
+        return known
+    return _BY_CODE.get(code, A2AError)
 
 
 def rpc_result(status: int, body: Any, data: bytes = b"") -> Any:
@@ -165,9 +156,17 @@ def rpc_result(status: int, body: Any, data: bytes = b"") -> Any:
         if isinstance(body.get("code"), int) and isinstance(body.get("message"), str):
             raise error_for(body, status)  # a refusal before the envelope
     if status in (401, 403):
-        raise AuthenticationError(-32600, refusal_sentence(body, data), status=status)
+        raise refusal(status, body, data)
     raise TransportError("Not a JSON-RPC answer (HTTP %d): %r" % (status, data[:200]),
                          status)
+
+
+def refusal(status: int, body: Any, data: bytes) -> A2AError:
+    """A 401/403 that is not an A2A answer (a proxy's, a middleware's) as the
+    refusal it is."""
+    code = errors.InvalidRequestError.code
+    return wire_class(code, status).from_answer(code, refusal_sentence(body, data),
+                                                None, status)
 
 
 def refusal_sentence(body: Any, data: bytes) -> str:

@@ -1,5 +1,5 @@
 """The three ways the client calls an agent, each turning an operation into
-one HTTP request and its answer into a result or an ``A2ACallError``:
+one HTTP request and its answer into a result or an ``A2AError``:
 JSON-RPC 1.0 (``A2A-Version: 1.0``), HTTP+JSON 1.0 and JSON-RPC 0.3.
 
 Operations take the version-neutral arguments the client gives (a 0.3 user
@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import shapes
 from .cards import Interface
-from .errors import (
-    AuthenticationError, TransportError, UnsupportedOperationError, error_for,
-    refusal_sentence, rpc_result,
-)
+from ..errors import UnsupportedOperationError
+from .errors import TransportError, error_for, refusal, rpc_result
 
 if TYPE_CHECKING:
     from .transport import Answer
@@ -95,8 +93,9 @@ class JsonRpc:
     def _call(self, operation: str, params: JSONObject) -> Call:
         method = METHODS[operation][0 if self.v10 else 1]
         if method is None:
-            raise UnsupportedOperationError(
-                -32004, "%s is not an operation of A2A 0.3." % operation, status=0)
+            raise UnsupportedOperationError.from_answer(
+                UnsupportedOperationError.code,
+                "%s is not an operation of A2A 0.3." % operation, None, 0)
         if self.v10 and self.interface.tenant:
             params = dict(params, tenant=self.interface.tenant)
         headers = {"Content-Type": "application/json"}
@@ -175,8 +174,7 @@ class Rest:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             raise error_for(body["error"], answer.status, rest=True)
         if answer.status in (401, 403):
-            raise AuthenticationError(-32600, refusal_sentence(body, answer.data),
-                                      status=answer.status)
+            raise refusal(answer.status, body, answer.data)
         raise TransportError("Not an A2A answer (HTTP %d): %r"
                              % (answer.status, answer.data[:200]), answer.status)
 

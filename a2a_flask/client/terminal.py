@@ -10,6 +10,7 @@ import json
 import sys
 from typing import List, Optional, Union
 
+from ..errors import A2AError
 from .errors import ClientError
 from .shapes import Message, Task
 
@@ -56,7 +57,7 @@ def call(url: str, text: str, key: Optional[str] = None, token: Optional[str] = 
                     binding=binding) as agent:
             return agent.send(text, task_id=task_id, context_id=context_id,
                               wait=timeout if wait else False)
-    except ClientError as exc:
+    except (A2AError, ClientError) as exc:
         raise CallFailed("%s: %s" % (type(exc).__name__, exc)) from None
 
 

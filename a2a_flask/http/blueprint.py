@@ -11,7 +11,7 @@ from flask import Blueprint, request
 from .. import urls
 from ..protocol import versions
 from ..protocol.v10 import rest
-from . import discovery
+from . import dashboard, discovery
 from .headers import add_headers
 from .json_fallbacks import add_fallbacks
 from .pipeline import answer_call, current_app_state
@@ -86,6 +86,9 @@ def make_blueprint(settings):
         @bp.route(urls.metrics_path(settings), methods=["GET"])
         def metrics():
             return current_app_state().metrics.response()
+
+    if settings.dashboard:
+        dashboard.add_routes(bp, settings)
 
     if settings.default_agent:
         # The single-endpoint shape: the default agent at the host root.

@@ -28,13 +28,14 @@ def _read(name):
         return f.read()
 
 
-@lru_cache(maxsize=1)
-def page():
-    """(the page's HTML, its Content-Security-Policy), built once."""
-    html = _read("try_page.html")
-    # One closure: the key typed in stays in it, and so do the view's helpers.
-    script = '(function () {\n  "use strict";\n%s\n%s}());' % (
-        _read("try_page_view.js"), _read("try_page.js"))
+def inline_page(html_name, *script_names):
+    """(HTML, Content-Security-Policy) of a self-contained page: the
+    scripts ``script_names`` in one closure in place of ``/*SCRIPT*/``,
+    and a policy admitting only its own inline script and style (by hash)."""
+    html = _read(html_name)
+    # One closure: a key typed in stays in it, and so do the view's helpers.
+    script = '(function () {\n  "use strict";\n%s}());' % "\n".join(
+        _read(name) for name in script_names)
     html = html.replace("/*SCRIPT*/", script, 1)
     hashes = {"script": [], "style": []}
     for kind, text in _INLINE.findall(html):
@@ -55,6 +56,12 @@ def page():
     return html, policy
 
 
+@lru_cache(maxsize=1)
+def page():
+    """(the page's HTML, its Content-Security-Policy), built once."""
+    return inline_page("try_page.html", "try_page_view.js", "try_page.js")
+
+
 def wants_page():
     """Whether the request is a browser's asking for a page: text/html named
     (not only ``*/*``, as curl sends) and preferred to JSON."""
@@ -64,8 +71,10 @@ def wants_page():
     return accept.best_match(["text/html", "application/json"]) == "text/html"
 
 
-def page_response():
-    html, policy = page()
+def page_response(built=None):
+    """The answer of a page built by ``inline_page`` (the try page's by
+    default): its policy, never cached, never sniffed, no referrer."""
+    html, policy = built or page()
     response = Response(html, mimetype="text/html")
     response.headers["Content-Security-Policy"] = policy
     response.headers["X-Content-Type-Options"] = "nosniff"

@@ -1,9 +1,10 @@
 """How every error is answered, in one place.
 
-``ANSWERS`` maps each A2A error class to its 1.0 ``ErrorInfo.reason``, the
-HTTP status of the HTTP+JSON binding (1.0 section 5.4) and, where section
-5.4's gRPC column is more precise than the HTTP status, its google.rpc
-code name. (The JSON-RPC code is the class's own ``code``.)
+``ANSWERS`` maps each A2A error class to the HTTP status of the HTTP+JSON
+binding (1.0 section 5.4) and, where section 5.4's gRPC column is more
+precise than the HTTP status, its google.rpc code name. (The JSON-RPC code
+and the 1.0 ``ErrorInfo.reason`` are the class's own ``code`` and
+``reason``.)
 
 ``as_a2a_error`` turns what the storage raises (its neutral outcomes and
 failures, ``storage/errors.py``) into A2A errors, worded for the protocol
@@ -16,37 +17,34 @@ from .. import errors
 from ..storage import errors as storage
 
 
-class Answer(NamedTuple):
-    """How one A2A error is answered besides its JSON-RPC code."""
+class ErrorAnswer(NamedTuple):
+    """How one A2A error is answered over HTTP+JSON."""
 
-    #: ``ErrorInfo.reason`` (1.0 section 11.6: the type, no "Error"), or None.
-    reason: Optional[str]
-    #: The HTTP status over HTTP+JSON; None: the class's own ``http_status``.
+    #: The HTTP status; None: the class's own ``http_status``.
     rest_status: Optional[int]
     #: The google.rpc code name, where more precise than the HTTP status's.
     grpc_status: Optional[str] = None
 
 
 _PRECONDITION = "FAILED_PRECONDITION"
-ANSWERS: Dict[Type[errors.A2AError], Answer] = {
-    errors.TaskNotFoundError: Answer("TASK_NOT_FOUND", 404),
-    errors.MethodNotFoundError: Answer(None, 404),
-    errors.TaskNotCancelableError: Answer("TASK_NOT_CANCELABLE", 400, _PRECONDITION),
-    errors.PushNotificationNotSupportedError: Answer(
-        "PUSH_NOTIFICATION_NOT_SUPPORTED", 400, _PRECONDITION),
-    errors.UnsupportedOperationError: Answer("UNSUPPORTED_OPERATION", 400,
-                                             _PRECONDITION),
-    errors.ContentTypeNotSupportedError: Answer("CONTENT_TYPE_NOT_SUPPORTED", 400),
-    errors.ExtendedAgentCardNotConfiguredError: Answer(
-        "EXTENDED_AGENT_CARD_NOT_CONFIGURED", 400, _PRECONDITION),
-    errors.VersionNotSupportedError: Answer("VERSION_NOT_SUPPORTED", 400,
-                                            _PRECONDITION),
-    errors.ServiceUnavailableError: Answer("STORAGE_UNAVAILABLE", 503),
-    errors.IdentityProviderUnavailableError: Answer("IDENTITY_PROVIDER_UNAVAILABLE", 503),
-    errors.QueueFullError: Answer("QUEUE_FULL", 429),
-    errors.InternalError: Answer(None, 500),
+ANSWERS: Dict[Type[errors.A2AError], ErrorAnswer] = {
+    errors.TaskNotFoundError: ErrorAnswer(404),
+    errors.MethodNotFoundError: ErrorAnswer(404),
+    errors.TaskNotCancelableError: ErrorAnswer(400, _PRECONDITION),
+    errors.PushNotificationNotSupportedError: ErrorAnswer(400, _PRECONDITION),
+    errors.UnsupportedOperationError: ErrorAnswer(400, _PRECONDITION),
+    errors.ContentTypeNotSupportedError: ErrorAnswer(400),
+    errors.InvalidAgentResponseError: ErrorAnswer(502, "INTERNAL"),
+    errors.ExtendedAgentCardNotConfiguredError: ErrorAnswer(400, _PRECONDITION),
+    errors.ExtensionSupportRequiredError: ErrorAnswer(400, _PRECONDITION),
+    errors.VersionNotSupportedError: ErrorAnswer(400, _PRECONDITION),
+    errors.ServiceUnavailableError: ErrorAnswer(503),
+    errors.IdentityProviderUnavailableError: ErrorAnswer(503),
+    errors.QueueFullError: ErrorAnswer(429),
+    errors.QuotaExceededError: ErrorAnswer(429),
+    errors.InternalError: ErrorAnswer(500),
 }
-_DEFAULT = Answer(None, 400)
+_DEFAULT = ErrorAnswer(400)
 
 #: google.rpc.Code names by HTTP status.
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
@@ -56,7 +54,7 @@ STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED",
                 503: "UNAVAILABLE"}
 
 
-def answer_of(exc: errors.A2AError) -> Answer:
+def answer_of(exc: errors.A2AError) -> ErrorAnswer:
     """The table's row for ``exc``: its class's, else its nearest base's."""
     for cls in type(exc).__mro__:
         found = ANSWERS.get(cls)
@@ -66,9 +64,9 @@ def answer_of(exc: errors.A2AError) -> Answer:
 
 
 def reason(exc: errors.A2AError) -> Optional[str]:
-    """The 1.0 ``ErrorInfo.reason`` of ``exc``, exactly of its class."""
-    found = ANSWERS.get(type(exc))
-    return found.reason if found is not None else None
+    """The 1.0 ``ErrorInfo.reason`` of ``exc``, exactly of its class (a
+    subclass without its own, such as SchemaOutdatedError, answers none)."""
+    return vars(type(exc)).get("reason")
 
 
 def rest_status(exc: errors.A2AError) -> int:
@@ -128,11 +126,17 @@ def outcome_error(exc: storage.StorageError, wording: Wording) -> errors.A2AErro
             "now; poll %s until it waits for input." % (exc.task_id, exc.state,
                                                         wording.get_task),
             data={"field": "message.taskId", "state": exc.state})
-    if isinstance(exc, storage.QueueFullError):
+    if isinstance(exc, storage.QueueLimitReachedError):
         return errors.QueueFullError(
             "This caller already has %d background turns waiting for a "
             "worker (A2A_QUEUE_LIMIT_PER_CALLER): nothing was stored. Retry "
             "once some have started." % exc.limit, limit=exc.limit)
+    if isinstance(exc, storage.QuotaReachedError):
+        return errors.QuotaExceededError(
+            "This caller's stored tasks take %d bytes, its storage quota is %d "
+            "(A2A_MAX_STORED_BYTES_PER_CALLER): nothing was stored. Retry once "
+            "older tasks were pruned or deleted." % (exc.stored, exc.limit),
+            limit=exc.limit, stored=exc.stored)
     if isinstance(exc, storage.TaskEndedError):
         return errors.TaskNotCancelableError(
             "Task %s is %s, a terminal state, and cannot be canceled."
@@ -147,8 +151,8 @@ def failure_error(exc: storage.StorageUnavailableError,
     unreachable): the storage's sentence, ``data.retry`` true."""
     if exc.stored_task is not None:
         task_id, state = exc.stored_task
-        ending = ("it is failed" if state == "failed" else
-                  "it stays working until the service fails it as stale")
+        ending = ("it stays working until the service fails it as stale"
+                  if state == "working" else "it is %s" % wording.state(state))
         return errors.ServiceUnavailableError(
             "%s: task %s was stored, but its agent's answer could not be: %s. "
             "Send the message again with a new messageId once the storage "

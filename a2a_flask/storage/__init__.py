@@ -41,4 +41,5 @@ def open_storage(settings: "Settings") -> Storage:
     from .sqlite import SqliteStorage
     return SqliteStorage(sqlite_path(settings.database), settings.busy_timeout_ms,
                          settings.sqlite_synchronous, settings.stale_turn_seconds,
-                         auto_migrate=settings.auto_migrate)
+                         auto_migrate=settings.auto_migrate,
+                         min_free_disk_bytes=getattr(settings, "min_free_disk_bytes", 0))

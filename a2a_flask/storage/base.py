@@ -33,13 +33,14 @@ from .contract import (
 )
 from .errors import (  # noqa: F401
     ArtifactsFullError, ContextMismatchError, KeyNotFoundError, MessageIdReusedError,
-    NoSuchTaskError,
-    QueueFullError, RememberedKeyRevokedError, SchemaError, StorageBusyError, StorageError,
-    StorageFullError, StorageUnavailableError, TaskEndedError, TaskNotWaitingError,
-    UserExistsError, UserNotFoundError,
+    NoSuchTaskError, QueueLimitReachedError, QuotaReachedError, RememberedKeyRevokedError,
+    SchemaError, StorageBusyError, StorageError, StorageFullError, StorageReserveError,
+    StorageUnavailableError, TaskEndedError, TaskNotWaitingError, UserExistsError,
+    UserNotFoundError,
 )
 from .records import (  # noqa: F401
-    Artifact, ClaimedTurn, KeyRow, Message, TaskPage, TaskRecord, TurnStart,
+    Artifact, ClaimedTurn, KeyRow, Message, OperatorView, StoredTaskPage, TaskRecord,
+    TurnStart,
 )
 from .states import (  # noqa: F401
     ARTIFACTS_FULL_TEXT, ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, QUEUED_TEXT,

@@ -59,7 +59,7 @@ class TaskEndedError(StorageError):
         self.state = state
 
 
-class QueueFullError(StorageError):
+class QueueLimitReachedError(StorageError):
     """The caller already has ``limit`` background turns queued (not yet
     started): nothing was stored."""
 
@@ -67,6 +67,18 @@ class QueueFullError(StorageError):
         super().__init__(owner, limit)
         self.owner = owner
         self.limit = limit
+
+
+class QuotaReachedError(StorageError):
+    """The caller's stored tasks already count ``stored`` bytes, at least its
+    quota of ``limit`` (A2A_MAX_STORED_BYTES_PER_CALLER): nothing was
+    stored."""
+
+    def __init__(self, owner, limit, stored):
+        super().__init__(owner, limit, stored)
+        self.owner = owner
+        self.limit = limit
+        self.stored = stored
 
 
 class ArtifactsFullError(StorageError):
@@ -171,6 +183,18 @@ class StorageFullError(StorageUnavailableError):
     default_message = ("The storage is full (no space left on the disk): nothing "
                        "was stored. The call may be retried once space is freed.")
     what = "The storage is full (no space left on the disk)"
+
+
+class StorageReserveError(StorageFullError):
+    """The disk's free space is under the reserve kept for reads, cancels
+    and pruning (A2A_MIN_FREE_DISK_BYTES): new sends are refused."""
+
+    default_message = ("The storage is nearly full: its disk has less free space "
+                       "than the reserve kept for reads, cancels and pruning "
+                       "(A2A_MIN_FREE_DISK_BYTES), so new messages are refused: "
+                       "nothing was stored. The call may be retried once space "
+                       "is freed.")
+    what = "The storage's disk is at its free-space reserve"
 
 
 class StorageBusyError(StorageUnavailableError):

@@ -48,10 +48,10 @@ class TurnStart:
     """What ``start_turn`` did: which task, and whether it was a retry."""
 
     __slots__ = ("task_id", "context_id", "message", "message_seq", "created",
-                 "replayed")
+                 "replayed", "metadata")
 
     def __init__(self, task_id, context_id, message=None, message_seq=None,
-                 created=False, replayed=False):
+                 created=False, replayed=False, metadata=None):
         self.task_id = task_id
         self.context_id = context_id
         #: The user message as stored (with taskId and contextId).
@@ -62,6 +62,8 @@ class TurnStart:
         self.created = created
         #: True when this messageId was seen before: nothing was written.
         self.replayed = replayed
+        #: A new task's metadata as stored (for ``finish_turn(start=)``).
+        self.metadata = metadata
 
 
 class ClaimedTurn:
@@ -91,7 +93,7 @@ class ClaimedTurn:
                                                     self.attempts)
 
 
-class TaskPage:
+class StoredTaskPage:
     """One page of ``list_tasks``: ``next_cursor`` is None on the last page."""
 
     __slots__ = ("tasks", "next_cursor")
@@ -103,13 +105,14 @@ class TaskPage:
 
 class KeyRow:
     """An API key as stored (its hash, never its secret). ``scope`` is the
-    stored text: ``"*"`` or a JSON list of agent names."""
+    stored text: ``"*"`` or a JSON list of agent names. ``operator``: the
+    key opens the operator's page (its scope may still be no agent)."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
-                 "revoked_at")
+                 "revoked_at", "operator")
 
     def __init__(self, id, prefix, label, scope, created_at, last_used_at=None,
-                 revoked_at=None):
+                 revoked_at=None, operator=False):
         self.id = id
         self.prefix = prefix
         self.label = label
@@ -117,6 +120,40 @@ class KeyRow:
         self.created_at = created_at
         self.last_used_at = last_used_at
         self.revoked_at = revoked_at
+        self.operator = bool(operator)
 
     def astuple(self) -> Tuple[Any, ...]:
         return tuple(getattr(self, k) for k in self.__slots__)
+
+
+class OperatorView:
+    """What the operator's page shows of the storage (``operator_view``),
+    every time by the storage's clock (``now``, ISO text).
+
+    - ``tasks``: {agent: {state: number of tasks}}.
+    - ``turns``: [(agent, minute, count)]: tasks whose last turn ended (a
+      state other than ``working``) in that minute of the last hour
+      (``YYYY-MM-DDTHH:MM``); a task counts once, at its last change.
+    - ``queue_depth``, ``queue_oldest`` (when the oldest queued turn was
+      queued, or None), ``queue_callers`` ({owner: turns queued}).
+    - ``leases``: [(worker, its newest lease's expiry, turns it runs)].
+    - ``failures``: the newest failed tasks of the last 24 hours, newest
+      first (``TaskRecord`` with the status message, no history).
+    - ``storage``: {"backend", "schema_version"} and the backend's sizes
+      (SQLite: ``file_bytes``, ``wal_bytes``; PostgreSQL: ``database_bytes``).
+    """
+
+    __slots__ = ("now", "tasks", "turns", "queue_depth", "queue_oldest",
+                 "queue_callers", "leases", "failures", "storage")
+
+    def __init__(self, now, tasks, turns, queue_depth, queue_oldest,
+                 queue_callers, leases, failures, storage=None):
+        self.now = now
+        self.tasks = tasks
+        self.turns = turns
+        self.queue_depth = queue_depth
+        self.queue_oldest = queue_oldest
+        self.queue_callers = queue_callers
+        self.leases = leases
+        self.failures = failures
+        self.storage = storage or {}

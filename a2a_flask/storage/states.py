@@ -22,6 +22,12 @@ LEASE_EXPIRED_TEXT = ("The agent stopped before finishing this turn: the "
                       "worker running it stopped (killed or shut down), and "
                       "the turn is not run twice. Send a new message with "
                       "this contextId to try again.")
+#: The status message of a background turn of an agent not registered
+#: retry=True whose read met a storage outage: it is not rerun either.
+READ_FAILED_TEXT = ("The agent could not complete this turn: the storage was "
+                    "unavailable while it read the task, and the turn is not "
+                    "run twice. Send a new message with this contextId to try "
+                    "again.")
 #: The same for an agent registered retry=True that ran out of attempts.
 ATTEMPTS_EXHAUSTED_TEXT = ("The agent stopped before finishing this turn: the "
                            "workers running it stopped %d times. Send a new "

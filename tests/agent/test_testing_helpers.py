@@ -3,7 +3,8 @@
 import pytest
 
 from a2a_flask import InputRequired
-from a2a_flask.testing import A2AClient, A2AClientError, make_key
+from a2a_flask.errors import ForbiddenError, TaskNotFoundError, UnauthenticatedError
+from a2a_flask.testing import A2AClient, make_key
 
 
 def register_asker(a2a):
@@ -38,15 +39,15 @@ def test_send_get_cancel_with_a_made_key(app):
 def test_errors_raise_with_code_message_and_status(app):
     client = A2AClient(app.test_client(), key=make_key(app, agents=["echo"]),
                        agent="echo")
-    with pytest.raises(A2AClientError) as raised:
+    with pytest.raises(TaskNotFoundError) as raised:
         client.get("task_00000000000000000000000000000000")
-    assert (raised.value.code, raised.value.status) == (-32001, 200)
-    with pytest.raises(A2AClientError) as raised:
+    assert (raised.value.code, raised.value.http_status) == (-32001, 200)
+    with pytest.raises(ForbiddenError) as raised:
         client.send("hi", agent="asker")  # outside the key's scope
-    assert (raised.value.code, raised.value.status) == (-32600, 403)
-    with pytest.raises(A2AClientError) as raised:
+    assert (raised.value.code, raised.value.http_status) == (-32600, 403)
+    with pytest.raises(UnauthenticatedError) as raised:
         A2AClient(app, agent="echo").send("hi")  # no key
-    assert (raised.value.code, raised.value.status) == (-32600, 401)
+    assert (raised.value.code, raised.value.http_status) == (-32600, 401)
     assert "Authentication required" in raised.value.message
 
 

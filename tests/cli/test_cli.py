@@ -30,7 +30,8 @@ def key_rows(database):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert re.split(r"\s{2,}", lines[0]) == [
-        "ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED"]
+        "ID", "PREFIX", "LABEL", "SCOPE", "OPERATOR", "CREATED", "LAST USED",
+        "REVOKED"]
     return {cells[0]: cells for cells in (re.split(r"\s{2,}", line.strip())
                                           for line in lines[1:])}, result.stdout
 
@@ -58,8 +59,9 @@ def test_keys_create_list_revoke(tmp_path, make_app):
     [two_id] = [i for i, cells in rows.items() if cells[1] == two_key[:10] + "..."]
     assert rows[two_id][3] == "chat,echo"
     for cells in rows.values():
-        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", cells[4])
-        assert cells[5:] == ["never", "-"]
+        assert cells[4] == "no"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", cells[5])
+        assert cells[6:] == ["never", "-"]
 
     # The keys work against the app, in their scope.
     app, _ = make_app(A2A_AUTH="required", A2A_DATABASE=str(db))
@@ -74,21 +76,21 @@ def test_keys_create_list_revoke(tmp_path, make_app):
     deadline = time.monotonic() + 10
     while True:
         rows, _ = key_rows(db)
-        if all(rows[k][5] != "never" for k in (all_id, echo_id, two_id)):
+        if all(rows[k][6] != "never" for k in (all_id, echo_id, two_id)):
             break
         assert time.monotonic() < deadline, rows
         time.sleep(0.2)
     for key_id in (all_id, echo_id, two_id):
-        assert re.fullmatch(r"\d{4}-.*Z", rows[key_id][5]), rows[key_id]
-    assert rows[star_id][5] == "never"
+        assert re.fullmatch(r"\d{4}-.*Z", rows[key_id][6]), rows[key_id]
+    assert rows[star_id][6] == "never"
 
     revoked = flask_a2a(db, "keys", "revoke", echo_id)
     assert revoked.returncode == 0 and echo_id in revoked.stdout, revoked
     assert rpc_status(client, "echo", bearer(echo_key)) == 401  # same app, at once
     assert rpc_status(client, "echo", bearer(all_key)) == 200
     rows, _ = key_rows(db)
-    assert re.fullmatch(r"\d{4}-.*Z", rows[echo_id][6])
-    assert [rows[i][6] for i in (all_id, two_id, star_id)] == ["-", "-", "-"]
+    assert re.fullmatch(r"\d{4}-.*Z", rows[echo_id][7])
+    assert [rows[i][7] for i in (all_id, two_id, star_id)] == ["-", "-", "-"]
 
     assert_fails(flask_a2a(db, "keys", "revoke", "key_0000nope"), "key_0000nope")
     assert_fails(flask_a2a(db, "keys", "create", "--agents", "echo,nope"), "nope")

@@ -13,8 +13,9 @@ stripped of the extension).
 
 import pytest
 
-from a2a_flask.client import (
-    AuthenticationError, Client, TaskNotFoundError, UnsupportedOperationError,
+from a2a_flask.client import Client
+from a2a_flask.errors import (
+    TaskNotFoundError, UnauthenticatedError, UnsupportedOperationError,
 )
 from v1 import clients
 
@@ -67,7 +68,7 @@ def test_operations(peer):
         with pytest.raises(TaskNotFoundError) as raised:
             agent.get("00000000-0000-0000-0000-000000000000")
         assert raised.value.code == -32001
-        assert raised.value.status == (404 if binding == "HTTP+JSON" else 200)
+        assert raised.value.http_status == (404 if binding == "HTTP+JSON" else 200)
         if version == "1.0":
             assert raised.value.reason == "TASK_NOT_FOUND"
             assert echoed.id in {t.id for t in agent.list_tasks(page_size=100).tasks}
@@ -87,6 +88,6 @@ def test_wrong_key(peer):
     name, card_url = peer
     for version, binding in PEERS[name]:
         agent = Client(base_of(card_url), key="wrong", version=version, binding=binding)
-        with pytest.raises(AuthenticationError) as raised:
+        with pytest.raises(UnauthenticatedError) as raised:
             agent.send("hello")
-        assert raised.value.status == 401
+        assert raised.value.http_status == 401

@@ -16,10 +16,13 @@ import threading
 
 import pytest
 
+from a2a_flask.errors import (
+    A2AError, TaskNotCancelableError, TaskNotFoundError, UnauthenticatedError,
+    UnsupportedOperationError,
+)
 from a2a_flask.client import (
-    A2ACallError, AmbiguousOutcome, AuthenticationError, CardError, Client,
-    ClientCredentials, TaskNotCancelableError, TaskNotFoundError, TransportError,
-    UnsupportedOperationError, WaitTimeout,
+    AmbiguousOutcome, CardError, Client, ClientCredentials, TokenError,
+    TransportError, WaitTimeout,
 )
 from a2a_flask.client import client as client_module
 from a2a_flask.client import stdlib_transport
@@ -139,9 +142,9 @@ def test_operations_on_each_interface(service, transport, version, binding):
         agent.get("task_unknown")
     assert raised.value.code == -32001
     if binding == "HTTP+JSON":
-        assert (raised.value.status, raised.value.reason) == (404, "TASK_NOT_FOUND")
+        assert (raised.value.http_status, raised.value.reason) == (404, "TASK_NOT_FOUND")
     else:
-        assert raised.value.status == 200
+        assert raised.value.http_status == 200
     if version == "0.3":
         with pytest.raises(UnsupportedOperationError):
             agent.list_tasks()
@@ -177,6 +180,29 @@ def test_waits_for_a_background_agent(service, version, binding):
     assert (again.state, again.text) == ("completed", "done after 1 s")
 
 
+@pytest.mark.parametrize("version, binding", INTERFACES)
+def test_a_missing_task_is_the_servers_own_task_not_found_error(service, version,
+                                                                binding):
+    # One class on both sides: what a client of our own server raises is
+    # a2a_flask.errors.TaskNotFoundError, the class the server raised.
+    agent = Client(agent_url(service), key=service.key, version=version,
+                   binding=binding)
+    for call in (lambda: agent.get("task_" + "0" * 32),
+                 lambda: agent.cancel("task_" + "0" * 32)):
+        with pytest.raises(A2AError) as raised:
+            call()
+        assert type(raised.value) is TaskNotFoundError
+        assert (raised.value.code, raised.value.reason, raised.value.http_status) == (
+            -32001, None if version == "0.3" else "TASK_NOT_FOUND",
+            404 if binding == "HTTP+JSON" else 200)
+    # An agent calling ours with turn.call catches it with the same class.
+    relay = Client(agent_url(service, "catcher"), key=service.key)
+    task = relay.send("continue", metadata={
+        "remote": agent_url(service, "echo"), "key": service.key,
+        "version": version, "binding": binding})
+    assert (task.state, task.text) == ("completed", "caught TaskNotFoundError -32001")
+
+
 def test_wait_timeout_carries_the_last_task(service):
     agent = Client(agent_url(service, "slow"), key=service.key)
     with pytest.raises(WaitTimeout) as raised:
@@ -188,9 +214,9 @@ def test_wait_timeout_carries_the_last_task(service):
 def test_wrong_credentials(service):
     for binding in ("JSONRPC", "HTTP+JSON"):
         agent = Client(agent_url(service), key="a2a_wrong", binding=binding)
-        with pytest.raises(AuthenticationError) as raised:
+        with pytest.raises(UnauthenticatedError) as raised:
             agent.send("hello")
-        assert raised.value.status == 401
+        assert (raised.value.code, raised.value.http_status) == (-32600, 401)
 
 
 def test_key_in_the_header_the_card_names(service):
@@ -213,7 +239,7 @@ def test_basic_credentials(service):
                    text=True, env=env, cwd=REPO_DIR, check=True, capture_output=True)
     agent = Client(agent_url(service), basic=("robot", "correct horse"))
     assert agent.send("hello").state == "completed"
-    with pytest.raises(AuthenticationError):
+    with pytest.raises(UnauthenticatedError):
         Client(agent_url(service), basic=("robot", "wrong")).send("hello")
 
 
@@ -235,7 +261,7 @@ def test_client_credentials_fetched_and_refreshed(service):
     agent.send("one"), agent.send("two")
     assert eager.fetched == 2
     bad = ClientCredentials("client", "wrong", token_url=service.url + "/oauth/token")
-    with pytest.raises(AuthenticationError) as raised:
+    with pytest.raises(TokenError) as raised:
         Client(agent_url(service), auth=bad).send("hello")
     assert "invalid_client" in str(raised.value)
 
@@ -315,7 +341,7 @@ def test_one_client_many_threads(service, transport):
     def call(i):
         try:
             results.append(agent.send("t%d" % i).text)
-        except A2ACallError as exc:  # pragma: no cover - reported below
+        except A2AError as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
@@ -390,7 +416,7 @@ def test_flask_a2a_call(service, make_app):
     assert out.output.splitlines()[-1] == "done after 1 s", out.output
     out = runner.invoke(args=["a2a", "call", url, "hello", "--key", "a2a_wrong"])
     assert out.exit_code == 1
-    assert "AuthenticationError: -32600" in out.output and "(HTTP 401)" in out.output
+    assert "UnauthenticatedError: -32600" in out.output and "(HTTP 401)" in out.output
 
 
 def test_cards_that_need_credentials(tmp_path):
@@ -495,7 +521,7 @@ def test_python_m_client_prints_what_flask_a2a_call_prints(service, terminal,
 def test_python_m_client_errors_go_to_stderr_with_status_1(service, terminal):
     out = terminal(agent_url(service), "hello", "--key", "a2a_wrong")
     assert (out.returncode, out.stdout) == (1, "")
-    assert out.stderr.startswith("Error: AuthenticationError: -32600 "), out
+    assert out.stderr.startswith("Error: UnauthenticatedError: -32600 "), out
     assert "(HTTP 401)" in out.stderr
     out = terminal(agent_url(service, "nope") + "/a2a", "hello", "--key", service.key)
     assert (out.returncode, out.stdout) == (1, "")

@@ -15,7 +15,10 @@ pytestmark = [pytest.mark.filterwarnings("ignore:'get_engine' is deprecated"),
               pytest.mark.compat]  # .ci/matrix runs it on every leg
 
 import hostapp  # noqa: E402
-from a2a_flask.testing import A2AClient, A2AClientError, make_key  # noqa: E402
+from a2a_flask.errors import (  # noqa: E402
+    AgentNotFoundError, TaskNotFoundError, UnauthenticatedError,
+)
+from a2a_flask.testing import A2AClient, make_key  # noqa: E402
 
 OUR_TABLES = {"a2a_schema_version", "a2a_tasks", "a2a_messages",
               "a2a_artifacts", "a2a_deliveries", "a2a_api_keys", "a2a_users",
@@ -101,7 +104,7 @@ def test_host_tokens_and_sessions_are_the_same_caller(host):
     assert A2AClient(browser).get(task["id"])["id"] == task["id"]
     # Another user's token does not see it.
     bob = A2AClient(host, headers={"Authorization": "Bearer token-of-bob"})
-    with pytest.raises(A2AClientError) as raised:
+    with pytest.raises(TaskNotFoundError) as raised:
         bob.get(task["id"])
     assert raised.value.code == -32001
 
@@ -109,9 +112,9 @@ def test_host_tokens_and_sessions_are_the_same_caller(host):
 @pytest.mark.parametrize("token", ["forged", "a2a_" + "x" * 43])
 def test_unknown_bearer_tokens_are_401(host, token):
     client = A2AClient(host, headers={"Authorization": "Bearer " + token})
-    with pytest.raises(A2AClientError) as raised:
+    with pytest.raises(UnauthenticatedError) as raised:
         client.send("hi")
-    assert (raised.value.code, raised.value.status) == (-32600, 401)
+    assert (raised.value.code, raised.value.http_status) == (-32600, 401)
 
 
 def test_csrf_protects_the_hosts_forms_not_our_calls(host):
@@ -142,9 +145,9 @@ def test_host_error_handlers_keep_to_host_pages(host):
         assert response.status_code == status
         assert response.mimetype == "application/json"
         assert response.get_json()["code"] == -32600
-    with pytest.raises(A2AClientError) as raised:
+    with pytest.raises(AgentNotFoundError) as raised:
         A2AClient(host, key=make_key(host), agent="nobody").send("hi")
-    assert (raised.value.code, raised.value.status) == (-32600, 404)
+    assert (raised.value.code, raised.value.http_status) == (-32600, 404)
 
 
 def test_a_second_init_app_is_refused(host):

@@ -7,6 +7,7 @@ never with a traceback; ``{"status": "ok"}`` again once writes work."""
 import logging
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -47,7 +48,8 @@ def _no_traceback(caplog):
 
 def test_a_full_disk_is_unavailable_until_space_is_freed(make_app, small_disk,
                                                          probe_at_once, caplog):
-    app, _ = make_app(A2A_DATABASE=str(small_disk / "a2a.sqlite3"))
+    app, _ = make_app(A2A_DATABASE=str(small_disk / "a2a.sqlite3"),
+                      A2A_MIN_FREE_DISK_BYTES=0)  # the disk itself full
     rpc = Rpc(app.test_client())
     rpc.send("stored")
     assert _health(app) == (200, {"status": "ok", "database": "ok",
@@ -190,7 +192,8 @@ def test_a_disk_that_fills_while_the_agent_runs_leaves_no_half_written_file(
         return "z" * 400000
 
     app, _ = make_app(register=lambda a2a: a2a.add_agent("filling", filling),
-                      A2A_DATABASE=str(small_disk / "a2a.sqlite3"))
+                      A2A_DATABASE=str(small_disk / "a2a.sqlite3"),
+                      A2A_MIN_FREE_DISK_BYTES=0)
     rpc = Rpc(app.test_client(), agent="filling")
     status, answer = rpc.call("message/send", {"message": message("hello")})
     error = answer["error"]
@@ -202,3 +205,50 @@ def test_a_disk_that_fills_while_the_agent_runs_leaves_no_half_written_file(
     (small_disk / "filler").unlink()
     got = rpc.result("tasks/get", {"id": error["data"]["taskId"]})
     assert got["status"]["state"] == error["data"]["state"]
+
+
+def _fill_to(where, free_bytes):
+    """Write a filler until the disk has about ``free_bytes`` free."""
+    stat = os.statvfs(str(where))
+    with open(str(where / "filler"), "wb") as out:
+        out.write(b"x" * max(stat.f_bavail * stat.f_frsize - free_bytes, 0))
+
+
+def test_under_the_free_disk_reserve_sends_are_refused_reads_cancels_prune_work(
+        make_app, small_disk, probe_at_once, caplog):
+    """A2A_MIN_FREE_DISK_BYTES: under it a new send is refused (a storage
+    answer, retryable) before the disk fills, /health says the reserve is
+    reached (the same number), and reads, cancels and `tasks prune` work."""
+    reserve = 2 * 1024 * 1024
+    app, _ = make_app(A2A_DATABASE=str(small_disk / "a2a.sqlite3"),
+                      A2A_MIN_FREE_DISK_BYTES=reserve)
+    rpc = Rpc(app.test_client())
+    storage = app.extensions["a2a"].storage
+    done = rpc.send("done")
+    waiting = Rpc(app.test_client(), agent="chat").send("ask me")
+    assert _health(app)[0] == 200
+    _fill_to(small_disk, reserve - 256 * 1024)
+    with caplog.at_level(logging.WARNING, logger="a2a_flask"):
+        status, answer = rpc.call("message/send", {"message": message("new")})
+        error = answer["error"]
+        assert error["code"] == -32603 and error["data"] == {"retry": True}
+        assert "A2A_MIN_FREE_DISK_BYTES" in error["message"]
+        assert "nothing was stored" in error["message"]
+        assert _health(app) == (503, {"status": "unavailable",
+                                      "writes": storage.RESERVE_REACHED})
+        # Reads, a retry of what was stored, a cancel and a prune still work.
+        assert rpc.result("tasks/get", {"id": done["id"]})["id"] == done["id"]
+        assert rpc.result("message/send", {"message": done["history"][0]})["id"] == done["id"]
+        canceled = Rpc(app.test_client(), agent="chat").result(
+            "tasks/cancel", {"id": waiting["id"]})
+        assert canceled["status"]["state"] == "canceled"
+        time.sleep(1.1)  # both tasks older than the cutoff below
+        result = app.test_cli_runner().invoke(args=[
+            "a2a", "tasks", "prune", "--older-than", "1s"])
+        assert result.exit_code == 0, result.output
+        assert "Traceback" not in result.output
+    assert storage.list_tasks(owner="anonymous").tasks == []
+    _no_traceback(caplog)
+    (small_disk / "filler").unlink()
+    assert _health(app)[0] == 200
+    assert rpc.send("after")["status"]["state"] == "completed"

@@ -4,7 +4,7 @@ backend (schema v7 on SQLite, step 6 on PostgreSQL)."""
 
 import pytest
 
-from a2a_flask.storage.base import QueueFullError, TaskEndedError
+from a2a_flask.storage.base import QueueLimitReachedError, TaskEndedError
 from storage_helpers import agent_reply, msg
 
 
@@ -47,14 +47,14 @@ def test_the_queued_limit_refuses_storing_nothing_and_replays_still_answer(queue
     accepted = [queue.enqueue_turn("alice", "bg", msg("a%d" % i), queue_limit=3)
                 for i in range(3)]
     counts = queue.task_counts()
-    with pytest.raises(QueueFullError) as refused:
+    with pytest.raises(QueueLimitReachedError) as refused:
         queue.enqueue_turn("alice", "bg", msg("over"), queue_limit=3)
     assert (refused.value.owner, refused.value.limit) == ("alice", 3)
     assert queue.task_counts() == counts  # no task, no message
     # Its messageId was not recorded: once a turn starts, it is a new message.
     again = queue.enqueue_turn("alice", "bg", msg("a0"), queue_limit=3)
     assert again.replayed and again.task_id == accepted[0].task_id
-    with pytest.raises(QueueFullError):  # a follow-up is a queued turn too
+    with pytest.raises(QueueLimitReachedError):  # a follow-up is a queued turn too
         queue.enqueue_turn("alice", "bg", msg("more"), queue_limit=3,
                            task_id=accepted[0].task_id)
     other = queue.enqueue_turn("bob", "bg", msg("b0"), queue_limit=3)

@@ -70,13 +70,14 @@ def test_a_migration_after_the_start_upgrades_the_start_schema(make_storage, mon
     """What a later issue does: append to MIGRATIONS; a database at the
     start version gains it, and so does a new one."""
     storage = make_storage()
-    start = storage.start_version()
+    # The version this code writes: the start plus the migrations there are.
+    start = storage.expected_version()
     storage.insert_user("ann", "hash")
     module = _migrations(storage)
     step = ((lambda db: db.execute("ALTER TABLE a2a_users ADD COLUMN note TEXT"))
             if module is sqlite_migrations else
             "ALTER TABLE a2a_users ADD COLUMN note text")
-    monkeypatch.setattr(module, "MIGRATIONS", [step])
+    monkeypatch.setattr(module, "MIGRATIONS", list(module.MIGRATIONS) + [step])
     monkeypatch.setattr(module, "EXPECTED_VERSION", start + 1)
     storage.close()
 
@@ -88,3 +89,28 @@ def test_a_migration_after_the_start_upgrades_the_start_schema(make_storage, mon
         assert conn.execute("SELECT note FROM a2a_users").fetchall() == [(None,)]
     storage.migrate()  # up to date: nothing applied twice
     assert storage.schema_version() == start + 1
+
+
+def test_the_operators_migration_keeps_keys_and_users_as_no_operators(
+        make_storage, monkeypatch):
+    """A database at the start schema, written before operators existed,
+    gains the flag: its keys and users work on, none an operator."""
+    for found in (sqlite_migrations, postgres_migrations):
+        monkeypatch.setattr(found, "MIGRATIONS", [])
+        monkeypatch.setattr(found, "EXPECTED_VERSION", found.START_VERSION)
+    storage = make_storage()
+    with storage.transaction() as conn:
+        conn.execute("INSERT INTO a2a_api_keys (id, prefix, key_hash, label,"
+                     " scope, created_at) VALUES ('key_old', 'a2a_x', 'h1', NULL,"
+                     " '*', '2026-01-01T00:00:00.000Z')")
+        conn.execute("INSERT INTO a2a_users (name, password_hash, created_at)"
+                     " VALUES ('ann', 'hash', '2026-01-01T00:00:00.000Z')")
+    monkeypatch.undo()
+    storage.close()
+    storage.migrate()
+    assert storage.schema_version() == storage.expected_version()
+    [key] = storage.keys()
+    assert (key.id, key.scope, key.operator) == ("key_old", "*", False)
+    assert storage.find_key("h1").operator is False
+    assert storage.user_is_operator("ann") is False
+    assert storage.has_users()

@@ -3,7 +3,7 @@ import (``validation.load_params`` turns a failure into InvalidParamsError)."""
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from ...messages import MessageSchema
+from ...messages import StoredMessageSchema
 from ...validation import NON_EMPTY, Id, StrictBoolean, StrictInteger, Text
 
 
@@ -27,7 +27,7 @@ class MessageSendParamsSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    message = fields.Nested(MessageSchema, required=True)
+    message = fields.Nested(StoredMessageSchema, required=True)
     configuration = fields.Nested(SendConfigurationSchema, allow_none=True)
     metadata = fields.Dict(allow_none=True)
 

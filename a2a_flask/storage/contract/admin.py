@@ -4,7 +4,7 @@ itself, operations (``flask a2a tasks`` / ``db``) and bulk copy."""
 import abc
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from ..records import KeyRow, TaskRecord
+from ..records import KeyRow, OperatorView, TaskRecord
 
 
 class AdminStorage(abc.ABC):
@@ -101,6 +101,16 @@ class AdminStorage(abc.ABC):
         """{state: number of tasks}."""
 
     @abc.abstractmethod
+    def operator_view(self, failure_limit: int = 50) -> OperatorView:
+        """What the operator's page shows (``records.OperatorView``): tasks
+        by agent and state, tasks whose turn ended per minute of the last
+        hour, the queue, the workers holding leases, the newest
+        ``failure_limit`` failures of the last 24 hours. Read only; its cost
+        grows with the number of (owner, agent) pairs and the tasks of the
+        last hour, plus one pass over an index of the tasks for the counts
+        (no table rows read for them)."""
+
+    @abc.abstractmethod
     def check(self) -> List[str]:
         """Problems an integrity check found ([] when none)."""
 
@@ -126,12 +136,14 @@ class AdminStorage(abc.ABC):
 
     @abc.abstractmethod
     def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
-                                          List[Tuple[str, str, str]]]:
+                                          List[Tuple[str, str, str, bool]]]:
         """(every key with its hash, every user as (name, password hash,
-        created_at)): hashes only, never a secret."""
+        created_at, operator)): hashes only, never a secret."""
 
     @abc.abstractmethod
     def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
-                           users: Sequence[Tuple[str, str, str]]) -> None:
-        """Insert keys and users as exported (timestamps and revocations
-        kept), in one transaction; an id or name already present is kept."""
+                           users: Sequence[Tuple]) -> None:
+        """Insert keys and users as exported (timestamps, revocations and
+        operator flags kept; a user without the fourth field is no
+        operator), in one transaction; an id or name already present is
+        kept."""

@@ -36,8 +36,14 @@ class CredentialStorage(abc.ABC):
         how many keys changed."""
 
     @abc.abstractmethod
-    def insert_user(self, name: str, password_hash: str) -> None:
-        """A new built-in user; ``UserExistsError`` when the name is taken."""
+    def insert_user(self, name: str, password_hash: str,
+                    operator: bool = False) -> None:
+        """A new built-in user (``operator``: it opens the operator's page);
+        ``UserExistsError`` when the name is taken."""
+
+    @abc.abstractmethod
+    def user_is_operator(self, name: str) -> bool:
+        """Whether built-in user ``name`` exists and is an operator."""
 
     @abc.abstractmethod
     def users(self) -> List[Tuple[str, str]]:

@@ -32,7 +32,8 @@ class QueueStorage(abc.ABC):
                      status_message: Optional[Message] = None,
                      queue_limit: Optional[int] = None,
                      trace_context: Optional[str] = None,
-                     live_key: Optional[str] = None) -> TurnStart:
+                     live_key: Optional[str] = None,
+                     max_stored_bytes: Optional[int] = None) -> TurnStart:
         """``start_turn`` and, in the same transaction, a queued turn for the
         task (message seq, agent, ``retry``, 0 attempts, its caller's next
         round, ``trace_context`` kept for the worker); the task's status
@@ -41,7 +42,7 @@ class QueueStorage(abc.ABC):
         nothing. Either both are stored or neither is.
 
         - ``queue_limit``: when ``owner`` already has that many turns queued
-          (not claimed), ``QueueFullError`` and nothing is stored (a replay
+          (not claimed), ``QueueLimitReachedError`` and nothing is stored (a replay
           is still answered as one).
         - ``task_id`` of a task that is ``working`` on a queued or running
           turn: a follow-up. The message joins the history and is queued as
@@ -53,6 +54,7 @@ class QueueStorage(abc.ABC):
           only if that key is not revoked, checked by the write itself
           (``RememberedKeyRevokedError``, nothing stored), so that a
           revocation either refuses it or comes after it (and cancels it).
+        - ``max_stored_bytes``: the caller's storage quota, as ``start_turn``.
         """
 
     @abc.abstractmethod
@@ -104,7 +106,9 @@ class QueueStorage(abc.ABC):
 
     @abc.abstractmethod
     def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3) -> List[Tuple[str, str]]:
+                      max_attempts: int = 3,
+                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
         """What a stopping worker does with turns it cannot finish: as
         ``expire_leases`` for these turns of ``worker`` now, whatever their
-        lease."""
+        lease. ``failed_text``: the status message of a turn failed rather
+        than re-queued (default ``LEASE_EXPIRED_TEXT``)."""

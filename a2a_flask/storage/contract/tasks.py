@@ -4,7 +4,7 @@ canceling and listing a caller's tasks, and what the Turn API reads."""
 import abc
 from typing import List, Optional, Sequence
 
-from ..records import Artifact, Message, TaskPage, TaskRecord, TurnStart
+from ..records import Artifact, Message, StoredTaskPage, TaskRecord, TurnStart
 
 
 class TaskStorage(abc.ABC):
@@ -17,7 +17,8 @@ class TaskStorage(abc.ABC):
                    context_id: Optional[str] = None,
                    task_id: Optional[str] = None,
                    metadata: Optional[dict] = None,
-                   remembered_key: Optional[str] = None) -> TurnStart:
+                   remembered_key: Optional[str] = None,
+                   max_stored_bytes: Optional[int] = None) -> TurnStart:
         """Record an incoming user message and mark its task ``working``, in
         one transaction.
 
@@ -25,6 +26,15 @@ class TaskStorage(abc.ABC):
           ``get_task``): nothing is written unless that key is live, checked
           in the same statement or transaction; ``RememberedKeyRevokedError`` otherwise.
 
+        - ``max_stored_bytes`` (A2A_MAX_STORED_BYTES_PER_CALLER; None: no
+          quota): a message that is not a replay is refused with
+          ``QuotaReachedError``, nothing written, when the owner's stored
+          tasks (their messages, artifacts and metadata as stored, counted
+          by the schema's triggers as they are written and deleted) take
+          that many bytes or more. Concurrent sends are not serialized for
+          it: the count may pass the quota by what those in flight write.
+        - SQLite: under A2A_MIN_FREE_DISK_BYTES of free disk, a message that
+          is not a replay is refused with ``StorageReserveError``.
         - Retry record first: (owner, agent, messageId) with a fingerprint of
           the message (``common.delivery_fingerprint``: without ``kind`` nor
           the task's own ids, as ``import_tasks`` computes it from the
@@ -48,7 +58,8 @@ class TaskStorage(abc.ABC):
     def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
                     status_message: Optional[Message] = None,
                     artifacts: Sequence[Artifact] = (),
-                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
+                    max_artifact_bytes: Optional[int] = None,
+                    start: Optional[TurnStart] = None) -> Optional[str]:
         """Store a turn's outcome with ``UPDATE ... WHERE id AND state =
         'working'``; the status message joins the history and the artifacts
         are appended, in the same transaction, only if that row count is 1.
@@ -59,7 +70,25 @@ class TaskStorage(abc.ABC):
         a condition of the same UPDATE; over it, ``ArtifactsFullError`` and
         nothing is stored.
         A backend may keep a refused outcome aside and store it on the next
-        ``get_task`` (SQLite does); it then raises the storage failure."""
+        ``get_task`` (SQLite does); it then raises the storage failure.
+
+        ``start``: what ``start_turn`` returned for this turn. A backend whose
+        start may be lost in a crash although its outcome is not (PostgreSQL
+        commits it unflushed) stores the start again, in the outcome's
+        transaction, when its retry record is missing: a live send is never
+        answered "no such task", and its messageId never runs twice."""
+
+    @abc.abstractmethod
+    def withdraw_turn(self, task_id: str, owner: str, agent: str,
+                      message_id: str) -> bool:
+        """Undo the start of a new task whose turn never reached an outcome
+        (the storage failed under the agent's own read): its retry record
+        (owner, agent, ``message_id``), its messages and the task itself are
+        deleted, in one transaction, only if the task is still ``working``
+        (``DELETE ... WHERE id AND owner AND agent AND state = 'working'``,
+        its row count checked). "Nothing was stored" is then true, and a
+        retry of the same messageId runs the turn afresh. False when the
+        task left ``working`` meanwhile (canceled): nothing is deleted."""
 
     @abc.abstractmethod
     def get_task(self, task_id: str, owner: str, agent: str,
@@ -143,7 +172,7 @@ class TaskStorage(abc.ABC):
                    cursor: Optional[str] = None,
                    history_length: Optional[int] = 0,
                    include_artifacts: bool = False,
-                   max_bytes: Optional[int] = None) -> TaskPage:
+                   max_bytes: Optional[int] = None) -> StoredTaskPage:
         """Tasks matching every filter given (None: any), newest
         ``updated_at`` first, ties by id descending; ``limit`` per page.
 

@@ -6,7 +6,7 @@ process, failures, schema), ``tasks`` and ``reading`` (the request path:
 its writes, its reads), ``admin`` (listing, operations, bulk copy),
 ``credentials`` (keys and users),
 ``queue`` (background turns, claimed with FOR UPDATE SKIP LOCKED),
-``migrations`` (the versioned schema, serialized by an advisory lock).
+``dashboard`` (the operator's page), ``migrations`` (the versioned schema, serialized by an advisory lock).
 """
 
 from typing import TYPE_CHECKING
@@ -15,6 +15,7 @@ from ..base import Storage
 from .admin import AdminOperations
 from .connection import PostgresConnections, is_storage_failure, storage_failure  # noqa: F401
 from .credentials import CredentialOperations
+from .dashboard import DashboardOperations
 from .queue import QueueOperations
 from .reading import TaskReads
 from .tasks import TaskOperations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class PostgresStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
+                      DashboardOperations,
                       CredentialOperations, PostgresConnections, Storage):
     """``Storage`` on one PostgreSQL database."""
 

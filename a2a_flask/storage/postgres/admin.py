@@ -16,8 +16,9 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 import psycopg
 
-from ..base import TaskPage, TaskRecord
+from ..base import StoredTaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
+from ..sizes import OVERHEAD
 from .changes import notify_changes
 from .tasks import NOW, TERMINAL_SQL, history_limit
 
@@ -141,7 +142,7 @@ class AdminOperations:
             for task, row in zip(tasks, rows):
                 task.history_omitted = row[12] - len(task.history)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
-        return TaskPage(tasks, next_cursor)
+        return StoredTaskPage(tasks, next_cursor)
 
     def show_task(self, task_id: str) -> Optional[TaskRecord]:
         with self.connection() as conn:
@@ -167,21 +168,26 @@ class AdminOperations:
         "WITH doomed AS (SELECT id FROM a2a_tasks WHERE state IN " + TERMINAL_SQL +
         " AND updated_at < %(cutoff)s LIMIT %(batch)s FOR UPDATE SKIP LOCKED),"
         " t AS (DELETE FROM a2a_tasks WHERE id IN (SELECT id FROM doomed) AND"
-        " state IN " + TERMINAL_SQL + " AND updated_at < %(cutoff)s RETURNING id),"
+        " state IN " + TERMINAL_SQL + " AND updated_at < %(cutoff)s RETURNING id, owner),"
         " m AS (DELETE FROM a2a_messages WHERE task_id IN (SELECT id FROM t)"
         " RETURNING task_id, owner, agent, message_id, role),"
         " a AS (DELETE FROM a2a_artifacts WHERE task_id IN (SELECT id FROM t)"
-        " RETURNING 1),"
+        " RETURNING task_id, octet_length(body) + " + str(OVERHEAD) + " AS bytes),"
+        # The owners' stored bytes (migrations.STORED_BYTES: no trigger on
+        # this delete, which alone has the owner at hand).
+        " b AS (SELECT a2a_add_stored_bytes(t.owner, -sum(a.bytes)::bigint)"
+        " FROM a JOIN t ON t.id = a.task_id GROUP BY t.owner),"
         " d AS (DELETE FROM a2a_deliveries d USING m WHERE m.role = 'user' AND"
         " d.owner = m.owner AND d.agent = m.agent AND d.message_id = m.message_id"
         " AND d.task_id = m.task_id RETURNING 1)"
         " SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM m),"
-        " (SELECT count(*) FROM a), (SELECT count(*) FROM d)")
+        " (SELECT count(*) FROM a), (SELECT count(*) FROM d),"
+        " (SELECT count(*) FROM b)")
 
     def prune(self, cutoff: str) -> Iterator[Dict[str, int]]:
         while True:
             with self.connection() as conn:
-                tasks, messages, artifacts, deliveries = conn.execute(
+                tasks, messages, artifacts, deliveries, _ = conn.execute(
                     self._PRUNE, {"cutoff": cutoff, "batch": PRUNE_BATCH}).fetchone()
             if not tasks:
                 return

@@ -6,7 +6,8 @@ from typing import List, Optional, Sequence, Tuple
 from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 from .tasks import NOW
 
-_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+_KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
+                " operator")
 
 
 class CredentialOperations:
@@ -23,10 +24,10 @@ class CredentialOperations:
     def insert_key(self, key: KeyRow, key_hash: str) -> KeyRow:
         key.created_at = self._one(
             "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
-            " last_used_at, revoked_at, key_hash) VALUES (%s, %s, %s, %s, " + NOW +
-            ", %s, %s, %s) RETURNING created_at",
+            " last_used_at, revoked_at, operator, key_hash) VALUES (%s, %s, %s,"
+            " %s, " + NOW + ", %s, %s, %s, %s) RETURNING created_at",
             (key.id, key.prefix, key.label, key.scope, key.last_used_at,
-             key.revoked_at, key_hash))[0]
+             key.revoked_at, key.operator, key_hash))[0]
         return key
 
     def keys(self) -> List[KeyRow]:
@@ -55,11 +56,16 @@ class CredentialOperations:
             " RETURNING 1) SELECT count(*) FROM touched",
             (list(key_ids), older_than))[0]
 
-    def insert_user(self, name: str, password_hash: str) -> None:
-        if self._one("INSERT INTO a2a_users (name, password_hash, created_at)"
-                     " VALUES (%s, %s, " + NOW + ") ON CONFLICT DO NOTHING RETURNING 1",
-                     (name, password_hash)) is None:
+    def insert_user(self, name: str, password_hash: str, operator: bool = False) -> None:
+        if self._one("INSERT INTO a2a_users (name, password_hash, created_at,"
+                     " operator) VALUES (%s, %s, " + NOW + ", %s)"
+                     " ON CONFLICT DO NOTHING RETURNING 1",
+                     (name, password_hash, bool(operator))) is None:
             raise UserExistsError(name)
+
+    def user_is_operator(self, name: str) -> bool:
+        row = self._one("SELECT operator FROM a2a_users WHERE name = %s", (name,))
+        return bool(row and row[0])
 
     def users(self) -> List[Tuple[str, str]]:
         return [tuple(row) for row in self._all(
@@ -83,11 +89,12 @@ class CredentialOperations:
                                           List[Tuple[str, str, str]]]:
         """(keys as (KeyRow, key hash), users as (name, password hash,
         created_at)): everything ``import_credentials`` needs, hashes only."""
-        keys = [(KeyRow(*row[:7]), row[7]) for row in self._all(
+        keys = [(KeyRow(*row[:8]), row[8]) for row in self._all(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
         users = [tuple(row) for row in self._all(
-            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+            "SELECT name, password_hash, created_at, operator FROM a2a_users"
+            " ORDER BY name")]
         return keys, users
 
     def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
@@ -99,9 +106,11 @@ class CredentialOperations:
             if keys:
                 cur.executemany(
                     "INSERT INTO a2a_api_keys (%s, key_hash) VALUES (%%s, %%s, %%s,"
-                    " %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                    " %%s, %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
                     [key.astuple() + (key_hash,) for key, key_hash in keys])
             if users:
                 cur.executemany(
-                    "INSERT INTO a2a_users (name, password_hash, created_at)"
-                    " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", users)
+                    "INSERT INTO a2a_users (name, password_hash, created_at,"
+                    " operator) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [tuple(user[:3]) + (bool(user[3:] and user[3]),)
+                     for user in users])

@@ -118,9 +118,89 @@ CREATE INDEX a2a_turns_task ON a2a_turns (task_id, seq);
 CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round);
 """
 
+#: What each caller's stored tasks take (A2A_MAX_STORED_BYTES_PER_CALLER),
+#: kept by triggers on the writes of messages, tasks and artifacts, whatever
+#: writes them; the one delete of artifacts (prune, admin.py) subtracts them
+#: in its own statement, where the task's owner is at hand. A caller's
+#: concurrent writers add to different shards (their backend's pid), so
+#: that its sends do not queue on one row's lock; a transaction keeps to
+#: one shard, so two never wait on each other's.
+#: 256 and 320: sizes.OVERHEAD and sizes.FIXED_BYTES.
+STORED_BYTES = """
+CREATE TABLE a2a_stored_bytes (
+    owner text NOT NULL,
+    shard integer NOT NULL,
+    bytes bigint NOT NULL,
+    PRIMARY KEY (owner, shard)
+);
+CREATE FUNCTION a2a_add_stored_bytes(who text, amount bigint) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO a2a_stored_bytes (owner, shard, bytes)
+    SELECT who, pg_backend_pid() % 8, amount WHERE who IS NOT NULL AND amount <> 0
+    ON CONFLICT (owner, shard) DO UPDATE
+    SET bytes = a2a_stored_bytes.bytes + excluded.bytes
+$$;
+CREATE FUNCTION a2a_messages_bytes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM a2a_add_stored_bytes(OLD.owner, -(octet_length(OLD.body) + 256));
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM a2a_add_stored_bytes(NEW.owner, octet_length(NEW.body) + 256);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER a2a_messages_bytes AFTER INSERT OR DELETE OR UPDATE OF owner, body
+    ON a2a_messages FOR EACH ROW EXECUTE FUNCTION a2a_messages_bytes();
+CREATE FUNCTION a2a_tasks_bytes() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    moved bigint;
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        PERFORM a2a_add_stored_bytes(OLD.owner,
+                                     -(coalesce(octet_length(OLD.metadata), 0) + 320));
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        PERFORM a2a_add_stored_bytes(NEW.owner,
+                                     coalesce(octet_length(NEW.metadata), 0) + 320);
+    END IF;
+    IF TG_OP = 'UPDATE' AND OLD.owner <> NEW.owner THEN
+        SELECT coalesce(sum(octet_length(body) + 256), 0) INTO moved
+            FROM a2a_artifacts WHERE task_id = NEW.id;
+        PERFORM a2a_add_stored_bytes(OLD.owner, -moved);
+        PERFORM a2a_add_stored_bytes(NEW.owner, moved);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER a2a_tasks_bytes AFTER INSERT OR DELETE OR UPDATE OF owner, metadata
+    ON a2a_tasks FOR EACH ROW EXECUTE FUNCTION a2a_tasks_bytes();
+CREATE FUNCTION a2a_artifacts_bytes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM a2a_add_stored_bytes((SELECT owner FROM a2a_tasks WHERE id = NEW.task_id),
+                                 octet_length(NEW.body) + 256);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER a2a_artifacts_bytes AFTER INSERT ON a2a_artifacts
+    FOR EACH ROW EXECUTE FUNCTION a2a_artifacts_bytes();
+INSERT INTO a2a_stored_bytes (owner, shard, bytes)
+SELECT owner, 0, sum(bytes) FROM (
+    SELECT owner, octet_length(body) + 256 AS bytes FROM a2a_messages
+    UNION ALL SELECT owner, coalesce(octet_length(metadata), 0) + 320 FROM a2a_tasks
+    UNION ALL SELECT t.owner, octet_length(a.body) + 256
+        FROM a2a_artifacts a JOIN a2a_tasks t ON t.id = a.task_id
+) counted GROUP BY owner;
+"""
+
 #: The migrations after ``START`` (SQL): entry i brings version
 #: START_VERSION + i to START_VERSION + i + 1.
-MIGRATIONS = []
+MIGRATIONS = [
+    # Operators (the operator's page): a key or a built-in user flagged so
+    # may read every caller's tasks there and cancel them; an operator key
+    # reaches no agent unless its scope says so.
+    "ALTER TABLE a2a_api_keys ADD COLUMN operator boolean NOT NULL DEFAULT false;"
+    " ALTER TABLE a2a_users ADD COLUMN operator boolean NOT NULL DEFAULT false",
+    STORED_BYTES,
+]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

@@ -13,14 +13,14 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
-    QueueFullError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
+    QueueLimitReachedError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .tasks import (
     _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
-    check_artifacts_fit, task_for_message,
+    check_artifacts_fit, check_quota, task_for_message,
 )
 from ..records import Artifact, Message
 
@@ -58,7 +58,8 @@ class QueueOperations:
                      metadata: Optional[dict] = None, retry: bool = False,
                      status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
                      trace_context: Optional[str] = None,
-                     live_key: Optional[str] = None) -> TurnStart:
+                     live_key: Optional[str] = None,
+                     max_stored_bytes: Optional[int] = None) -> TurnStart:
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -83,7 +84,8 @@ class QueueOperations:
                     "SELECT count(*) FROM (SELECT FROM a2a_turns WHERE owner = %s"
                     " AND worker IS NULL LIMIT %s) q",
                     (owner, queue_limit)).fetchone()[0] >= queue_limit:
-                raise QueueFullError(owner, queue_limit)
+                raise QueueLimitReachedError(owner, queue_limit)
+            check_quota(conn, owner, max_stored_bytes)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -244,14 +246,15 @@ class QueueOperations:
         return self._give_up(expired, (), max_attempts)
 
     def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3) -> List[Tuple[str, str]]:
+                      max_attempts: int = 3,
+                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
         task_ids = list(task_ids)
         if not task_ids:
             return []
         return self._give_up("worker = %s AND task_id = ANY(%s)",
-                             (worker, task_ids), max_attempts)
+                             (worker, task_ids), max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts):
+    def _give_up(self, where, args, max_attempts, failed_text=None):
         """Re-queue (retry agents with attempts left) or fail the turns
         matching ``where``; rows locked (SKIP LOCKED: another worker is on
         them), each change conditional on the row as read."""
@@ -273,7 +276,8 @@ class QueueOperations:
                         "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
                         (task_id, worker)).rowcount:
                     continue
-                text = ATTEMPTS_EXHAUSTED_TEXT % attempts if retry else LEASE_EXPIRED_TEXT
+                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
+                        else failed_text or LEASE_EXPIRED_TEXT)
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"

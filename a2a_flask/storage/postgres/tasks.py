@@ -9,12 +9,14 @@ finished turn (task + status message + artifacts), a read (task + artifacts
 clock, so servers with skewed clocks agree.
 """
 
+import logging
 import time
 from typing import Any, Dict, Optional, Sequence
 
 from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError,
-    MessageIdReusedError, TaskEndedError, NoSuchTaskError, TaskNotWaitingError, TurnStart,
+    MessageIdReusedError, QuotaReachedError, TaskEndedError, NoSuchTaskError,
+    TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ..sizes import OVERHEAD, stored_artifact_bytes
@@ -22,6 +24,13 @@ from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .connection import is_storage_failure
 from ..records import Artifact, Message
+
+log = logging.getLogger("a2a_flask")
+
+
+class _NotLost(Exception):
+    """Rolls back a re-stored start that turned out not to be needed."""
+
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
 NOW = """to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
@@ -56,6 +65,12 @@ _UNFLUSHED = "SET LOCAL synchronous_commit TO off"
 KEY_IS_LIVE = ("(%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
                " WHERE key_hash = %(key)s AND revoked_at IS NULL))")
 
+# What the caller's stored tasks take (migrations.STORED_BYTES).
+STORED_BYTES = ("(SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
+                " WHERE owner = %(owner)s)")
+# Within the caller's quota, %(quota)s (NULL: none).
+WITHIN_QUOTA = "(%(quota)s::bigint IS NULL OR " + STORED_BYTES + " < %(quota)s::bigint)"
+
 # A new task: its retry record, the task and its first message, one statement
 # (its own transaction, made unflushed by set_config(..., true), read at its
 # commit). An existing (owner, agent, messageId) inserts nothing and returns
@@ -63,7 +78,7 @@ KEY_IS_LIVE = ("(%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
 _START_NEW = (
     "WITH d AS (INSERT INTO a2a_deliveries (owner, agent, message_id,"
     " fingerprint, task_id) SELECT %(owner)s, %(agent)s, %(mid)s, %(fp)s, %(id)s"
-    " WHERE " + KEY_IS_LIVE +
+    " WHERE " + KEY_IS_LIVE + " AND " + WITHIN_QUOTA +
     " ON CONFLICT DO NOTHING RETURNING task_id),"
     " t AS (INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
     " updated_at, created_at, metadata) SELECT %(id)s, %(agent)s, %(owner)s,"
@@ -129,6 +144,16 @@ def check_artifacts_fit(conn: Any, params: Dict[str, Any]) -> None:
                                  params["alimit"])
 
 
+def check_quota(conn: Any, owner: str, max_stored_bytes: Optional[int]) -> None:
+    """``QuotaReachedError`` when the caller's stored tasks take its quota
+    (None: no quota) or more."""
+    if max_stored_bytes is None:
+        return
+    stored = conn.execute("SELECT " + STORED_BYTES, {"owner": owner}).fetchone()[0]
+    if stored >= max_stored_bytes:
+        raise QuotaReachedError(owner, max_stored_bytes, int(stored))
+
+
 def task_for_message(conn: Any, owner: str, agent: str, task_id: str,
                      context_id: Optional[str], lock: bool = False) -> Any:
     """(state, context id) of the task a message names (its row locked with
@@ -170,7 +195,8 @@ class TaskOperations:
 
     def start_turn(self, owner: str, agent: str, message: Message, context_id: Optional[str] = None,
                    task_id: Optional[str] = None, metadata: Optional[dict] = None,
-                   remembered_key: Optional[str] = None) -> TurnStart:
+                   remembered_key: Optional[str] = None,
+                   max_stored_bytes: Optional[int] = None) -> TurnStart:
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
         # context other than the task's is refused (ContextMismatchError), which
@@ -186,17 +212,19 @@ class TaskOperations:
                     "fp": digest, "id": task_id, "ctx": context_id,
                     "role": stored["role"], "body": dumps(stored),
                     "meta": dumps(metadata) if metadata else None,
-                    "key": remembered_key}).fetchone()
+                    "key": remembered_key, "quota": max_stored_bytes}).fetchone()
                 if row is not None:
-                    return TurnStart(task_id, context_id, stored, row[0], created=True)
+                    return TurnStart(task_id, context_id, stored, row[0],
+                                     created=True, metadata=metadata)
                 self._check_live(conn, remembered_key)  # a retry, or a key revoked
-                return self._replayed(conn, owner, agent, message)
+                return self._replayed(conn, owner, agent, message, max_stored_bytes)
         with self.transaction() as conn:
             self._check_live(conn, remembered_key)
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id)
             if replayed is not None:
                 return replayed
+            check_quota(conn, owner, max_stored_bytes)
             conn.execute(_UNFLUSHED)  # read at COMMIT: a replay above still waits
             context_id = self._claim_waiting_task(conn, owner, agent, task_id, context_id)
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
@@ -225,9 +253,11 @@ class TaskOperations:
         return None
 
     @staticmethod
-    def _replayed(conn, owner, agent, message):
+    def _replayed(conn, owner, agent, message, max_stored_bytes=None):
         message_id = message["messageId"]
         seen = conn.execute(_SEEN, (owner, agent, message_id)).fetchone()
+        if seen is None:
+            check_quota(conn, owner, max_stored_bytes)  # refused for that?
         if seen is None or seen[0] != delivery_fingerprint(message, seen[1], seen[2]):
             raise MessageIdReusedError(message_id)
         return TurnStart(seen[1], seen[2], replayed=True)
@@ -249,7 +279,8 @@ class TaskOperations:
 
     def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
                     status_message: Optional[Message] = None, artifacts: Sequence[Artifact] = (),
-                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
+                    max_artifact_bytes: Optional[int] = None,
+                    start: Optional[TurnStart] = None) -> Optional[str]:
         body = dumps(status_message) if status_message else None
         params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
                       state=state, body=body, owner=owner, agent=agent,
@@ -261,6 +292,8 @@ class TaskOperations:
                     row = conn.execute(_FINISH, params).fetchone()
                     if row is None:
                         check_artifacts_fit(conn, params)
+                if row is None and start is not None:
+                    return self._finish_lost_start(start, owner, agent, params)
                 return row[0] if row else None
             except Exception as exc:
                 cause = exc.__cause__
@@ -271,6 +304,72 @@ class TaskOperations:
                     exc.stored_task = task_id, "working"
                     raise
                 time.sleep(0.1 * attempt)
+
+    def _finish_lost_start(self, start: TurnStart, owner: str, agent: str,
+                           params: Dict[str, Any]) -> Optional[str]:
+        """The outcome that found no working task, when the reason is that a
+        crash lost the turn's start (committed unflushed: _UNFLUSHED): its
+        retry record is missing. Then the start is stored again and the
+        outcome with it, one transaction (flushed, as every outcome): the
+        send is answered with its task, and a retry of its messageId is
+        answered with this task instead of running the agent again. When the
+        retry record is there, the task left ``working`` meanwhile (canceled,
+        stale): None, the outcome is discarded, as before."""
+        message = start.message
+        try:
+            with self.transaction() as conn:
+                if conn.execute(
+                        "INSERT INTO a2a_deliveries (owner, agent, message_id,"
+                        " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                        " ON CONFLICT DO NOTHING",
+                        (owner, agent, message["messageId"], delivery_fingerprint(
+                            message, start.task_id, start.context_id),
+                         start.task_id)).rowcount != 1:
+                    return None  # the start is there: a genuine discard
+                if start.created:
+                    added = conn.execute(
+                        "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
+                        " updated_at, created_at, metadata) VALUES (%s, %s, %s, %s,"
+                        " 'working', " + NOW + ", " + NOW + ", %s)"
+                        " ON CONFLICT DO NOTHING",
+                        (start.task_id, agent, owner, start.context_id,
+                         dumps(start.metadata) if start.metadata else None)).rowcount
+                else:  # the claim of the waiting task was lost with it
+                    added = conn.execute(
+                        "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
+                        " WHERE id = %s AND owner = %s AND agent = %s AND state IN " +
+                        WAITING_SQL, (start.task_id, owner, agent)).rowcount
+                if added != 1:
+                    raise _NotLost()
+                conn.execute(_INSERT_MESSAGE, (
+                    start.task_id, start.context_id, owner, agent, message["role"],
+                    message["messageId"], dumps(message)))
+                row = conn.execute(_FINISH, params).fetchone()
+                if row is None:
+                    check_artifacts_fit(conn, params)
+                    raise _NotLost()
+        except _NotLost:
+            return None
+        log.warning("task %s: its start was lost (PostgreSQL stopped before it "
+                    "reached the disk); stored again with its turn's outcome",
+                    start.task_id)
+        return row[0]
+
+    def withdraw_turn(self, task_id: str, owner: str, agent: str,
+                      message_id: str) -> bool:
+        """See ``Storage.withdraw_turn``."""
+        with self.transaction() as conn:
+            if not conn.execute(
+                    "DELETE FROM a2a_tasks WHERE id = %s AND owner = %s AND"
+                    " agent = %s AND state = 'working'",
+                    (task_id, owner, agent)).rowcount:
+                return False
+            conn.execute("DELETE FROM a2a_messages WHERE task_id = %s", (task_id,))
+            conn.execute("DELETE FROM a2a_artifacts WHERE task_id = %s", (task_id,))
+            conn.execute("DELETE FROM a2a_deliveries WHERE owner = %s AND agent = %s"
+                         " AND message_id = %s AND task_id = %s",
+                         (owner, agent, message_id, task_id))
+        return True
 
     def fail_stale_turn(self, task_id: str) -> bool:
         message = agent_message([text_part(STALE_TURN_TEXT)], task_id)

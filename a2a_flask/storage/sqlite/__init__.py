@@ -5,13 +5,14 @@
 ``forms`` (the stored form of messages and artifacts), ``admin`` (listing,
 operations, bulk copy), ``credentials`` (keys and users), ``queue``
 (background turns), ``file`` (lock, identity, failures, kept outcomes),
-``migrations`` (the versioned schema).
+``dashboard`` (the operator's page), ``migrations`` (the versioned schema).
 """
 
 from ..base import Storage
 from .admin import AdminOperations
 from .connection import SqliteConnections
 from .credentials import CredentialOperations
+from .dashboard import DashboardOperations
 from .queue import QueueOperations
 from .reading import TaskReads
 from .tasks import TaskOperations
@@ -20,5 +21,6 @@ from .tasks import TaskOperations
 # Ignored for mypy: location is a property here; start_turn takes queue
 # (enqueue_turn's) before remembered_key, which callers pass by name.
 class SqliteStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,  # type: ignore[override,misc]
+                    DashboardOperations,
                     CredentialOperations, SqliteConnections, Storage):
     """``Storage`` on one SQLite file."""

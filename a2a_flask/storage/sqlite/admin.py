@@ -8,7 +8,7 @@ import os
 import sqlite3
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
-from ..base import TaskPage, TaskRecord
+from ..base import StoredTaskPage, TaskRecord
 from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
 from ..sizes import page_size
 from .tasks import _TERMINAL_SQL
@@ -99,7 +99,7 @@ class AdminOperations:
                 used = page_size(task)
             tasks.append(task)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
-        return TaskPage(tasks, next_cursor)
+        return StoredTaskPage(tasks, next_cursor)
 
     def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
                     context_id: Optional[str] = None, state: Optional[str] = None,

@@ -109,7 +109,7 @@ class SqliteConnections:
     clock = staticmethod(_utc_now)
 
     def __init__(self, path, busy_timeout_ms=5000, synchronous="NORMAL",
-                 stale_turn_seconds=3600, auto_migrate=True):
+                 stale_turn_seconds=3600, auto_migrate=True, min_free_disk_bytes=0):
         check_sqlite_library()
         self.path = path
         self.busy_timeout_ms = int(busy_timeout_ms)
@@ -129,6 +129,9 @@ class SqliteConnections:
         self._ready = False
         self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
         self._writes = WriteHealth(write_failure)
+        #: A2A_MIN_FREE_DISK_BYTES: under it new sends are refused and
+        #: ``writes_problem`` says so (0: no reserve).
+        self.min_free_disk_bytes = int(min_free_disk_bytes)
 
     # -- connections and transactions ----------------------------------
 
@@ -277,16 +280,30 @@ class SqliteConnections:
     #: the next that needs a new block does not.
     FULL_DISK_BYTES = 1 << 20
 
-    def writes_problem(self) -> Optional[str]:
-        """See ``Storage.writes_problem``."""
-        if not os.path.exists(self.path):
-            return "the database file is missing"
+    #: What the reserve says for /health (``writes_problem``).
+    RESERVE_REACHED = "the disk is at its free-space reserve (A2A_MIN_FREE_DISK_BYTES)"
+
+    def free_disk_bytes(self) -> int:
+        """Free bytes on the database's disk (for this process's user); -1
+        when its folder cannot be read."""
         try:
             found = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
         except OSError:
+            return -1
+        return found.f_bavail * found.f_frsize
+
+    def writes_problem(self) -> Optional[str]:
+        """See ``Storage.writes_problem``. Under A2A_MIN_FREE_DISK_BYTES the
+        sends are refused (``_check_reserve``): the reserve is reached."""
+        if not os.path.exists(self.path):
             return "the database file is missing"
-        if found.f_bavail * found.f_frsize < self.FULL_DISK_BYTES:
+        free = self.free_disk_bytes()
+        if free < 0:
+            return "the database file is missing"
+        if free < self.FULL_DISK_BYTES:
             return "the disk is full"
+        if free < self.min_free_disk_bytes:
+            return self.RESERVE_REACHED
         return self._writes.problem(self._probe_write)
 
     def _probe_write(self):

@@ -4,7 +4,15 @@ or a password is, and how it is hashed, is ``a2a_flask.credentials``."""
 from typing import List, Optional, Sequence, Tuple
 from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 
-_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+_KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
+                " operator")
+
+
+def _user_row(user):
+    """An exported user, operator flag last (False when an older export
+    has none)."""
+    name, password_hash, created_at = user[:3]
+    return (name, password_hash, created_at, int(bool(user[3:] and user[3])))
 
 
 class CredentialOperations:
@@ -15,7 +23,7 @@ class CredentialOperations:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
                 key.astuple() + (key_hash,))
         return key
 
@@ -47,13 +55,18 @@ class CredentialOperations:
                 " (last_used_at IS NULL OR last_used_at < ?)",
                 [(now, key_id, older_than) for key_id in key_ids]).rowcount
 
-    def insert_user(self, name: str, password_hash: str) -> None:
+    def insert_user(self, name: str, password_hash: str, operator: bool = False) -> None:
         with self.transaction() as conn:
             if not conn.execute(
-                    "INSERT INTO a2a_users (name, password_hash, created_at)"
-                    " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    (name, password_hash, self._now())).rowcount:
+                    "INSERT INTO a2a_users (name, password_hash, created_at,"
+                    " operator) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (name, password_hash, self._now(), int(operator))).rowcount:
                 raise UserExistsError(name)
+
+    def user_is_operator(self, name: str) -> bool:
+        row = self.connection().execute(
+            "SELECT operator FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        return bool(row and row[0])
 
     def users(self) -> List[Tuple[str, str]]:
         return [tuple(row) for row in self.connection().execute(
@@ -79,11 +92,12 @@ class CredentialOperations:
     def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
                                           List[Tuple[str, str, str]]]:
         conn = self.connection()
-        keys = [(KeyRow(*row[:7]), row[7]) for row in conn.execute(
+        keys = [(KeyRow(*row[:8]), row[8]) for row in conn.execute(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
         users = [tuple(row) for row in conn.execute(
-            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+            "SELECT name, password_hash, created_at, operator FROM a2a_users"
+            " ORDER BY name")]
         return keys, users
 
     def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
@@ -91,8 +105,9 @@ class CredentialOperations:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
                 [key.astuple() + (key_hash,) for key, key_hash in keys])
             conn.executemany(
-                "INSERT INTO a2a_users (name, password_hash, created_at)"
-                " VALUES (?, ?, ?) ON CONFLICT DO NOTHING", users)
+                "INSERT INTO a2a_users (name, password_hash, created_at, operator)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [_user_row(user) for user in users])

@@ -84,9 +84,76 @@ START = (
     "CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round)",
 )
 
+def _add(owner, amount):
+    """Trigger statements adding ``amount`` (SQL) to ``owner``'s stored bytes."""
+    return ("INSERT OR IGNORE INTO a2a_stored_bytes (owner, shard, bytes)"
+            " VALUES (%s, 0, 0); UPDATE a2a_stored_bytes SET bytes = bytes + (%s)"
+            " WHERE owner = %s AND shard = 0;" % (owner, amount, owner))
+
+
+_MESSAGE = "length(CAST(%s.body AS BLOB)) + 256"  # sizes.OVERHEAD
+_TASK = "coalesce(length(CAST(%s.metadata AS BLOB)), 0) + 320"  # sizes.FIXED_BYTES
+_ARTIFACT_OWNER = "(SELECT owner FROM a2a_tasks WHERE id = %s.task_id)"
+
+#: What each caller's stored tasks take (A2A_MAX_STORED_BYTES_PER_CALLER),
+#: kept by triggers on every write of a message, artifact or task, whatever
+#: writes it (a turn, the worker, an import, a prune). The shard is 0 here
+#: (one writer at a time); PostgreSQL spreads a caller's writers over shards.
+STORED_BYTES = (
+    "CREATE TABLE a2a_stored_bytes (owner TEXT NOT NULL, shard INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL, PRIMARY KEY (owner, shard)) WITHOUT ROWID",
+    "CREATE TRIGGER a2a_messages_in AFTER INSERT ON a2a_messages BEGIN "
+    + _add("NEW.owner", _MESSAGE % "NEW") + " END",
+    "CREATE TRIGGER a2a_messages_out AFTER DELETE ON a2a_messages BEGIN "
+    + _add("OLD.owner", "-(%s)" % (_MESSAGE % "OLD")) + " END",
+    "CREATE TRIGGER a2a_messages_moved AFTER UPDATE OF owner, body ON a2a_messages"
+    " BEGIN " + _add("OLD.owner", "-(%s)" % (_MESSAGE % "OLD"))
+    + _add("NEW.owner", _MESSAGE % "NEW") + " END",
+    "CREATE TRIGGER a2a_tasks_in AFTER INSERT ON a2a_tasks BEGIN "
+    + _add("NEW.owner", _TASK % "NEW") + " END",
+    "CREATE TRIGGER a2a_tasks_out AFTER DELETE ON a2a_tasks BEGIN "
+    + _add("OLD.owner", "-(%s)" % (_TASK % "OLD")) + " END",
+    # A task moved to another owner takes its artifacts' bytes along.
+    "CREATE TRIGGER a2a_tasks_moved AFTER UPDATE OF owner, metadata ON a2a_tasks"
+    " BEGIN " + _add("OLD.owner", "-(%s)" % (_TASK % "OLD"))
+    + _add("NEW.owner", _TASK % "NEW")
+    + " UPDATE a2a_stored_bytes SET bytes = bytes + (SELECT coalesce(sum("
+    + _MESSAGE % "a2a_artifacts" + "), 0) FROM a2a_artifacts WHERE task_id = NEW.id)"
+    " * (CASE WHEN owner = OLD.owner THEN -1 ELSE 1 END)"
+    " WHERE OLD.owner != NEW.owner AND shard = 0 AND owner IN (OLD.owner, NEW.owner);"
+    " END",
+    "CREATE TRIGGER a2a_artifacts_in AFTER INSERT ON a2a_artifacts BEGIN "
+    + _add(_ARTIFACT_OWNER % "NEW", _MESSAGE % "NEW") + " END",
+    # Artifacts are deleted before their task (prune), which names the owner.
+    "CREATE TRIGGER a2a_artifacts_out AFTER DELETE ON a2a_artifacts BEGIN "
+    + _add(_ARTIFACT_OWNER % "OLD", "-(%s)" % (_MESSAGE % "OLD")) + " END",
+    # What the database holds already.
+    "INSERT INTO a2a_stored_bytes (owner, shard, bytes) SELECT owner, 0,"
+    " sum(bytes) FROM (SELECT owner, " + _MESSAGE % "m" + " AS bytes FROM"
+    " a2a_messages m UNION ALL SELECT owner, " + _TASK % "t" + " FROM a2a_tasks t"
+    " UNION ALL SELECT t.owner, " + _MESSAGE % "a" + " FROM a2a_artifacts a"
+    " JOIN a2a_tasks t ON t.id = a.task_id) GROUP BY owner",
+)
+
+
+def _stored_bytes(db):
+    for statement in STORED_BYTES:
+        db.execute(statement)
+
+
 #: The migrations after ``START``: entry i brings version START_VERSION + i
 #: to START_VERSION + i + 1.
-MIGRATIONS = []
+def _operators(db):
+    """Operators (the operator's page): a key or a built-in user flagged so
+    may read every caller's tasks there and cancel them; an operator key
+    reaches no agent unless its scope says so."""
+    db.execute("ALTER TABLE a2a_api_keys ADD COLUMN operator INTEGER NOT NULL"
+               " DEFAULT 0")
+    db.execute("ALTER TABLE a2a_users ADD COLUMN operator INTEGER NOT NULL"
+               " DEFAULT 0")
+
+
+MIGRATIONS = [_operators, _stored_bytes]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

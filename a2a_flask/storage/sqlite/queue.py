@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueFullError,
+    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueLimitReachedError,
     RememberedKeyRevokedError,
 )
 from ..common import dumps, now_iso
@@ -56,7 +56,7 @@ class _Enqueue:
                 "SELECT count(*) FROM (SELECT 1 FROM a2a_turns WHERE owner = ?"
                 " AND worker IS NULL LIMIT ?)",
                 (self.owner, self.queue_limit)).fetchone()[0] >= self.queue_limit:
-            raise QueueFullError(self.owner, self.queue_limit)
+            raise QueueLimitReachedError(self.owner, self.queue_limit)
 
     def add(self, conn: Any, start: TurnStart, follow_up: bool) -> None:
         caller_round = conn.execute(_ROUND, {"owner": self.owner}).fetchone()[0]
@@ -90,11 +90,13 @@ class QueueOperations:
                      metadata: Optional[dict] = None, retry: bool = False,
                      status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
                      trace_context: Optional[str] = None,
-                     live_key: Optional[str] = None) -> TurnStart:
+                     live_key: Optional[str] = None,
+                     max_stored_bytes: Optional[int] = None) -> TurnStart:
         # remembered_key: a replay with a revoked key is refused too.
         return self.start_turn(
             owner, agent, message, context_id=context_id, task_id=task_id,
             metadata=metadata, remembered_key=live_key,
+            max_stored_bytes=max_stored_bytes,
             queue=_Enqueue(self, owner, agent, retry, status_message, queue_limit,
                            trace_context, live_key))
 
@@ -195,15 +197,16 @@ class QueueOperations:
                              max_attempts)
 
     def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3) -> List[Tuple[str, str]]:
+                      max_attempts: int = 3,
+                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
         task_ids = list(task_ids)
         if not task_ids:
             return []
         return self._give_up(
             "worker = ? AND task_id IN (%s)" % _placeholders(task_ids),
-            [worker] + task_ids, max_attempts)
+            [worker] + task_ids, max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts):
+    def _give_up(self, where, args, max_attempts, failed_text=None):
         """Re-queue (retry agents with attempts left) or fail the turns
         matching ``where``; each change conditional on the row as read."""
         done = []
@@ -224,7 +227,7 @@ class QueueOperations:
                         (task_id, worker)).rowcount:
                     continue
                 text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
-                        else LEASE_EXPIRED_TEXT)
+                        else failed_text or LEASE_EXPIRED_TEXT)
                 if self._fail_working(conn, task_id, owner, agent, text):
                     done.append((task_id, "failed"))
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"

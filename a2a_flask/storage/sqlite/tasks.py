@@ -12,7 +12,8 @@ from typing import Optional, Sequence
 from ..errors import StorageUnavailableError
 from ..base import (
     ARTIFACTS_FULL_TEXT, STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError,
-    MessageIdReusedError, NoSuchTaskError, RememberedKeyRevokedError, TaskEndedError,
+    MessageIdReusedError, NoSuchTaskError, QuotaReachedError,
+    RememberedKeyRevokedError, StorageReserveError, TaskEndedError,
     TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
@@ -40,7 +41,8 @@ class TaskOperations:
     FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
-                   metadata=None, queue=None, remembered_key=None):
+                   metadata=None, queue=None, remembered_key=None,
+                   max_stored_bytes=None):
         """See ``Storage.start_turn``. ``queue`` (``enqueue_turn``): its
         ``admit(conn)`` runs once the message is known not to be a replay,
         and its ``add(conn, start, follow_up)`` once the message is stored,
@@ -80,6 +82,13 @@ class TaskOperations:
                     raise MessageIdReusedError(message_id)
                 return TurnStart(task[0], task[1], replayed=True)
 
+            self._check_reserve()
+            if max_stored_bytes is not None:
+                stored = conn.execute(
+                    "SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
+                    " WHERE owner = ?", (owner,)).fetchone()[0]
+                if stored >= max_stored_bytes:
+                    raise QuotaReachedError(owner, max_stored_bytes, stored)
             if queue is not None:
                 queue.admit(conn)
             follow_up = False
@@ -136,14 +145,25 @@ class TaskOperations:
             return task_context, True
         raise TaskNotWaitingError(task_id, state, task_context)
 
+    def _check_reserve(self) -> None:
+        """``StorageReserveError`` when the database's disk has less free
+        space than A2A_MIN_FREE_DISK_BYTES: a new send stops there, so that
+        the outcomes of running turns, cancels and ``tasks prune`` (which
+        needs room in the WAL to free any) still have it."""
+        if self.min_free_disk_bytes and self.free_disk_bytes() < self.min_free_disk_bytes:
+            raise StorageReserveError()
+
     def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
                     status_message: Optional[Message] = None, artifacts: Sequence[Artifact] = (),
-                    max_artifact_bytes: Optional[int] = None) -> Optional[str]:
+                    max_artifact_bytes: Optional[int] = None,
+                    start: Optional[TurnStart] = None) -> Optional[str]:
         """See ``Storage.finish_turn``. A write the file refuses (busy past
         the busy timeout, read-only, full) is tried ``FINISH_ATTEMPTS`` times;
         then the outcome is kept in a file beside the database
         (``<database>-outcomes/<task id>.json``), stored by the next
-        ``get_task`` of that task, and the storage error is raised."""
+        ``get_task`` of that task, and the storage error is raised.
+        ``start`` is not needed: a start is committed as any write here, and
+        a crash that lost it lost the later outcome too."""
         for attempt in range(1, self.FINISH_ATTEMPTS + 1):
             try:
                 return self._store_outcome(task_id, owner, agent, state,
@@ -167,6 +187,22 @@ class TaskOperations:
                 else:
                     failure.stored_task = task_id, self._fail_in_place(task_id)
                 raise failure from exc
+
+    def withdraw_turn(self, task_id, owner, agent, message_id):
+        """See ``Storage.withdraw_turn``."""
+        with self.transaction() as conn:
+            if conn.execute(
+                    "SELECT 1 FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?"
+                    " AND state = 'working'", (task_id, owner, agent)).fetchone() is None:
+                return False  # the write lock is ours: it stays so below
+            # Before the task: their triggers read its owner (stored bytes).
+            conn.execute("DELETE FROM a2a_artifacts WHERE task_id = ?", (task_id,))
+            conn.execute("DELETE FROM a2a_messages WHERE task_id = ?", (task_id,))
+            conn.execute("DELETE FROM a2a_tasks WHERE id = ?", (task_id,))
+            conn.execute("DELETE FROM a2a_deliveries WHERE owner = ? AND agent = ?"
+                         " AND message_id = ? AND task_id = ?",
+                         (owner, agent, message_id, task_id))
+        return True
 
     def _fail_in_place(self, task_id):
         """The task's state once its outcome could be neither stored nor kept:

@@ -1,0 +1,61 @@
+"""The operator's page's read of ``PostgresStorage`` (``operator_view``).
+
+What it costs: the counts are one pass over the tasks' state index (an
+index-only scan where the visibility map allows); the turns per minute and
+the failures are ranges of ``a2a_tasks_updated`` (the tasks changed in the
+last hour, and in the last 24 hours newest first until enough failures are
+found). The queue and the workers read ``a2a_turns``, which holds live
+turns only. All in one read-only REPEATABLE READ transaction: one moment.
+"""
+
+from ..base import OperatorView
+from .admin import _COLUMNS, _record
+
+
+def _utc_text(expression):
+    """``expression`` (a timestamptz) as the storage's ISO text."""
+    return ("to_char((%s) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+            % expression)
+
+
+class DashboardOperations:
+    """Mixed into ``PostgresStorage``."""
+
+    def operator_view(self, failure_limit=50):
+        with self.connection() as conn:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ,"
+                             " READ ONLY")
+                now, hour_ago, day_ago = conn.execute(
+                    "SELECT %s, %s, %s" % (
+                        _utc_text("now()"), _utc_text("now() - interval '1 hour'"),
+                        _utc_text("now() - interval '1 day'"))).fetchone()
+                tasks = {}
+                for agent, state, count in conn.execute(
+                        "SELECT agent, state, count(*) FROM a2a_tasks"
+                        " GROUP BY agent, state"):
+                    tasks.setdefault(agent, {})[state] = count
+                turns = [tuple(row) for row in conn.execute(
+                    "SELECT agent, substr(updated_at, 1, 16) AS minute, count(*)"
+                    " FROM a2a_tasks WHERE updated_at >= %s AND state <> 'working'"
+                    " GROUP BY agent, minute ORDER BY agent, minute", (hour_ago,))]
+                failures = conn.execute(
+                    "SELECT " + _COLUMNS + " FROM a2a_tasks WHERE updated_at >= %s"
+                    " AND state = 'failed' ORDER BY updated_at DESC, id DESC"
+                    " LIMIT %s", (day_ago, failure_limit)).fetchall()
+                depth, oldest = conn.execute(
+                    "SELECT count(*), min(queued_at) FROM a2a_turns"
+                    " WHERE worker IS NULL").fetchone()
+                callers = dict(conn.execute(
+                    "SELECT owner, count(*) FROM a2a_turns WHERE worker IS NULL"
+                    " GROUP BY owner").fetchall())
+                leases = [tuple(row) for row in conn.execute(
+                    "SELECT worker, max(lease_expires), count(*) FROM a2a_turns"
+                    " WHERE worker IS NOT NULL GROUP BY worker ORDER BY worker")]
+                version, size = conn.execute(
+                    "SELECT (SELECT max(version) FROM a2a_schema_version),"
+                    " pg_database_size(current_database())").fetchone()
+        return OperatorView(now, tasks, turns, depth, oldest, callers, leases,
+                            [_record(row) for row in failures],
+                            {"backend": "postgresql", "schema_version": version,
+                             "database_bytes": size})
