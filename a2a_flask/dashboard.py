@@ -12,11 +12,14 @@ and its last sign of life is its newest lease's renewal (the expiry less
 import logging
 import os
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .errors import OperatorActionError
 from .logs import clean
 from .storage.base import TaskRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .app_state import AppState
 
 log = logging.getLogger("a2a_flask.dashboard")
 
@@ -80,7 +83,7 @@ def _settings(app_state, environ) -> Dict[str, Any]:
     }
 
 
-def dashboard_data(app_state, environ) -> Dict[str, Any]:
+def dashboard_data(app_state: "AppState", environ: Mapping[str, Any]) -> Dict[str, Any]:
     """The JSON object of ``GET PREFIX/dashboard/`` (docs/reference/routes.md)."""
     view = app_state.storage.operator_view(FAILURES)
     now = parse_time(view.now)
@@ -119,7 +122,7 @@ def dashboard_data(app_state, environ) -> Dict[str, Any]:
     }
 
 
-def cancel_task(app_state, operator: str, task_id: str) -> TaskRecord:
+def cancel_task(app_state: "AppState", operator: str, task_id: str) -> TaskRecord:
     """Cancel one task, as ``flask a2a tasks cancel --task``; logged with
     the operator. ``OperatorActionError`` (404, 409) when it cannot be."""
     storage = app_state.storage
@@ -138,7 +141,7 @@ def cancel_task(app_state, operator: str, task_id: str) -> TaskRecord:
     return canceled[0]
 
 
-def cancel_caller(app_state, operator: str, caller: str) -> List[TaskRecord]:
+def cancel_caller(app_state: "AppState", operator: str, caller: str) -> List[TaskRecord]:
     """Cancel every working task of ``caller`` (its queued turns never start,
     its running ones see ``turn.canceled``), as ``flask a2a tasks cancel
     --caller CALLER --state working``; logged with the operator."""

@@ -326,7 +326,8 @@ class QuotaExceededError(A2AError):
     default_message = ("This caller's stored tasks take its storage quota: "
                        "nothing was stored.")
 
-    def __init__(self, message=None, limit=None, stored=None, retry_after=60):
+    def __init__(self, message: Optional[str] = None, limit: Optional[int] = None,
+                 stored: Optional[int] = None, retry_after: int = 60) -> None:
         super().__init__(message, data={"retryAfter": retry_after,
                                         "quotaBytes": limit, "storedBytes": stored})
         self.headers = {"Retry-After": str(retry_after)}

@@ -21,7 +21,8 @@ from .agent.engine import store_outcome
 from .auth.callers import KEY_REFUSED
 from .storage import sizes
 from .storage.base import (
-    QUEUED_TEXT, RememberedKeyRevokedError, StoredTaskPage, TaskRecord,
+    QUEUED_TEXT, RememberedKeyRevokedError, StorageUnavailableError, StoredTaskPage,
+    TaskRecord, TurnStart,
 )
 from .messages import agent_message, text_part
 from .waits import settled
@@ -186,7 +187,8 @@ READ_FAILED_TEXT = ("The agent could not complete this turn: the storage was "
                     "again with a new messageId once the storage works again.")
 
 
-def _interrupted(turn, start, failure):
+def _interrupted(turn: Turn, start: TurnStart,
+                 failure: StorageUnavailableError) -> StorageUnavailableError:
     """What a send answers when the storage failed under its agent's read:
     the outage (``failure``), made true. A new task's start is withdrawn
     (nothing was stored: a retry of the same messageId runs it again); a

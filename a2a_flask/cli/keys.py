@@ -2,7 +2,7 @@
 
 import click
 from flask.cli import AppGroup
-from typing import Optional
+from typing import Optional, Set
 
 from .common import app_state, as_click_error, table
 
@@ -37,6 +37,7 @@ def _scope(agents):
 def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
                 quiet: bool) -> None:
     """Create an API key; it is printed once and never stored in clear."""
+    scope: Optional[Set[str]]
     if agents is None:
         # An operator's key is for looking after the service, not for calls.
         scope = set() if operator else None

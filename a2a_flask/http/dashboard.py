@@ -14,8 +14,9 @@ since the blueprint is otherwise exempt from it.
 """
 
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Dict
 
-from flask import current_app, request
+from flask import Blueprint, Response, current_app, request
 from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import HTTPException
 
@@ -26,13 +27,18 @@ from ..validation import NON_EMPTY, Id, Text, flatten_errors
 from .pipeline import current_app_state, storage_error
 from .try_page import inline_page, page_response, wants_page
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..app_state import AppState
+    from ..auth.callers import Caller
+    from ..config import Settings
+
 
 @lru_cache(maxsize=1)
 def _page():
     return inline_page("dashboard.html", "dashboard.js")
 
 
-def is_operator(app_state, caller):
+def is_operator(app_state: "AppState", caller: "Caller") -> bool:
     """Whether ``caller`` may see the operator's page."""
     if caller.operator:
         return True
@@ -71,7 +77,7 @@ def _answer(work):
     return json_response(body)
 
 
-def view():
+def view() -> Response:
     """``GET PREFIX/dashboard/``: the page, or its data."""
     if wants_page():
         return page_response(_page())
@@ -118,9 +124,9 @@ def _task_row(task):
             "state": "canceled"}
 
 
-def cancel_task():
+def cancel_task() -> Response:
     """``POST PREFIX/dashboard/cancel-task`` ``{"task_id"}``."""
-    def work(app_state):
+    def work(app_state: "AppState") -> Dict[str, Any]:
         caller = _acting_operator(app_state)
         task_id = _body(_TaskAction)["task_id"]
         return {"canceled": [_task_row(dashboard.cancel_task(
@@ -128,9 +134,9 @@ def cancel_task():
     return _answer(work)
 
 
-def cancel_caller():
+def cancel_caller() -> Response:
     """``POST PREFIX/dashboard/cancel-caller`` ``{"caller"}``."""
-    def work(app_state):
+    def work(app_state: "AppState") -> Dict[str, Any]:
         operator = _acting_operator(app_state)
         caller = _body(_CallerAction)["caller"]
         return {"canceled": [_task_row(task) for task in dashboard.cancel_caller(
@@ -138,7 +144,7 @@ def cancel_caller():
     return _answer(work)
 
 
-def add_routes(bp, settings):
+def add_routes(bp: Blueprint, settings: "Settings") -> None:
     """The page and its actions, when ``A2A_DASHBOARD`` is on."""
     base = urls.dashboard_path(settings)
     bp.add_url_rule(base, "dashboard", view, methods=["GET"])

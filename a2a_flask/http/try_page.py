@@ -17,6 +17,7 @@ import hashlib
 import os
 import re
 from functools import lru_cache
+from typing import Dict, List, Tuple
 
 from flask import Response, request
 
@@ -28,7 +29,7 @@ def _read(name):
         return f.read()
 
 
-def inline_page(html_name, *script_names):
+def inline_page(html_name: str, *script_names: str) -> Tuple[str, str]:
     """(HTML, Content-Security-Policy) of a self-contained page: the
     scripts ``script_names`` in one closure in place of ``/*SCRIPT*/``,
     and a policy admitting only its own inline script and style (by hash)."""
@@ -37,7 +38,7 @@ def inline_page(html_name, *script_names):
     script = '(function () {\n  "use strict";\n%s}());' % "\n".join(
         _read(name) for name in script_names)
     html = html.replace("/*SCRIPT*/", script, 1)
-    hashes = {"script": [], "style": []}
+    hashes: Dict[str, List[str]] = {"script": [], "style": []}
     for kind, text in _INLINE.findall(html):
         digest = hashlib.sha256(text.encode("utf-8")).digest()
         hashes[kind].append("'sha256-%s'" % base64.b64encode(digest).decode("ascii"))

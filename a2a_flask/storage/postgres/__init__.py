@@ -6,7 +6,8 @@ process, failures, schema), ``tasks`` and ``reading`` (the request path:
 its writes, its reads), ``admin`` (listing, operations, bulk copy),
 ``credentials`` (keys and users),
 ``queue`` (background turns, claimed with FOR UPDATE SKIP LOCKED),
-``dashboard`` (the operator's page), ``migrations`` (the versioned schema, serialized by an advisory lock).
+``dashboard`` (the operator's page), ``migrations`` (the versioned schema,
+serialized by an advisory lock).
 """
 
 from typing import TYPE_CHECKING

@@ -116,7 +116,8 @@ class AdminOperations:
                    context_id: Optional[str] = None, state: Optional[str] = None,
                    updated_after: Optional[str] = None, limit: int = 50,
                    cursor: Optional[str] = None, history_length: Optional[int] = 0,
-                   include_artifacts: bool = False, max_bytes: Optional[int] = None) -> TaskPage:
+                   include_artifacts: bool = False,
+                   max_bytes: Optional[int] = None) -> StoredTaskPage:
         where, params = _filters(owner, agent, context_id, state, updated_after)
         params.update(artifacts=bool(include_artifacts),
                       history=history_limit(history_length), limit=limit + 1)

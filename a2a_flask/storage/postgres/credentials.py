@@ -86,9 +86,9 @@ class CredentialOperations:
     # -- bulk copy (``flask a2a db copy``) ------------------------------------
 
     def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
-                                          List[Tuple[str, str, str]]]:
+                                          List[Tuple[str, str, str, bool]]]:
         """(keys as (KeyRow, key hash), users as (name, password hash,
-        created_at)): everything ``import_credentials`` needs, hashes only."""
+        created_at, operator)): everything ``import_credentials`` needs, hashes only."""
         keys = [(KeyRow(*row[:8]), row[8]) for row in self._all(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
@@ -98,7 +98,7 @@ class CredentialOperations:
         return keys, users
 
     def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
-                           users: Sequence[Tuple[str, str, str]]) -> None:
+                           users: Sequence[Tuple]) -> None:
         """Insert keys and users as they are (timestamps kept), in one
         transaction; a key id or user name already here is left as it is."""
         with self.transaction() as conn:

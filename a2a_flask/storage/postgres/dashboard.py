@@ -21,7 +21,7 @@ def _utc_text(expression):
 class DashboardOperations:
     """Mixed into ``PostgresStorage``."""
 
-    def operator_view(self, failure_limit=50):
+    def operator_view(self, failure_limit: int = 50) -> OperatorView:
         with self.connection() as conn:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ,"

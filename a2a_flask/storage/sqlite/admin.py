@@ -67,7 +67,8 @@ class AdminOperations:
                    context_id: Optional[str] = None, state: Optional[str] = None,
                    updated_after: Optional[str] = None, limit: int = 50,
                    cursor: Optional[str] = None, history_length: Optional[int] = 0,
-                   include_artifacts: bool = False, max_bytes: Optional[int] = None) -> TaskPage:
+                   include_artifacts: bool = False,
+                   max_bytes: Optional[int] = None) -> StoredTaskPage:
         where, args = _filters(owner, agent, context_id, state, updated_after)
         if cursor is not None:
             where.append("(updated_at, id) < (?, ?)")

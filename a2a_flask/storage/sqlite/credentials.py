@@ -90,7 +90,7 @@ class CredentialOperations:
     # -- bulk copy (``flask a2a db copy``) ------------------------------------
 
     def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
-                                          List[Tuple[str, str, str]]]:
+                                          List[Tuple[str, str, str, bool]]]:
         conn = self.connection()
         keys = [(KeyRow(*row[:8]), row[8]) for row in conn.execute(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
@@ -101,7 +101,7 @@ class CredentialOperations:
         return keys, users
 
     def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],
-                           users: Sequence[Tuple[str, str, str]]) -> None:
+                           users: Sequence[Tuple]) -> None:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"

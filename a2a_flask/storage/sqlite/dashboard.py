@@ -23,7 +23,7 @@ _MINUTE = 16
 class DashboardOperations:
     """Mixed into ``SqliteStorage``."""
 
-    def operator_view(self, failure_limit=50):
+    def operator_view(self, failure_limit: int = 50) -> OperatorView:
         now = self.clock()
         hour_ago = now_iso(now - timedelta(hours=1))
         day_ago = now_iso(now - timedelta(days=1))

@@ -188,7 +188,8 @@ class TaskOperations:
                     failure.stored_task = task_id, self._fail_in_place(task_id)
                 raise failure from exc
 
-    def withdraw_turn(self, task_id, owner, agent, message_id):
+    def withdraw_turn(self, task_id: str, owner: str, agent: str,
+                      message_id: str) -> bool:
         """See ``Storage.withdraw_turn``."""
         with self.transaction() as conn:
             if conn.execute(
