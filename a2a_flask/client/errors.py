@@ -136,12 +136,13 @@ def wire_class(code: int, status: int, reason: Optional[str] = None) -> Type[A2A
     status (any code with 401/403 is a refusal of the credentials)."""
     if status in (401, 403):
         code = errors.InvalidRequestError.code
-    found = _BY_STATUS.get((code, status))
-    if found is not None:
-        return found
+    # The reason first: the quota's and the queue's -32000 are both 429s.
     known = _BY_REASON.get(reason or "")
     if known is not None and known.code == code:
         return known
+    found = _BY_STATUS.get((code, status))
+    if found is not None:
+        return found
     return _BY_CODE.get(code, A2AError)
 
 

@@ -47,6 +47,13 @@ ANSWERED_AS = {
     (errors.InvalidRequestError, "rest"): errors.InvalidParamsError,
     (errors.InvalidParamsError, "rest"): errors.InvalidParamsError,
     (errors.IncompleteBodyError, "rest"): errors.InvalidParamsError,
+    # The operator's page's own refusals (answered bare, to its page only).
+    (errors.NotAnOperatorError, "*"): errors.ForbiddenError,
+    (errors.OperatorActionError, "0.3"): errors.InvalidRequestError,
+    (errors.OperatorActionError, "1.0"): errors.InvalidRequestError,
+    (errors.OperatorActionError, "rest"): errors.InvalidParamsError,
+    # 0.3 has no ErrorInfo: the quota's -32000 429 is the queue's.
+    (errors.QuotaExceededError, "0.3"): errors.QueueFullError,
 }
 
 
