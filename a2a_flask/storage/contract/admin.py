@@ -106,9 +106,10 @@ class AdminStorage(abc.ABC):
         by agent and state, tasks whose turn ended per minute of the last
         hour, the queue, the workers holding leases, the newest
         ``failure_limit`` failures of the last 24 hours. Read only; its cost
-        grows with the number of (owner, agent) pairs and the tasks of the
-        last hour, plus one pass over an index of the tasks for the counts
-        (no table rows read for them)."""
+        is one pass over an index of the tasks for the counts and the turns
+        per minute together (no table rows read for them, no sort of them),
+        a few statements per (owner, agent, state) group, and the rows of
+        the failures shown."""
 
     @abc.abstractmethod
     def check(self) -> List[str]:

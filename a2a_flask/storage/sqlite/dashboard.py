@@ -1,12 +1,16 @@
 """The operator's page's read of ``SqliteStorage`` (``operator_view``).
 
-What it costs: the counts are one pass over the index ``a2a_tasks_state``
-(owner, agent, state, updated_at, id), which holds every column they need,
-so no table row is read; then, for each (owner, agent, state) group it found,
-an index range (the tasks of the last hour for the turns per minute, the
-failed tasks of the last 24 hours, newest first, for the failures). The
-queue and the workers read ``a2a_turns``, which holds live turns only. No
-index is added: each would cost every send.
+What it costs: one walk of the index ``a2a_tasks_state`` (owner, agent,
+state, updated_at, id), which holds every column the counts need, so no
+table row is read for them. Its (owner, agent, state) groups are found by
+skipping from one to the next (a seek each, not a walk); each group is then
+counted as index ranges by ``updated_at``: older than the last hour, each
+minute of it, later. So the counts and the turns per minute are one pass,
+with no sort (a ``GROUP BY`` on the minute's text sorts every row it
+counts). The failures are the newest keys of each failed group (the same
+index, newest first); only the rows shown are read. The queue and the
+workers read ``a2a_turns``, which holds live turns only. No index is added:
+each would cost every send.
 """
 
 import os
@@ -19,43 +23,93 @@ from .admin import _COLUMNS, _record
 #: "YYYY-MM-DDTHH:MM": a timestamp's minute, as text.
 _MINUTE = 16
 
+#: From one (owner, agent, state) group of the state index to the next: a
+#: seek each. A row value ``(owner, agent, state) > (?, ?, ?)`` is not one:
+#: SQLite seeks on owner and walks the rest.
+_FIRST_GROUP = ("SELECT owner, agent, state FROM a2a_tasks"
+                " ORDER BY owner, agent, state LIMIT 1")
+_NEXT_GROUP = tuple(
+    "SELECT owner, agent, state FROM a2a_tasks WHERE %s"
+    " ORDER BY owner, agent, state LIMIT 1" % where for where in (
+        "owner = ? AND agent = ? AND state > ?",
+        "owner = ? AND agent > ?",
+        "owner > ?"))
+
+#: Bounds that hold every stored timestamp: text sorts after '' and before
+#: any BLOB (SQLite's order of storage classes).
+_LOWEST, _HIGHEST = "", b""
+
+
+def _groups(conn):
+    """Every (owner, agent, state) of the tasks, in index order."""
+    groups = []
+    row = conn.execute(_FIRST_GROUP).fetchone()
+    while row is not None:
+        groups.append(tuple(row))
+        for columns, sql in zip((3, 2, 1), _NEXT_GROUP):
+            row = conn.execute(sql, groups[-1][:columns]).fetchone()
+            if row is not None:
+                break
+    return groups
+
+
+def _slots(now, hour_ago):
+    """[(minute or None, from, until)]: the whole range of ``updated_at``,
+    cut at the last hour's minutes. None: not a minute of the last hour
+    (older, or later than ``now``'s minute)."""
+    slots = [(None, _LOWEST, now_iso(hour_ago))]
+    start = hour_ago.replace(second=0, microsecond=0)
+    while start <= now:
+        end = start + timedelta(minutes=1)
+        slots.append((now_iso(start)[:_MINUTE], slots[-1][2], now_iso(end)))
+        start = end
+    slots.append((None, slots[-1][2], _HIGHEST))
+    return slots
+
 
 class DashboardOperations:
     """Mixed into ``SqliteStorage``."""
 
     def operator_view(self, failure_limit: int = 50) -> OperatorView:
         now = self.clock()
-        hour_ago = now_iso(now - timedelta(hours=1))
+        hour_ago = now - timedelta(hours=1)
         day_ago = now_iso(now - timedelta(days=1))
+        slots = _slots(now, hour_ago)
+        count_slots = (
+            "WITH slots(minute, since, until) AS (VALUES %s)"
+            " SELECT minute, (SELECT count(*) FROM a2a_tasks WHERE owner = ?"
+            " AND agent = ? AND state = ? AND updated_at >= slots.since"
+            " AND updated_at < slots.until) FROM slots"
+            % ", ".join(["(?, ?, ?)"] * len(slots)))
+        bounds = [value for slot in slots for value in slot]
         conn = self.connection()
         # One read transaction: every number as of one moment (WAL: it
         # blocks no writer).
         conn.execute("BEGIN")
         try:
-            groups = conn.execute(
-                "SELECT owner, agent, state, count(*) FROM a2a_tasks"
-                " GROUP BY owner, agent, state").fetchall()
             tasks = {}
-            for _owner, agent, state, count in groups:
-                states = tasks.setdefault(agent, {})
-                states[state] = states.get(state, 0) + count
             turns = {}
-            failures = []
-            for owner, agent, state, _count in groups:
-                if state != "working":
-                    for minute, count in conn.execute(
-                            "SELECT substr(updated_at, 1, %d), count(*) FROM"
-                            " a2a_tasks WHERE owner = ? AND agent = ? AND"
-                            " state = ? AND updated_at >= ? GROUP BY 1" % _MINUTE,
-                            (owner, agent, state, hour_ago)):
+            newest_failed = []
+            for owner, agent, state in _groups(conn):
+                states = tasks.setdefault(agent, {})
+                for minute, count in conn.execute(
+                        count_slots, bounds + [owner, agent, state]):
+                    states[state] = states.get(state, 0) + count
+                    if count and minute is not None and state != "working":
                         turns[agent, minute] = turns.get((agent, minute), 0) + count
                 if state == "failed":
-                    failures += conn.execute(
-                        "SELECT %s FROM a2a_tasks WHERE owner = ? AND agent = ?"
-                        " AND state = 'failed' AND updated_at >= ?"
-                        " ORDER BY updated_at DESC, id DESC LIMIT ?" % _COLUMNS,
+                    newest_failed += conn.execute(
+                        "SELECT updated_at, id FROM a2a_tasks WHERE owner = ?"
+                        " AND agent = ? AND state = 'failed' AND updated_at >= ?"
+                        " ORDER BY updated_at DESC, id DESC LIMIT ?",
                         (owner, agent, day_ago, failure_limit)).fetchall()
-            failures.sort(key=lambda row: (row[5], row[0]), reverse=True)
+            newest_failed.sort(reverse=True)
+            shown = [task_id for _, task_id in newest_failed[:failure_limit]]
+            failures = sorted(
+                conn.execute("SELECT %s FROM a2a_tasks WHERE id IN (%s)" % (
+                    _COLUMNS, ", ".join("?" * len(shown))), shown).fetchall()
+                if shown else [],
+                key=lambda row: (row[5], row[0]), reverse=True)
             depth, oldest = conn.execute(
                 "SELECT count(*), min(queued_at) FROM a2a_turns"
                 " WHERE worker IS NULL").fetchone()
@@ -74,7 +128,7 @@ class DashboardOperations:
             now_iso(now), tasks,
             sorted((agent, minute, count) for (agent, minute), count in turns.items()),
             depth, oldest, callers, leases,
-            [_record(row) for row in failures[:failure_limit]],
+            [_record(row) for row in failures],
             {"backend": "sqlite", "schema_version": version[0] if version else None,
              "file_bytes": _size(self.path), "wal_bytes": _size(self.path + "-wal")})
 
