@@ -52,6 +52,9 @@ class AppState:
         self.card_signer = None
         #: The Prometheus metrics (A2A_METRICS), else None.
         self.metrics = None
+        #: The claimer of background turns in this web process
+        #: (A2A_IN_PROCESS_WORKER, under gunicorn), else None.
+        self.in_process_worker = None
         if settings.metrics:
             from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)

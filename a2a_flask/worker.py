@@ -84,6 +84,13 @@ class Worker:
         self._stopping.set()
         self._wake.set()
 
+    def _agents(self):
+        """The background agents whose turns this worker claims."""
+        return self.agents
+
+    def _named_agents(self):
+        return ", ".join(self._agents()) or "(none)"
+
     def running(self):
         with self._lock:
             return list(self._running)
@@ -105,7 +112,7 @@ class Worker:
 
     def run(self):
         log.info("worker %s: running agents %s in %d thread(s), lease %d s",
-                 self.id, ", ".join(self.agents) or "(none)", self.threads,
+                 self.id, self._named_agents(), self.threads,
                  self.lease_seconds)
         upkeep_every = max(self.lease_seconds / 3.0, 0.2)
         next_upkeep = 0.0
@@ -146,10 +153,11 @@ class Worker:
 
     def _claim(self):
         free = self.threads - len(self.running())
-        if free <= 0 or not self.agents:
+        agents = self._agents()
+        if free <= 0 or not agents:
             return []
         claimed = self._guarded("claim turns", self.storage.claim_turns, self.id,
-                                free, self.lease_seconds, self.agents) or []
+                                free, self.lease_seconds, agents) or []
         for turn in claimed:
             thread = threading.Thread(target=self._run, args=(turn,), daemon=True,
                                       name="a2a-turn-" + turn.task_id)
@@ -213,3 +221,62 @@ class Worker:
             from .tracing import flush
             flush()
         log.info("worker %s: stopped", self.id)
+
+
+#: Seconds before gunicorn's graceful_timeout by which an in-process
+#: worker has released the turns it could not finish.
+STOP_MARGIN = 1.5
+
+
+class InProcessWorker(Worker):
+    """A ``Worker`` in a thread of a gunicorn worker process
+    (``A2A_IN_PROCESS_WORKER``): it claims for every background agent the
+    app has when it looks (agents registered after ``A2A(app)`` included),
+    and stops with the process (``stopping.PROCESS``), draining for a
+    little less than gunicorn's ``graceful_timeout``."""
+
+    def __init__(self, app_state, threads, graceful_timeout):
+        # Released turns must be written before gunicorn's master kills the
+        # process at graceful_timeout: leave a margin for the release.
+        super().__init__(app_state, threads, agents=[],
+                         grace=max(graceful_timeout - STOP_MARGIN, 0.0))
+        self.id = "%s:web" % self.id
+
+    def _agents(self):
+        return background_agents(self.app_state)
+
+    def _named_agents(self):
+        return "(every background agent of the app)"
+
+    def start(self):
+        # Not a daemon: a stopping process waits for the drain and release.
+        thread = threading.Thread(target=self._run_guarded, daemon=False,
+                                  name="a2a-in-process-worker")
+        thread.start()
+        return thread
+
+    def _run_guarded(self):
+        try:
+            self.run()
+        except Exception:
+            log.exception("worker %s: stopped on an unexpected error; background "
+                          "turns wait for another claimer", self.id)
+
+
+def start_in_process(app_state):
+    """Start what a gunicorn worker process needs at its stop (always
+    there), and its in-process claimer when ``A2A_IN_PROCESS_WORKER`` asks
+    for one. Elsewhere (CLI commands, other servers) nothing is started."""
+    from .stopping import PROCESS, graceful_seconds, gunicorn_worker
+
+    server = gunicorn_worker()
+    if server is None:
+        return None
+    PROCESS.watch(server)
+    threads = app_state.settings.in_process_worker
+    if not threads:
+        return None
+    runner = InProcessWorker(app_state, threads, graceful_seconds(server))
+    PROCESS.on_stop(runner.stop)
+    runner.start()
+    return runner
