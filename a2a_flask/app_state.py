@@ -1,6 +1,8 @@
 """``AppState``: what one app's requests need, kept in ``app.extensions["a2a"]``
 (settings, the storage, credentials, the agents that may be reached)."""
 
+import time
+
 from . import errors
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
@@ -55,6 +57,10 @@ class AppState:
         #: The claimer of background turns in this web process
         #: (A2A_IN_PROCESS_WORKER, under gunicorn), else None.
         self.in_process_worker = None
+        #: When this app was built (time.monotonic), for /health.
+        self.started = time.monotonic()
+        #: Whether /health warned that no claimer was seen (once, until one is).
+        self.worker_warned = False
         if settings.metrics:
             from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)

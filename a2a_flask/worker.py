@@ -141,6 +141,8 @@ class Worker:
             return None
 
     def _upkeep(self):
+        # Seen even when idle: /health tells "no worker" from "no work".
+        self._guarded("note itself", self.storage.note_worker, self.id)
         held = self.running()
         if held:
             self._guarded("renew leases", self.storage.renew_leases, self.id,
@@ -217,6 +219,8 @@ class Worker:
                     self.max_attempts) or ():
                 log.warning("worker %s: stopped before task %s finished: %s",
                             self.id, task_id, outcome)
+        # Gone at once from /health's view (the last claimer's stop says so).
+        self._guarded("forget itself", self.storage.note_worker, self.id, False)
         if self.app_state.tracing is not None:
             from .tracing import flush
             flush()

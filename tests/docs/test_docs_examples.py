@@ -30,6 +30,8 @@ _VARYING = [
     (re.compile(r"\ba2a_[A-Za-z0-9_-]{6}\.\.\."), "a2a_<prefix>..."),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"), "<time>"),
     (re.compile(r"\b(127\.0\.0\.1|localhost):\d+"), "<host>"),
+    # Migrations are added in parallel and ordered at merge.
+    (re.compile(r'"schemaVersion": ?\d+'), '"schemaVersion":<n>'),
 ]
 
 

@@ -120,7 +120,17 @@ CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round);
 
 #: The migrations after ``START`` (SQL): entry i brings version
 #: START_VERSION + i to START_VERSION + i + 1.
-MIGRATIONS = []
+MIGRATIONS = [
+    # One row per claimer of background turns (`flask a2a worker`, or a web
+    # process with A2A_IN_PROCESS_WORKER), written at each of its upkeeps,
+    # idle or not: /health says "degraded" when none is recent.
+    """
+CREATE TABLE a2a_workers (
+    id text COLLATE "C" PRIMARY KEY,
+    seen_at text COLLATE "C" NOT NULL
+);
+""",
+]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

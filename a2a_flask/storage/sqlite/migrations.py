@@ -84,9 +84,19 @@ START = (
     "CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round)",
 )
 
+
+
+def _worker_heartbeats(db):
+    # One row per claimer of background turns (`flask a2a worker`, or a web
+    # process with A2A_IN_PROCESS_WORKER), written at each of its upkeeps,
+    # idle or not: /health says "degraded" when none is recent.
+    db.execute("CREATE TABLE a2a_workers (id TEXT PRIMARY KEY NOT NULL,"
+               " seen_at TEXT NOT NULL) WITHOUT ROWID")
+
+
 #: The migrations after ``START``: entry i brings version START_VERSION + i
 #: to START_VERSION + i + 1.
-MIGRATIONS = []
+MIGRATIONS = [_worker_heartbeats]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)
