@@ -9,6 +9,7 @@ claiming, finishes or releases its turns, and exits within gunicorn's
 """
 
 import os
+import re
 import signal
 import threading
 import time
@@ -180,3 +181,28 @@ def test_a_worker_whose_master_is_killed_answers_and_exits(start_server):
     assert answered - sent < 10
     assert task["status"]["state"] == "working"
     assert "master process is gone" in server.log()
+
+
+def test_health_is_degraded_without_any_claimer_and_ok_with_the_demos(
+        start_server):
+    lonely = start_server(app="wsgi:app", env={"A2A_IN_PROCESS_WORKER": "0"})
+
+    def health():
+        answer = lonely.client().get("/api/v1/health")
+        assert answer.status_code == 200
+        return answer.get_json()
+
+    body = health()
+    assert body["status"] == "degraded"
+    assert re.fullmatch(r"none seen for \d+ s", body["worker"]), body
+    health()
+    assert lonely.log().count("health: degraded") == 1  # warned once
+    # The demo's web processes on the same database: claimers are seen.
+    demo = start_server(app="wsgi:app", database=lonely.database)
+    assert health() == {"status": "ok", "database": "ok",
+                        "schemaVersion": body["schemaVersion"]}
+    assert "runs background turns again" in lonely.log()
+    demo.stop()  # its claimers say they are gone
+    assert health()["status"] == "degraded"
+    assert lonely.log().count("health: degraded") == 2
+    assert_clean_log(lonely.log())
