@@ -129,8 +129,9 @@ def agent_list():
 
 
 def _health(app_state):
-    """(body, status) of ``GET PREFIX/health``: one trivial query, and whether
-    writes work (``Storage.writes_problem``). A database problem is told in a
+    """(body, status) of ``GET PREFIX/health``: one trivial query, whether
+    writes work (``Storage.writes_problem``), and, where background agents
+    exist, whether a claimer was seen lately ("degraded" if not). A database problem is told in a
     few words and logged once per change, without a traceback (a load
     balancer asks every few seconds)."""
     storage = app_state.storage
@@ -141,16 +142,16 @@ def _health(app_state):
             raise
         _note_health("the database is unavailable: %s" % exc)
         return {"status": "unavailable", "database": "unavailable"}, 503
-    writes = storage.writes_problem()
-    if writes is not None:
-        _note_health("writes fail: %s" % writes)
-        return {"status": "unavailable", "writes": writes}, 503
-    _note_health(None)
     body = {"status": "ok", "database": "ok", "schemaVersion": version}
     problem = app_state.schema_problem(version)
     if problem is not None:
         body.update(status="outdated", message=problem.message)
         return body, 503
+    writes = storage.writes_problem()
+    if writes is not None:
+        _note_health("writes fail: %s" % writes)
+        return {"status": "unavailable", "writes": writes}, 503
+    _note_health(None)
     unseen = _worker_unseen(app_state)
     if unseen is not None:
         body.update(status="degraded", worker="none seen for %d s" % unseen)

@@ -12,6 +12,9 @@ from a2a_flask import A2A
 from a2a_flask.storage.errors import UnsupportedSqliteError
 from a2a_flask.storage.sqlite import connection
 
+# On the matrix too: its legs load Ubuntu 20.04's and Debian 11's SQLite.
+pytestmark = pytest.mark.compat
+
 
 def _app(tmp_path):
     app = Flask("floor")

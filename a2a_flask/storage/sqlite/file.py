@@ -89,7 +89,12 @@ def write_failure(exc):
     if (name.startswith("SQLITE_READONLY") or "readonly" in text
             or code in (errno.EROFS, errno.EACCES, errno.EPERM)):
         return "the database file is read-only"
-    return "writes fail (%s)" % (name or type(exc).__name__)
+    if (name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_CORRUPT",
+                         "SQLITE_NOTADB"))
+            or "disk I/O error" in text or "unable to open" in text
+            or "malformed" in text or isinstance(exc, OSError)):
+        return "writes fail (%s)" % (name or text)
+    return None  # e.g. no schema yet: /health says so itself
 
 
 class WriteLockTimeout(sqlite3.OperationalError):
