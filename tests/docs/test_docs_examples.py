@@ -32,6 +32,8 @@ _VARYING = [
     (re.compile(r"\b(127\.0\.0\.1|localhost):\d+"), "<host>"),
     # Migrations are added in parallel and ordered at merge.
     (re.compile(r'"schemaVersion": ?\d+'), '"schemaVersion":<n>'),
+    (re.compile(r"Schema version: (\d+) \(this a2a_flask: \1\)"),
+     "Schema version: <n> (this a2a_flask: <n>)"),
 ]
 
 
