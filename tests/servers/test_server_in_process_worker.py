@@ -69,8 +69,9 @@ def test_sigterm_lets_a_running_turn_finish_within_graceful_timeout(start_server
     wait_until(lambda: "claimed task " + task["id"] in server.log(), 10,
                "the turn to be claimed")
     mark = server.log_mark()
-    assert _terminated_within(server, signal.SIGTERM, 8) < 8
+    assert _terminated_within(server, signal.SIGTERM, 10) < 8
     stopped = server.log_since(mark)
+    assert "SIGKILL" not in stopped  # it exited, gunicorn did not kill it
     assert "finished task %s: completed" % task["id"] in stopped
     server.restart()
     status = state(server.rpc("slow"), task["id"])
@@ -88,9 +89,10 @@ def test_sigterm_releases_a_turn_longer_than_the_grace_and_it_runs_again(
     wait_until(lambda: os.path.exists(ledger), 10, "the turn to start")
     mark = server.log_mark()
     # The helper's graceful_timeout is 3 s: the turn cannot finish in it.
-    assert _terminated_within(server, signal.SIGTERM, 3) < 3
-    assert ("stopped before task %s finished: requeued" % task["id"]
-            in server.log_since(mark))
+    _terminated_within(server, signal.SIGTERM, 6)
+    stopped = server.log_since(mark)
+    assert "stopped before task %s finished: requeued" % task["id"] in stopped
+    assert "SIGKILL" not in stopped  # released and gone before the kill
     with open(ledger) as f:
         assert f.read().split() == [task["id"], "1"]
     server.restart()
