@@ -253,6 +253,9 @@ class InProcessWorker(Worker):
         return "(every background agent of the app)"
 
     def start(self):
+        # Seen before the process serves: its first /health is not degraded.
+        self._guarded("note itself", self.storage.note_worker, self.id)
+        self.storage.release_connection()  # written on the thread loading the app
         # Not a daemon: a stopping process waits for the drain and release.
         thread = threading.Thread(target=self._run_guarded, daemon=False,
                                   name="a2a-in-process-worker")

@@ -201,8 +201,10 @@ def test_health_is_degraded_without_any_claimer_and_ok_with_the_demos(
     assert lonely.log().count("health: degraded") == 1  # warned once
     # The demo's web processes on the same database: claimers are seen.
     demo = start_server(app="wsgi:app", database=lonely.database)
-    assert health() == {"status": "ok", "database": "ok",
-                        "schemaVersion": body["schemaVersion"]}
+    # Its claimer's first heartbeat comes from a thread of its own.
+    assert wait_until(lambda: health() == {
+        "status": "ok", "database": "ok",
+        "schemaVersion": body["schemaVersion"]}, 10, "a claimer to be seen")
     assert "runs background turns again" in lonely.log()
     demo.stop()  # its claimers say they are gone
     assert health()["status"] == "degraded"
