@@ -8,7 +8,10 @@ before the app is loaded) a watcher thread looks every ``WATCH_EVERY`` at
 the worker's ``alive`` flag, which SIGTERM and a ``max_requests`` recycle
 clear, and at its parent: a worker whose master is gone stops too (gunicorn's
 own loop sees it, but the threads waiting on turns would hold the process).
-No signal handler is replaced: gunicorn's stay as they are.
+gunicorn's signal handlers stay in charge; SIGINT and SIGQUIT (a quick
+shutdown: gunicorn's master kills its workers 2 s later) are only noted
+first (``quick``), so that claimers release their turns at once instead of
+letting them finish.
 """
 
 import logging
@@ -57,6 +60,8 @@ class ProcessStop:
         self._event = threading.Event()
         self._callbacks: List[Callable[[], None]] = []
         self._watching = False
+        #: A quick shutdown was asked (SIGINT, SIGQUIT): no time to finish turns.
+        self.quick = False
 
     def _current(self) -> None:
         if self._pid != os.getpid():
@@ -65,6 +70,7 @@ class ProcessStop:
             self._event = threading.Event()
             self._callbacks = []
             self._watching = False
+            self.quick = False
 
     def stopping(self) -> bool:
         self._current()
@@ -101,8 +107,26 @@ class ProcessStop:
             if self._watching:
                 return
             self._watching = True
+        self._note_quick_signals()
         threading.Thread(target=self._watch, args=(worker,), daemon=True,
                          name="a2a-stop-watch").start()
+
+    def _note_quick_signals(self) -> None:
+        """Note SIGINT and SIGQUIT before gunicorn's own handler runs. The
+        note is a plain assignment: the watcher acts on it (a handler that
+        took a lock could wait on the very thread it interrupted)."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # pragma: no cover - gunicorn loads the app on its main thread
+        for number in (signal.SIGINT, signal.SIGQUIT):
+            previous = signal.getsignal(number)
+            if not callable(previous):
+                continue
+
+            def noted(signum, frame, previous=previous):
+                self.quick = True
+                previous(signum, frame)
+
+            signal.signal(number, noted)
 
     def _watch(self, worker: Any) -> None:
         while True:

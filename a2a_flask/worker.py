@@ -249,6 +249,13 @@ class InProcessWorker(Worker):
     def _agents(self):
         return background_agents(self.app_state)
 
+    def stop(self, *_signal):
+        from .stopping import PROCESS
+
+        if PROCESS.quick:  # gunicorn kills the process in 2 s: release now
+            self.grace = 0.0
+        super().stop()
+
     def _named_agents(self):
         return "(every background agent of the app)"
 

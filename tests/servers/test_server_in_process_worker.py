@@ -14,6 +14,8 @@ import signal
 import threading
 import time
 
+import pytest
+
 from helpers import wait_until
 from serving import assert_clean_log
 
@@ -80,16 +82,24 @@ def test_sigterm_lets_a_running_turn_finish_within_graceful_timeout(start_server
     assert_clean_log(server.log())
 
 
-def test_sigterm_releases_a_turn_longer_than_the_grace_and_it_runs_again(
-        start_server, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_stop_releases_a_turn_longer_than_the_grace_and_it_runs_again(
+        start_server, tmp_path, sig):
+    """SIGTERM: released shortly before graceful_timeout; SIGINT (a quick
+    shutdown: gunicorn kills its workers 2 s later): released at once."""
     ledger = str(tmp_path / "ledger")
-    server = start_server(env={"A2A_IN_PROCESS_WORKER": "1", "BG_LEDGER": ledger})
+    # SIGINT: a graceful_timeout far past gunicorn's 2 s of a quick shutdown,
+    # so that only a release at once beats the kill.
+    server = start_server(env={"A2A_IN_PROCESS_WORKER": "1", "BG_LEDGER": ledger},
+                          gunicorn_args=["--graceful-timeout", "3" if sig ==
+                                         signal.SIGTERM else "10"])
     rpc = server.rpc("bg_retry")
     task = rpc.send("sleep 4", configuration=NON_BLOCKING)
     wait_until(lambda: os.path.exists(ledger), 10, "the turn to start")
     mark = server.log_mark()
     # The helper's graceful_timeout is 3 s: the turn cannot finish in it.
-    _terminated_within(server, signal.SIGTERM, 6)
+    _terminated_within(server, sig, 6)
     stopped = server.log_since(mark)
     assert "stopped before task %s finished: requeued" % task["id"] in stopped
     assert "SIGKILL" not in stopped  # released and gone before the kill
