@@ -1,6 +1,7 @@
 """``AppState``: what one app's requests need, kept in ``app.extensions["a2a"]``
 (settings, the storage, credentials, the agents that may be reached)."""
 
+import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from . import errors
@@ -57,6 +58,13 @@ class AppState:
         self.card_signer = None
         #: The Prometheus metrics (A2A_METRICS), else None.
         self.metrics = None
+        #: The claimer of background turns in this web process
+        #: (A2A_IN_PROCESS_WORKER, under gunicorn), else None.
+        self.in_process_worker = None
+        #: When this app was built (time.monotonic), for /health.
+        self.started = time.monotonic()
+        #: Whether /health warned that no claimer was seen (once, until one is).
+        self.worker_warned = False
         if settings.metrics:
             from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)

@@ -73,6 +73,9 @@ DEFAULTS = {
     "A2A_BLOCKING_WAIT_SECONDS": None,
     "A2A_WORKER_LEASE_SECONDS": 30,  # a worker silent this long lost its turn
     "A2A_WORKER_MAX_ATTEMPTS": 3,  # runs of a retry=True turn, at most
+    # Threads per gunicorn worker that claim background turns, as `flask a2a
+    # worker` does; 0: none (production runs `flask a2a worker`).
+    "A2A_IN_PROCESS_WORKER": 0,
     "A2A_QUEUE_LIMIT_PER_CALLER": 100,  # turns one caller may have queued; 0: no limit
     # Bytes one caller's stored tasks may take before its sends are refused
     # (messages, artifacts, metadata, as stored); 0: no quota.
@@ -260,6 +263,8 @@ class Settings:
                                               get("A2A_WORKER_LEASE_SECONDS"), 1)
         self.worker_max_attempts = _at_least("A2A_WORKER_MAX_ATTEMPTS",
                                              get("A2A_WORKER_MAX_ATTEMPTS"), 1)
+        self.in_process_worker = _at_least("A2A_IN_PROCESS_WORKER",
+                                           get("A2A_IN_PROCESS_WORKER"), 0)
         #: None: no limit.
         self.queue_limit_per_caller = _at_least(
             "A2A_QUEUE_LIMIT_PER_CALLER", get("A2A_QUEUE_LIMIT_PER_CALLER"), 0) or None

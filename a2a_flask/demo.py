@@ -59,7 +59,8 @@ _NUMBER = re.compile(r"\d+")
 def slow(turn):
     """Waits the number of seconds its text names, reporting progress each second.
 
-    A long-running agent: ``flask a2a worker`` runs its turns."""
+    A long-running agent: ``flask a2a worker`` runs its turns, or, in the
+    demo (``A2A_IN_PROCESS_WORKER`` in wsgi.py), the web processes."""
     found = _NUMBER.search(turn.text)
     seconds = min(int(found.group()) if found else SLOW_DEFAULT, SLOW_MOST)
     for second in range(seconds):

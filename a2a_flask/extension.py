@@ -113,6 +113,10 @@ class A2A:
         # Every request, the host app's too: a no-op unless it used ours.
         app.teardown_request(lambda _exc: storage.release_connection())
         app.cli.add_command(a2a_cli)
+        # Under gunicorn: blocking waits that answer at the process's stop,
+        # and the in-process claimer (A2A_IN_PROCESS_WORKER).
+        from .worker import start_in_process
+        app_state.in_process_worker = start_in_process(app_state)
         if settings.auth_off:
             log.warning("A2A_AUTH=off: every caller is one anonymous caller; "
                         "do not expose this service.")

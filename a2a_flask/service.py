@@ -247,7 +247,8 @@ def _outcome(context: CallContext, task_id: str,
     """The task once a read after this send's enqueue shows it settled:
     the turn queued ran (the task stays ``working`` while a turn of it is
     queued or running) or never will (failed, canceled). None when the
-    operator's cap (A2A_BLOCKING_WAIT_SECONDS) ran out first."""
+    operator's cap (A2A_BLOCKING_WAIT_SECONDS) ran out first, or the process
+    is stopping (the caller gets the task as it stands, and polls it)."""
     storage, waits = context.storage, context.app_state.task_waits
     seconds = context.app_state.settings.blocking_wait_seconds
     deadline = None if seconds is None else time.monotonic() + seconds

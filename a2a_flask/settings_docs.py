@@ -155,6 +155,14 @@ DOCS = {
     "A2A_WORKER_LEASE_SECONDS": "A worker renews the lease on each turn it runs "
         "every third of this; a turn whose lease expired (its worker was killed) "
         "is failed, or queued again for `retry=True` agents.",
+    "A2A_IN_PROCESS_WORKER": "Background turns each gunicorn worker process "
+        "runs itself, at most at once (threads started per claimed turn); "
+        "`0`: none, `flask a2a worker` runs them. The demo's `wsgi.py` sets "
+        "`4`, so that one command serves `slow`; production keeps `0` and runs "
+        "`flask a2a worker` (deploy/). Such a process stops claiming on SIGTERM "
+        "and on a `max_requests` recycle and finishes or releases its turns "
+        "within gunicorn's `graceful_timeout`. Only under gunicorn workers, "
+        "without `preload_app`. See [Background agents](../background.md).",
     "A2A_WORKER_MAX_ATTEMPTS": "How many times a `retry=True` agent's turn is "
         "run at most before it is failed.",
     "A2A_QUEUE_LIMIT_PER_CALLER": "Background turns one caller may have waiting "

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Hashable, Optional
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.base import Storage
 
+from .stopping import PROCESS
+
 log = logging.getLogger("a2a_flask")
 
 #: Seconds between two looks at the change marker.
@@ -59,24 +61,38 @@ class TaskWaits:
         self._fresh = False  # a waiter came since the last read
         self._watching = False
         self._failed_at = -60.0
+        self._stop_noted = False
+
+    def _wake_all(self):
+        with self._lock:
+            for events in self._waiting.values():
+                for event in events:
+                    event.set()
 
     def wait(self, task_id: str, seconds: Optional[float] = None) -> bool:
         """Block until ``task_id`` settles (True) or ``seconds`` pass (False;
-        None: no bound)."""
+        None: no bound). False at once, whatever the task, once the process
+        is stopping (``stopping.PROCESS``): the caller answers the task as it
+        stands rather than hold the process past its server's grace."""
         if seconds is not None and seconds <= 0:
             return False
         if self._pid != os.getpid():
             self._reset()
+        if not self._stop_noted:
+            self._stop_noted = True
+            PROCESS.on_stop(self._wake_all)
         event = threading.Event()
         with self._lock:
             self._waiting.setdefault(task_id, []).append(event)
             self._fresh = True
-            if not self._watching:
+            stopping = PROCESS.stopping()  # read under the lock _wake_all takes
+            if not self._watching and not stopping:
                 self._watching = True
                 threading.Thread(target=self._watch, daemon=True,
                                  name="a2a-task-waits").start()
         try:
-            return event.wait(seconds)
+            return (not stopping and event.wait(seconds)
+                    and not PROCESS.stopping())
         finally:
             with self._lock:
                 events = self._waiting.get(task_id, [])

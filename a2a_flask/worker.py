@@ -90,6 +90,13 @@ class Worker:
         self._stopping.set()
         self._wake.set()
 
+    def _agents(self) -> List[str]:
+        """The background agents whose turns this worker claims."""
+        return self.agents
+
+    def _named_agents(self) -> str:
+        return ", ".join(self._agents()) or "(none)"
+
     def running(self) -> List[str]:
         with self._lock:
             return list(self._running)
@@ -111,7 +118,7 @@ class Worker:
 
     def run(self) -> None:
         log.info("worker %s: running agents %s in %d thread(s), lease %d s",
-                 self.id, ", ".join(self.agents) or "(none)", self.threads,
+                 self.id, self._named_agents(), self.threads,
                  self.lease_seconds)
         upkeep_every = max(self.lease_seconds / 3.0, 0.2)
         next_upkeep = 0.0
@@ -140,6 +147,8 @@ class Worker:
             return None
 
     def _upkeep(self):
+        # Seen even when idle: /health tells "no worker" from "no work".
+        self._guarded("note itself", self.storage.note_worker, self.id)
         held = self.running()
         if held:
             self._guarded("renew leases", self.storage.renew_leases, self.id,
@@ -152,10 +161,11 @@ class Worker:
 
     def _claim(self):
         free = self.threads - len(self.running())
-        if free <= 0 or not self.agents:
+        agents = self._agents()
+        if free <= 0 or not agents:
             return []
         claimed = self._guarded("claim turns", self.storage.claim_turns, self.id,
-                                free, self.lease_seconds, self.agents) or []
+                                free, self.lease_seconds, agents) or []
         for turn in claimed:
             thread = threading.Thread(target=self._run, args=(turn,), daemon=True,
                                       name="a2a-turn-" + turn.task_id)
@@ -226,7 +236,79 @@ class Worker:
                     self.max_attempts) or ():
                 log.warning("worker %s: stopped before task %s finished: %s",
                             self.id, task_id, outcome)
+        # Gone at once from /health's view (the last claimer's stop says so).
+        self._guarded("forget itself", self.storage.note_worker, self.id, False)
         if self.app_state.tracing is not None:
             from .tracing import flush
             flush()
         log.info("worker %s: stopped", self.id)
+
+
+#: Seconds before gunicorn's graceful_timeout by which an in-process
+#: worker has released the turns it could not finish.
+STOP_MARGIN = 1.5
+
+
+class InProcessWorker(Worker):
+    """A ``Worker`` in a thread of a gunicorn worker process
+    (``A2A_IN_PROCESS_WORKER``): it claims for every background agent the
+    app has when it looks (agents registered after ``A2A(app)`` included),
+    and stops with the process (``stopping.PROCESS``), draining for a
+    little less than gunicorn's ``graceful_timeout``."""
+
+    def __init__(self, app_state: "AppState", threads: int,
+                 graceful_timeout: float) -> None:
+        # Released turns must be written before gunicorn's master kills the
+        # process at graceful_timeout: leave a margin for the release.
+        super().__init__(app_state, threads, agents=[],
+                         grace=max(graceful_timeout - STOP_MARGIN, 0.0))
+        self.id = "%s:web" % self.id
+
+    def _agents(self) -> List[str]:
+        return background_agents(self.app_state)
+
+    def stop(self, *_signal: Any) -> None:
+        from .stopping import PROCESS
+
+        if PROCESS.quick:  # gunicorn kills the process in 2 s: release now
+            self.grace = 0.0
+        super().stop()
+
+    def _named_agents(self) -> str:
+        return "(every background agent of the app)"
+
+    def start(self) -> threading.Thread:
+        # Seen before the process serves: its first /health is not degraded.
+        self._guarded("note itself", self.storage.note_worker, self.id)
+        self.storage.release_connection()  # written on the thread loading the app
+        # Not a daemon: a stopping process waits for the drain and release.
+        thread = threading.Thread(target=self._run_guarded, daemon=False,
+                                  name="a2a-in-process-worker")
+        thread.start()
+        return thread
+
+    def _run_guarded(self) -> None:
+        try:
+            self.run()
+        except Exception:
+            log.exception("worker %s: stopped on an unexpected error; background "
+                          "turns wait for another claimer", self.id)
+
+
+def start_in_process(app_state: "AppState") -> Optional[InProcessWorker]:
+    """Start what a gunicorn worker process needs at its stop (always
+    there), and its in-process claimer when ``A2A_IN_PROCESS_WORKER`` asks
+    for one. Elsewhere (CLI commands, other servers) nothing is started."""
+    from .stopping import PROCESS, graceful_seconds, gunicorn_worker
+
+    server = gunicorn_worker()
+    if server is None:
+        return None
+    PROCESS.watch(server)
+    threads = app_state.settings.in_process_worker
+    if not threads:
+        return None
+    runner = InProcessWorker(app_state, threads, graceful_seconds(server))
+    PROCESS.on_stop(runner.stop)
+    runner.start()
+    return runner

@@ -3,6 +3,7 @@ and the health check. Their errors are bare JSON error objects; a storage
 failure is HTTP 503 with the storage's own sentence."""
 
 import logging
+import time
 from typing import TYPE_CHECKING, Optional
 
 from flask import request
@@ -132,8 +133,9 @@ def agent_list():
 
 
 def _health(app_state):
-    """(body, status) of ``GET PREFIX/health``: one trivial query, and whether
-    writes work (``Storage.writes_problem``). A database problem is told in a
+    """(body, status) of ``GET PREFIX/health``: one trivial query, whether
+    writes work (``Storage.writes_problem``), and, where background agents
+    exist, whether a claimer was seen lately ("degraded" if not). A database problem is told in a
     few words and logged once per change, without a traceback (a load
     balancer asks every few seconds)."""
     storage = app_state.storage
@@ -154,7 +156,47 @@ def _health(app_state):
         _note_health("writes fail: %s" % writes)
         return {"status": "unavailable", "writes": writes}, 503
     _note_health(None)
+    unseen = _worker_unseen(app_state)
+    if unseen is not None:
+        body.update(status="degraded", worker="none seen for %d s" % unseen)
     return body, 200
+
+
+def _worker_unseen(app_state):
+    """Seconds for which no claimer of background turns has been seen, when
+    background agents exist and none was within twice the lease (the turns
+    queue up unrun); else None. Warned once in the log when it starts."""
+    if not any(agent.background for agent in app_state.reachable_agents()):
+        return None
+    storage = app_state.storage
+    try:
+        seen = storage.worker_last_seen()
+    except Exception as exc:
+        if storage.failure(exc) is None:
+            raise
+        return None  # the database's own trouble is told by the checks above
+    if seen is not None and seen <= 2 * app_state.settings.worker_lease_seconds:
+        _note_worker(app_state, None)
+        return None
+    if seen is None:  # none ever: for as long as this app knows
+        seen = time.monotonic() - app_state.started
+    _note_worker(app_state, int(seen))
+    return int(seen)
+
+
+def _note_worker(app_state, unseen):
+    """Warn once when claimers go missing, and say when one is back."""
+    if unseen is None:
+        if app_state.worker_warned:
+            app_state.worker_warned = False
+            log.warning("health: a worker runs background turns again")
+        return
+    if not app_state.worker_warned:
+        app_state.worker_warned = True
+        log.warning("health: degraded: background agents exist but no worker "
+                    "was seen for %d s; their turns wait. Start `flask a2a "
+                    "worker` beside the web server (or set "
+                    "A2A_IN_PROCESS_WORKER)", unseen)
 
 
 _health_problem = [None]  # this process's last one logged

@@ -103,6 +103,10 @@ def reassign_owner(conn: Any, mark: str, from_owner: str, to_owner: str) -> int:
     return run("UPDATE a2a_tasks SET owner = ? WHERE owner = ?", (to_owner, from_owner))
 
 
+#: Seconds a claimer's heartbeat row is kept unseen (a killed claimer's):
+#: far past any lease, so that /health can still say how long ago.
+WORKER_ROWS_KEPT_SECONDS = 7 * 24 * 3600
+
 
 class WriteHealth:
     """Whether this process's writes work, for ``/health``: the outcome of its

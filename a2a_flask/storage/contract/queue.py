@@ -112,3 +112,17 @@ class QueueStorage(abc.ABC):
         ``expire_leases`` for these turns of ``worker`` now, whatever their
         lease. ``failed_text``: the status message of a turn failed rather
         than re-queued (default ``LEASE_EXPIRED_TEXT``)."""
+
+    @abc.abstractmethod
+    def note_worker(self, worker: str, alive: bool = True) -> bool:
+        """A claimer's heartbeat, written at each upkeep whether or not it
+        holds turns: ``worker``'s row seen now (``alive``), or deleted (a
+        claimer that stopped). Rows not seen for ``WORKER_ROWS_KEPT_SECONDS``
+        (killed claimers) are deleted meanwhile. True when ``worker``'s row
+        was written (or deleted)."""
+
+    @abc.abstractmethod
+    def worker_last_seen(self) -> Optional[float]:
+        """Seconds since any claimer's newest heartbeat (the storage's
+        clock), None when there is none: what ``/health`` reads to say that
+        background turns have nobody to run them."""

@@ -200,6 +200,15 @@ MIGRATIONS = [
     "ALTER TABLE a2a_api_keys ADD COLUMN operator boolean NOT NULL DEFAULT false;"
     " ALTER TABLE a2a_users ADD COLUMN operator boolean NOT NULL DEFAULT false",
     STORED_BYTES,
+    # One row per claimer of background turns (`flask a2a worker`, or a web
+    # process with A2A_IN_PROCESS_WORKER), written at each of its upkeeps,
+    # idle or not: /health says "degraded" when none is recent.
+    """
+CREATE TABLE a2a_workers (
+    id text COLLATE "C" PRIMARY KEY,
+    seen_at text COLLATE "C" NOT NULL
+);
+""",
 ]
 
 #: The schema version this code writes.

@@ -15,7 +15,7 @@ from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
     QueueLimitReachedError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
 )
-from ..common import delivery_fingerprint, dumps, new_id
+from ..common import WORKER_ROWS_KEPT_SECONDS, delivery_fingerprint, dumps, new_id
 from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .tasks import (
@@ -312,3 +312,22 @@ class QueueOperations:
             return bool(conn.execute(
                 "UPDATE a2a_tasks SET metadata = %s WHERE id = %s AND state = 'working'",
                 (dumps(metadata), task_id)).rowcount)
+
+    def note_worker(self, worker: str, alive: bool = True) -> bool:
+        with self.connection() as conn:
+            if not alive:
+                return bool(conn.execute("DELETE FROM a2a_workers WHERE id = %s",
+                                         (worker,)).rowcount)
+            conn.execute("DELETE FROM a2a_workers WHERE seen_at < " + _lease_end(
+                -WORKER_ROWS_KEPT_SECONDS))
+            return bool(conn.execute(
+                "INSERT INTO a2a_workers (id, seen_at) VALUES (%s, " + NOW + ")"
+                " ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+                (worker,)).rowcount)
+
+    def worker_last_seen(self) -> Optional[float]:
+        with self.connection() as conn:
+            seen = conn.execute(
+                "SELECT extract(epoch FROM now() - max(seen_at)::timestamptz)"
+                " FROM a2a_workers").fetchone()[0]
+        return None if seen is None else max(float(seen), 0.0)

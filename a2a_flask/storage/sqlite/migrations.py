@@ -141,6 +141,14 @@ def _stored_bytes(db):
         db.execute(statement)
 
 
+def _worker_heartbeats(db):
+    # One row per claimer of background turns (`flask a2a worker`, or a web
+    # process with A2A_IN_PROCESS_WORKER), written at each of its upkeeps,
+    # idle or not: /health says "degraded" when none is recent.
+    db.execute("CREATE TABLE a2a_workers (id TEXT PRIMARY KEY NOT NULL,"
+               " seen_at TEXT NOT NULL) WITHOUT ROWID")
+
+
 #: The migrations after ``START``: entry i brings version START_VERSION + i
 #: to START_VERSION + i + 1.
 def _operators(db):
@@ -153,7 +161,7 @@ def _operators(db):
                " DEFAULT 0")
 
 
-MIGRATIONS = [_operators, _stored_bytes]
+MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

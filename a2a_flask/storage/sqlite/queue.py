@@ -7,14 +7,14 @@ that idle workers never take the write lock.
 """
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..base import (
     ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueLimitReachedError,
     RememberedKeyRevokedError,
 )
-from ..common import dumps, now_iso
+from ..common import WORKER_ROWS_KEPT_SECONDS, dumps, now_iso
 from ...messages import agent_message, text_part
 from .forms import load_message
 from ..records import Artifact, Message, TurnStart
@@ -259,3 +259,24 @@ class QueueOperations:
             return bool(conn.execute(
                 "UPDATE a2a_tasks SET metadata = ? WHERE id = ? AND state = 'working'",
                 (dumps(metadata), task_id)).rowcount)
+
+    def note_worker(self, worker: str, alive: bool = True) -> bool:
+        with self.transaction() as conn:
+            if not alive:
+                return bool(conn.execute("DELETE FROM a2a_workers WHERE id = ?",
+                                         (worker,)).rowcount)
+            now = self.clock()
+            conn.execute("DELETE FROM a2a_workers WHERE seen_at < ?", (now_iso(
+                now - timedelta(seconds=WORKER_ROWS_KEPT_SECONDS)),))
+            return bool(conn.execute(
+                "INSERT OR REPLACE INTO a2a_workers (id, seen_at) VALUES (?, ?)",
+                (worker, now_iso(now))).rowcount)
+
+    def worker_last_seen(self) -> Optional[float]:
+        seen = self.connection().execute(
+            "SELECT max(seen_at) FROM a2a_workers").fetchone()[0]
+        if seen is None:
+            return None
+        moment = datetime.strptime(seen, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=timezone.utc)
+        return max((self.clock() - moment).total_seconds(), 0.0)
