@@ -107,10 +107,21 @@ class AppState:
         """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
-            raise errors.AgentNotFoundError(
-                "No agent named %r can be talked to here." % errors.echo(name),
-                data={"agent": errors.echo(name)})
+            raise errors.agent_not_found(name)
         return agent
+
+    def agent_tenants(self, agent):
+        """The tenants ``agent`` is served to: A2A_TENANTS' and its own."""
+        return tuple(self.settings.tenants) + tuple(
+            t for t in agent.tenants if t not in self.settings.tenants)
+
+    def known_tenants(self):
+        """Every tenant some agent is served to: a key or a user of another
+        is refused (its tenant was removed; its data stays)."""
+        known = set(self.settings.tenants)
+        for agent in self.extension.agents.values():
+            known.update(agent.tenants)
+        return known
 
     def reachable_agents(self):
         """The agents that may be talked to now, by name."""

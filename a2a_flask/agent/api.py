@@ -74,8 +74,10 @@ class Turn:
     """One incoming message, as the agent function sees it."""
 
     def __init__(self, store, agent, caller, task_id, context_id, message,
-                 message_seq, metadata=None):
+                 message_seq, metadata=None, tenant=""):
         self._store = store
+        #: The tenant the message was sent in ('' for none: A2A_TENANTS).
+        self.tenant = tenant
         self.agent = agent
         #: Who sent it (``Caller``: ``id``, ``kind``, ``name``).
         self.caller = caller
@@ -137,7 +139,7 @@ class Turn:
         if self._context_history is None:
             self._context_history = self._stored(
                 self._store.context_history, self.caller.id, self.agent.name,
-                self.context_id, before_seq=self._seq)
+                self.context_id, before_seq=self._seq, tenant=self.tenant)
         return self._context_history
 
     def recent(self, count):
@@ -149,7 +151,7 @@ class Turn:
             return self._context_history[-count:]
         return self._stored(self._store.context_history, self.caller.id,
                             self.agent.name, self.context_id, before_seq=self._seq,
-                            limit=count)
+                            limit=count, tenant=self.tenant)
 
     @property
     def canceled(self) -> bool:

@@ -70,10 +70,10 @@ class ApiKey:
     """A stored key, without its secret."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
-                 "revoked_at")
+                 "revoked_at", "tenant")
 
     def __init__(self, id, prefix, label, scope, created_at, last_used_at,
-                 revoked_at):
+                 revoked_at, tenant=None):
         self.id = id
         self.prefix = prefix
         self.label = label
@@ -82,6 +82,8 @@ class ApiKey:
         self.created_at = created_at
         self.last_used_at = last_used_at
         self.revoked_at = revoked_at
+        #: The one tenant the key acts in (A2A_TENANTS), None for none.
+        self.tenant = tenant
 
     @property
     def scope_text(self):
@@ -102,8 +104,9 @@ class Credentials:
 
     # -- API keys ----------------------------------------------------------
 
-    def create_key(self, agents=None, label=None):
-        """A new key for ``agents`` (None: every agent): (ApiKey, secret).
+    def create_key(self, agents=None, label=None, tenant=None):
+        """A new key for ``agents`` (None: every agent), acting in ``tenant``
+        only (None: where no tenant is named): (ApiKey, secret).
 
         The secret is returned once, here, and never stored.
         """
@@ -112,7 +115,8 @@ class Credentials:
         # Not new_id()[:16]: new_id starts with the time, so that would be a
         # timestamp, the same for two keys made in one millisecond.
         row = self.storage.insert_key(KeyRow(
-            "key_" + secrets.token_hex(6), secret[:10], label, scope, None),
+            "key_" + secrets.token_hex(6), secret[:10], label, scope, None,
+            tenant=tenant),
             hash_key(secret))
         return ApiKey(*row.astuple()), secret
 
@@ -140,7 +144,7 @@ class Credentials:
             self._live.pop(key_hash, None)
             return None
         key = ApiKey(row.id, row.prefix, row.label, row.scope, row.created_at,
-                     row.last_used_at, row.revoked_at)
+                     row.last_used_at, row.revoked_at, row.tenant)
         # ISO timestamps of one format sort as text: no parsing per request.
         cutoff = _last_used_cutoff()
         if key.last_used_at is None or key.last_used_at < cutoff:
@@ -174,20 +178,24 @@ class Credentials:
 
     # -- built-in users --------------------------------------------------------
 
-    def create_user(self, name, password):
+    def create_user(self, name, password, tenant=None):
         if not name or ":" in name:
             raise CredentialError("user name %r must be non-empty, without ':'"
                                   % name)
         if not password:
             raise CredentialError("the password must not be empty")
         try:
-            self.storage.insert_user(name, passwords.hash_password(password))
+            self.storage.insert_user(name, passwords.hash_password(password), tenant)
         except UserExistsError:
             raise CredentialError("a user named %r already exists" % name) from None
 
     def users(self):
         """(name, created_at) of every built-in user."""
         return self.storage.users()
+
+    def user_tenant(self, name):
+        """The tenant built-in user ``name`` acts in, None for none."""
+        return self.storage.user_tenant(name)
 
     def has_users(self):
         return self.storage.has_users()

@@ -68,10 +68,12 @@ class ClaimedTurn:
     """A background turn leased to a worker by ``claim_turns``."""
 
     __slots__ = ("task_id", "context_id", "owner", "agent", "message",
-                 "message_seq", "metadata", "attempts", "retry", "trace_context")
+                 "message_seq", "metadata", "attempts", "retry", "trace_context",
+                 "tenant")
 
     def __init__(self, task_id, context_id, owner, agent, message, message_seq,
-                 metadata=None, attempts=1, retry=False, trace_context=None):
+                 metadata=None, attempts=1, retry=False, trace_context=None,
+                 tenant=""):
         self.task_id = task_id
         self.context_id = context_id
         self.owner = owner
@@ -85,6 +87,8 @@ class ClaimedTurn:
         self.retry = retry
         #: The W3C trace context given to ``enqueue_turn`` (text), or None.
         self.trace_context = trace_context
+        #: The tenant the turn was sent in ('' for none).
+        self.tenant = tenant
 
     def __repr__(self):
         return "ClaimedTurn(%s, %s, attempt %d)" % (self.task_id, self.agent,
@@ -103,13 +107,14 @@ class TaskPage:
 
 class KeyRow:
     """An API key as stored (its hash, never its secret). ``scope`` is the
-    stored text: ``"*"`` or a JSON list of agent names."""
+    stored text: ``"*"`` or a JSON list of agent names. ``tenant``: the one
+    tenant the key acts in, None for none."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
-                 "revoked_at")
+                 "revoked_at", "tenant")
 
     def __init__(self, id, prefix, label, scope, created_at, last_used_at=None,
-                 revoked_at=None):
+                 revoked_at=None, tenant=None):
         self.id = id
         self.prefix = prefix
         self.label = label
@@ -117,6 +122,7 @@ class KeyRow:
         self.created_at = created_at
         self.last_used_at = last_used_at
         self.revoked_at = revoked_at
+        self.tenant = tenant
 
     def astuple(self):
         return tuple(getattr(self, k) for k in self.__slots__)

@@ -101,8 +101,9 @@ class AdminOperations:
     """Mixed into ``PostgresStorage``."""
 
     def count_tasks(self, owner=None, agent=None, context_id=None, state=None,
-                    updated_after=None):
-        where, params = _filters(owner, agent, context_id, state, updated_after)
+                    updated_after=None, tenant=None):
+        where, params = _filters(owner, agent, context_id, state, updated_after,
+                                 tenant)
         sql = "SELECT count(*) FROM a2a_tasks"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -111,8 +112,9 @@ class AdminOperations:
 
     def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
                    updated_after=None, limit=50, cursor=None, history_length=0,
-                   include_artifacts=False, max_bytes=None):
-        where, params = _filters(owner, agent, context_id, state, updated_after)
+                   include_artifacts=False, max_bytes=None, tenant=None):
+        where, params = _filters(owner, agent, context_id, state, updated_after,
+                                 tenant)
         params.update(artifacts=bool(include_artifacts),
                       history=history_limit(history_length), limit=limit + 1)
         if cursor is not None:
@@ -146,7 +148,10 @@ class AdminOperations:
             return None
         if stale:
             created_at = task.created_at
-            task = self.get_task(task_id, task.owner, task.agent)  # fails the stale turn
+            self.fail_stale_turn(task_id)  # or another server just did
+            with self.connection() as conn:
+                task, _ = self._read(conn, self._read_any_sql, task_id, None, None,
+                                     None)
             task.created_at = created_at
         return task
 
@@ -309,10 +314,10 @@ class AdminOperations:
         return len(tasks)
 
 
-def _filters(owner, agent, context_id, state, updated_after):
+def _filters(owner, agent, context_id, state, updated_after, tenant=None):
     """The WHERE terms and parameters of ``list_tasks``' filters."""
     where, params = [], {}
-    for column, value in (("owner", owner), ("agent", agent),
+    for column, value in (("tenant", tenant), ("owner", owner), ("agent", agent),
                           ("context_id", context_id), ("state", state)):
         if value is not None:
             where.append("%s = %%(%s)s" % (column, column))

@@ -5,7 +5,8 @@ Each operation is one statement; every change is conditional and checked."""
 from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 from .tasks import NOW
 
-_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+_KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
+                " tenant")
 
 
 class CredentialOperations:
@@ -22,10 +23,10 @@ class CredentialOperations:
     def insert_key(self, key, key_hash):
         key.created_at = self._one(
             "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
-            " last_used_at, revoked_at, key_hash) VALUES (%s, %s, %s, %s, " + NOW +
-            ", %s, %s, %s) RETURNING created_at",
+            " last_used_at, revoked_at, key_hash, tenant) VALUES (%s, %s, %s, %s, "
+            + NOW + ", %s, %s, %s, %s) RETURNING created_at",
             (key.id, key.prefix, key.label, key.scope, key.last_used_at,
-             key.revoked_at, key_hash))[0]
+             key.revoked_at, key_hash, key.tenant))[0]
         return key
 
     def keys(self):
@@ -54,10 +55,10 @@ class CredentialOperations:
             " RETURNING 1) SELECT count(*) FROM touched",
             (list(key_ids), older_than))[0]
 
-    def insert_user(self, name, password_hash):
-        if self._one("INSERT INTO a2a_users (name, password_hash, created_at)"
-                     " VALUES (%s, %s, " + NOW + ") ON CONFLICT DO NOTHING RETURNING 1",
-                     (name, password_hash)) is None:
+    def insert_user(self, name, password_hash, tenant=None):
+        if self._one("INSERT INTO a2a_users (name, password_hash, created_at, tenant)"
+                     " VALUES (%s, %s, " + NOW + ", %s) ON CONFLICT DO NOTHING"
+                     " RETURNING 1", (name, password_hash, tenant)) is None:
             raise UserExistsError(name)
 
     def users(self):
@@ -76,16 +77,21 @@ class CredentialOperations:
         row = self._one("SELECT password_hash FROM a2a_users WHERE name = %s", (name,))
         return None if row is None else row[0]
 
+    def user_tenant(self, name):
+        row = self._one("SELECT tenant FROM a2a_users WHERE name = %s", (name,))
+        return None if row is None else row[0]
+
     # -- bulk copy (``flask a2a db copy``) ------------------------------------
 
     def export_credentials(self):
         """(keys as (KeyRow, key hash), users as (name, password hash,
         created_at)): everything ``import_credentials`` needs, hashes only."""
-        keys = [(KeyRow(*row[:7]), row[7]) for row in self._all(
+        keys = [(KeyRow(*row[:8]), row[8]) for row in self._all(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
         users = [tuple(row) for row in self._all(
-            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+            "SELECT name, password_hash, created_at, tenant FROM a2a_users"
+            " ORDER BY name")]
         return keys, users
 
     def import_credentials(self, keys, users):
@@ -96,9 +102,11 @@ class CredentialOperations:
             if keys:
                 cur.executemany(
                     "INSERT INTO a2a_api_keys (%s, key_hash) VALUES (%%s, %%s, %%s,"
-                    " %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                    " %%s, %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING"
+                    % _KEY_COLUMNS,
                     [key.astuple() + (key_hash,) for key, key_hash in keys])
             if users:
                 cur.executemany(
-                    "INSERT INTO a2a_users (name, password_hash, created_at)"
-                    " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", users)
+                    "INSERT INTO a2a_users (name, password_hash, created_at, tenant)"
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [tuple(user) + (None,) * (4 - len(user)) for user in users])

@@ -33,7 +33,8 @@ def _read_sql(cutoff, any_owner=False, within=False):
     """One statement reads one state of the task: its row (with whether its
     turn is stale), its artifacts and its last messages (``within``: those
     that fit in %(bytes)s, see ``_FITTING``)."""
-    owner = "" if any_owner else " AND owner = %(owner)s AND agent = %(agent)s"
+    owner = "" if any_owner else (" AND owner = %(owner)s AND agent = %(agent)s"
+                                  " AND tenant = %(tenant)s")
     messages = _FITTING if within else (
         " UNION ALL (SELECT 2, seq, body, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
         " NULL FROM a2a_messages WHERE task_id = %(id)s AND EXISTS (SELECT FROM t)"
@@ -64,9 +65,10 @@ class TaskReads:
         self._read_any_sql = _read_sql(cutoff, any_owner=True)
 
     def _read(self, conn, sql, task_id, owner, agent, history_length,
-              remembered_key=None, max_bytes=None):
+              remembered_key=None, max_bytes=None, tenant=""):
         params = {"id": task_id, "owner": owner, "agent": agent,
-                  "limit": history_limit(history_length), "key": remembered_key}
+                  "limit": history_limit(history_length), "key": remembered_key,
+                  "tenant": tenant}
         if max_bytes is not None:
             sql = self._read_within_sql
             params.update(bytes=max_bytes, scan=most_messages(
@@ -87,16 +89,18 @@ class TaskReads:
         return task, stale
 
     def get_task(self, task_id, owner, agent, history_length=None,
-                 remembered_key=None, max_bytes=None):
+                 remembered_key=None, max_bytes=None, tenant=""):
         with self.connection() as conn:
             task, stale = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length, remembered_key, max_bytes)
+                                     agent, history_length, remembered_key, max_bytes,
+                                     tenant)
             if task is None:
                 raise NoSuchTaskError(task_id)
             if stale:
                 self.fail_stale_turn(task_id)  # or another server just did
                 task, _ = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length, max_bytes=max_bytes)
+                                     agent, history_length, max_bytes=max_bytes,
+                                     tenant=tenant)
         task.created_at = None  # as the SQLite backend: only show_task has it
         return task
 
@@ -117,11 +121,12 @@ class TaskReads:
                              [task_id], before_seq, limit)
 
     def context_history(self, owner, agent, context_id, before_seq=None,
-                        limit=None):
+                        limit=None, tenant=""):
         return self._history(
             "SELECT body FROM a2a_messages WHERE context_id = %s"
-            " AND owner = %s AND agent = %s", [context_id, owner, agent],
-            before_seq, limit)
+            " AND owner = %s AND agent = %s AND EXISTS (SELECT FROM a2a_tasks t"
+            " WHERE t.id = a2a_messages.task_id AND t.tenant = %s)",
+            [context_id, owner, agent, tenant], before_seq, limit)
 
     def task_state(self, task_id):
         with self.connection() as conn:

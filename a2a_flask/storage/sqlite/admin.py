@@ -64,8 +64,9 @@ class AdminOperations:
 
     def list_tasks(self, owner=None, agent=None, context_id=None, state=None,
                    updated_after=None, limit=50, cursor=None, history_length=0,
-                   include_artifacts=False, max_bytes=None):
-        where, args = _filters(owner, agent, context_id, state, updated_after)
+                   include_artifacts=False, max_bytes=None, tenant=None):
+        where, args = _filters(owner, agent, context_id, state, updated_after,
+                               tenant)
         if cursor is not None:
             where.append("(updated_at, id) < (?, ?)")
             args.extend(decode_cursor(cursor))
@@ -99,8 +100,9 @@ class AdminOperations:
         return TaskPage(tasks, next_cursor)
 
     def count_tasks(self, owner=None, agent=None, context_id=None, state=None,
-                    updated_after=None):
-        where, args = _filters(owner, agent, context_id, state, updated_after)
+                    updated_after=None, tenant=None):
+        where, args = _filters(owner, agent, context_id, state, updated_after,
+                               tenant)
         sql = "SELECT count(*) FROM a2a_tasks"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -113,11 +115,12 @@ class AdminOperations:
 
     def show_task(self, task_id):
         row = self.connection().execute(
-            "SELECT %s FROM a2a_tasks WHERE id = ?" % _COLUMNS,
+            "SELECT %s, tenant FROM a2a_tasks WHERE id = ?" % _COLUMNS,
             (task_id,)).fetchone()
         if row is None:
             return None
-        task = self.get_task(task_id, row[3], row[2])  # fails a stale turn
+        # fails a stale turn
+        task = self.get_task(task_id, row[3], row[2], tenant=row[10])
         task.created_at = row[8]
         return task
 
@@ -295,9 +298,12 @@ class AdminOperations:
         return len(tasks)
 
 
-def _filters(owner, agent, context_id, state, updated_after):
+def _filters(owner, agent, context_id, state, updated_after, tenant=None):
     """The WHERE terms and arguments of ``list_tasks``' filters."""
     where, args = [], []
+    if tenant is not None:
+        where.append("tenant = ?")
+        args.append(tenant)
     # With a context, its index (a conversation's few tasks), not the state's
     # (every task of the caller in that state): "+state" is no index term.
     for column, value in (("owner", owner), ("agent", agent),

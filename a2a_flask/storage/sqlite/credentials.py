@@ -3,7 +3,8 @@ or a password is, and how it is hashed, is ``a2a_flask.credentials``."""
 
 from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 
-_KEY_COLUMNS = "id, prefix, label, scope, created_at, last_used_at, revoked_at"
+_KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
+                " tenant")
 
 
 class CredentialOperations:
@@ -14,7 +15,7 @@ class CredentialOperations:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
                 key.astuple() + (key_hash,))
         return key
 
@@ -46,12 +47,12 @@ class CredentialOperations:
                 " (last_used_at IS NULL OR last_used_at < ?)",
                 [(now, key_id, older_than) for key_id in key_ids]).rowcount
 
-    def insert_user(self, name, password_hash):
+    def insert_user(self, name, password_hash, tenant=None):
         with self.transaction() as conn:
             if not conn.execute(
-                    "INSERT INTO a2a_users (name, password_hash, created_at)"
-                    " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    (name, password_hash, self._now())).rowcount:
+                    "INSERT INTO a2a_users (name, password_hash, created_at, tenant)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (name, password_hash, self._now(), tenant)).rowcount:
                 raise UserExistsError(name)
 
     def users(self):
@@ -73,23 +74,30 @@ class CredentialOperations:
             "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
         return None if row is None else row[0]
 
+    def user_tenant(self, name):
+        row = self.connection().execute(
+            "SELECT tenant FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]
+
     # -- bulk copy (``flask a2a db copy``) ------------------------------------
 
     def export_credentials(self):
         conn = self.connection()
-        keys = [(KeyRow(*row[:7]), row[7]) for row in conn.execute(
+        keys = [(KeyRow(*row[:8]), row[8]) for row in conn.execute(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
         users = [tuple(row) for row in conn.execute(
-            "SELECT name, password_hash, created_at FROM a2a_users ORDER BY name")]
+            "SELECT name, password_hash, created_at, tenant FROM a2a_users"
+            " ORDER BY name")]
         return keys, users
 
     def import_credentials(self, keys, users):
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
                 [key.astuple() + (key_hash,) for key, key_hash in keys])
             conn.executemany(
-                "INSERT INTO a2a_users (name, password_hash, created_at)"
-                " VALUES (?, ?, ?) ON CONFLICT DO NOTHING", users)
+                "INSERT INTO a2a_users (name, password_hash, created_at, tenant)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [tuple(user) + (None,) * (4 - len(user)) for user in users])
