@@ -26,16 +26,20 @@ class Caller:
 
     ``id`` owns tasks: two requests with the same id see the same tasks.
     ``scope`` is None for every agent, else the set of agent names allowed.
+    ``tenant`` is the one tenant it acts in ('' or None: only where no
+    tenant is named).
     """
 
     __slots__ = ("id", "kind", "name", "scope", "authenticated", "remembered_key",
-                 "token_scopes", "key_hash")
+                 "token_scopes", "key_hash", "tenant")
 
     def __init__(self, id: str, kind: str, name: str,
                  scope: Optional[AbstractSet[str]] = None,
                  authenticated: bool = True,
-                 token_scopes: Optional[AbstractSet[str]] = None) -> None:
+                 token_scopes: Optional[AbstractSet[str]] = None,
+                 tenant: Optional[str] = None) -> None:
         self.id = id
+        self.tenant = tenant or ""
         self.kind = kind
         self.name = name
         self.scope = scope
@@ -82,7 +86,8 @@ def _basic(header):
 
 
 def _key_caller(key, key_hash, remembered=False):
-    caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope)
+    caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope,
+                    tenant=key.tenant)
     caller.key_hash = key_hash
     if remembered:
         caller.remembered_key = key_hash
@@ -105,6 +110,17 @@ def authenticate(app_state, request, use_remembered_key=False):
     PostgreSQL."""
     if app_state.settings.auth_off:
         return ANONYMOUS
+    caller = _authenticate(app_state, request, use_remembered_key)
+    hook = app_state.extension.hooks.caller_tenant
+    kept = caller.kind == "key" or caller.id.startswith("user:")
+    if hook is not None and not kept and not caller.tenant:
+        # A caller the service does not keep (a token, a certificate, a host
+        # hook's): its tenant is the host's word.
+        caller.tenant = hook(caller) or ""
+    return caller
+
+
+def _authenticate(app_state, request, use_remembered_key):
     authorization = request.headers.get("Authorization", "")
     header_key = request.headers.get(app_state.settings.api_key_header)
     if authorization:
@@ -215,7 +231,8 @@ def _check_password(app_state, request, name, password):
         before_slow_check()
         caller = _host_caller(_host_hook(app_state, checker, name, password), "user")
     elif app_state.credentials.check_user(name, password, before_slow_check):
-        caller = Caller("user:" + name, "user", name)
+        caller = Caller("user:" + name, "user", name,
+                        tenant=app_state.credentials.user_tenant(name))
     else:
         caller = None
     if caller is None:
@@ -259,8 +276,8 @@ def _token_caller(app_state, token):
     if (app_state.extension.hooks.token_caller is not None
             and not app_state.tokens.issued(token)):
         return None
-    id, name, scopes = app_state.tokens.caller_fields(token)
-    return Caller(id, "oidc", name, token_scopes=scopes)
+    id, name, scopes, tenant = app_state.tokens.caller_fields(token)
+    return Caller(id, "oidc", name, token_scopes=scopes, tenant=tenant)
 
 
 def _common_name(subject):
@@ -290,6 +307,25 @@ def authorize(caller, agent, default_scopes=frozenset()):
                 "The access token lacks a scope agent %s requires: %s."
                 % (agent.name, " ".join(sorted(required - caller.token_scopes))),
                 required)
+
+
+def authorize_tenant(app_state, caller, agent, tenant, task_id=None):
+    """Nothing when ``caller`` may act in ``tenant`` ('' for none) with
+    ``agent``: the agent is served to that tenant and the caller's tenant is
+    that one (with A2A_AUTH=off, any). Otherwise the call is answered as if
+    what it names did not exist: ``TaskNotFoundError`` when it names a task
+    (``task_id``), else the unknown-agent answer. A caller of a tenant no
+    longer served is refused (401): its data stays, its keys act nowhere."""
+    if caller.tenant and caller.tenant not in app_state.known_tenants():
+        raise errors.UnauthenticatedError(
+            "These credentials belong to tenant %r, which this service no "
+            "longer serves." % caller.tenant)
+    served = not tenant or tenant in app_state.agent_tenants(agent)
+    if served and (app_state.settings.auth_off or caller.tenant == tenant):
+        return
+    if task_id is not None:
+        raise errors.TaskNotFoundError(data={"taskId": errors.echo(task_id)})
+    raise errors.agent_not_found(agent.name)
 
 
 def security_requirements(app_state, agent=None):
