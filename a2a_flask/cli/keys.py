@@ -3,7 +3,7 @@
 import click
 from flask.cli import AppGroup
 
-from .common import app_state, as_click_error, table
+from .common import app_state, as_click_error, served_tenant, table
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 
@@ -28,15 +28,20 @@ def _scope(agents):
 @click.option("--agents", default="*", show_default=True,
               help="'*' for every agent, or agent names separated by commas.")
 @click.option("--label", default=None, help="Who or what the key is for.")
+@click.option("--tenant", default=None,
+              help="The one tenant (A2A_TENANTS) the key acts in; without it, "
+                   "the key acts only where no tenant is named.")
 @click.option("--quiet", is_flag=True, help="Print only the key.")
-def keys_create(agents, label, quiet):
+def keys_create(agents, label, tenant, quiet):
     """Create an API key; it is printed once and never stored in clear."""
-    key, secret = app_state().credentials.create_key(_scope(agents), label)
+    key, secret = app_state().credentials.create_key(_scope(agents), label,
+                                                     served_tenant(tenant))
     if quiet:
         click.echo(secret)
         return
-    click.echo("Created API key %s (scope: %s%s)." % (
-        key.id, key.scope_text, ", label: %s" % label if label else ""))
+    click.echo("Created API key %s (scope: %s%s%s)." % (
+        key.id, key.scope_text, ", label: %s" % label if label else "",
+        ", tenant: %s" % tenant if tenant else ""))
     click.echo(secret)
     click.echo("This key is shown once: store it now. Only its hash is kept.",
                err=True)
@@ -52,6 +57,10 @@ def keys_list():
     rows = [("ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED")]
     rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text, k.created_at,
               k.last_used_at or "never", k.revoked_at or "-") for k in keys]
+    # The column only once some key has a tenant: the usual listing stays as it was.
+    if any(k.tenant for k in keys):
+        rows = [row + (key.tenant or "-" if key else "TENANT",)
+                for row, key in zip(rows, [None] + keys)]
     table(rows)
 
 

@@ -5,7 +5,7 @@ import sys
 import click
 from flask.cli import AppGroup
 
-from .common import as_click_error, app_state
+from .common import as_click_error, app_state, served_tenant
 
 users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 
@@ -14,16 +14,20 @@ users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 @click.argument("name")
 @click.option("--password-stdin", is_flag=True,
               help="Read the password from the first line of standard input.")
-def users_create(name, password_stdin):
+@click.option("--tenant", default=None,
+              help="The one tenant (A2A_TENANTS) the user acts in; without it, "
+                   "only where no tenant is named.")
+def users_create(name, password_stdin, tenant):
     """Create a user for HTTP Basic; the password is stored hashed."""
+    tenant = served_tenant(tenant)
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
         password = click.prompt("Password", hide_input=True,
                                 confirmation_prompt=True)
     with as_click_error():
-        app_state().credentials.create_user(name, password)
-    click.echo("Created user %s." % name)
+        app_state().credentials.create_user(name, password, tenant)
+    click.echo("Created user %s%s." % (name, " (tenant %s)" % tenant if tenant else ""))
 
 
 @users_cli.command("list")
