@@ -30,6 +30,10 @@ _VARYING = [
     (re.compile(r"\ba2a_[A-Za-z0-9_-]{6}\.\.\."), "a2a_<prefix>..."),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"), "<time>"),
     (re.compile(r"\b(127\.0\.0\.1|localhost):\d+"), "<host>"),
+    # Each branch that adds a migration moves it; the integrator orders them.
+    (re.compile(r'"schemaVersion":\d+'), '"schemaVersion":<N>'),
+    (re.compile(r"Schema version: (\d+) \(this a2a_flask: \1\)"),
+     "Schema version: <N> (this a2a_flask: <N>)"),
 ]
 
 
