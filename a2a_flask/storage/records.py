@@ -15,7 +15,7 @@ class TaskRecord:
 
     __slots__ = ("id", "context_id", "agent", "owner", "state", "updated_at",
                  "status_message", "artifacts", "history", "metadata",
-                 "created_at", "history_omitted")
+                 "created_at", "history_omitted", "tenant")
 
     def __init__(self, id, context_id, agent, owner, state, updated_at,
                  status_message=None, artifacts=(), history=None, metadata=None,
@@ -34,6 +34,9 @@ class TaskRecord:
         #: How many older messages (of the last ``history_length``) a read
         #: within a byte budget left out of ``history`` (``get_task``).
         self.history_omitted = 0
+        #: The task's tenant ('' for none), as ``export_tasks`` reads it for
+        #: ``import_tasks``; '' elsewhere (a call knows its tenant).
+        self.tenant = ""
 
     def __eq__(self, other):
         return (isinstance(other, TaskRecord)

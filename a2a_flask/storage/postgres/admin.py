@@ -288,8 +288,13 @@ class AdminOperations:
                         "SELECT task_id, body FROM a2a_artifacts WHERE task_id ="
                         " ANY(%s) ORDER BY seq", (ids,)):
                     artifacts.setdefault(task_id, []).append(json.loads(body))
-            yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
-                   for row in rows]
+                tenants = dict(conn.execute(
+                    "SELECT id, tenant FROM a2a_tasks WHERE id = ANY(%s)", (ids,)))
+            records = [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
+                       for row in rows]
+            for record in records:
+                record.tenant = tenants.get(record.id, "")
+            yield records
 
     def import_tasks(self, records, deliveries=True):
         """COPY into the tables, in one transaction; retry records with ON
@@ -298,7 +303,8 @@ class AdminOperations:
         with self.transaction() as conn:
             cur = conn.cursor()
             for table, rows in (("a2a_tasks (id, agent, owner, context_id, state,"
-                                 " status_message, updated_at, created_at, metadata)",
+                                 " status_message, updated_at, created_at, metadata,"
+                                 " tenant)",
                                  tasks),
                                 ("a2a_messages (task_id, context_id, owner, agent,"
                                  " role, message_id, body)", messages),
@@ -309,7 +315,7 @@ class AdminOperations:
             if retries:
                 cur.executemany(
                     "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                    " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                    " fingerprint, task_id, tenant) VALUES (%s, %s, %s, %s, %s, %s)"
                     " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
 

@@ -266,8 +266,13 @@ class AdminOperations:
                     " WHERE task_id IN (%s) ORDER BY seq" % marks, ids):
                 artifacts.setdefault(task_id, []).append(
                     load_artifact(body, artifact_id))
-            yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
-                   for row in rows]
+            tenants = dict(conn.execute(
+                "SELECT id, tenant FROM a2a_tasks WHERE id IN (%s)" % marks, ids))
+            records = [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
+                       for row in rows]
+            for record in records:
+                record.tenant = tenants.get(record.id, "")
+            yield records
 
     def import_tasks(self, records, deliveries=True):
         records = list(records)
@@ -279,8 +284,8 @@ class AdminOperations:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
-                " status_message, updated_at, created_at, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tasks)
+                " status_message, updated_at, created_at, metadata, tenant)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", tasks)
             conn.executemany(
                 "INSERT INTO a2a_messages (task_id, context_id, owner, agent,"
                 " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)", messages)
@@ -293,7 +298,7 @@ class AdminOperations:
                 " VALUES (?, ?, ?)", artifacts)
             conn.executemany(
                 "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                " fingerprint, task_id) VALUES (?, ?, ?, ?, ?)"
+                " fingerprint, task_id, tenant) VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
 
