@@ -54,7 +54,7 @@ def test_a_full_disk_is_unavailable_until_space_is_freed(make_app, small_disk,
                                   "schemaVersion": app.extensions["a2a"].storage.expected_version()})
     filler = small_disk / "filler"
     with caplog.at_level(logging.WARNING, logger="a2a_flask"):
-        with open(str(filler), "wb") as out:
+        with open(str(filler), "wb", buffering=0) as out:  # nothing left to flush at close
             try:
                 while True:
                     out.write(b"x" * 65536)
