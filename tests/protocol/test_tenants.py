@@ -373,3 +373,31 @@ def test_a_basic_user_of_a_tenant_acts_in_it_only(make_app, database):
     task_id = rpc_send(caller, "acme")["id"]
     agent_not_found(*rpc(caller, "ListTasks", {}), "rpc")
     task_not_found(*rpc(caller, "GetTask", {"id": task_id}, "beta"), task_id, "rpc")
+
+
+def test_a_background_turn_runs_in_its_tenant(make_app, database):
+    """The worker hands the agent the tenant the turn was sent in, and its
+    conversation is that tenant's."""
+    import threading
+
+    from a2a_flask.worker import Worker
+
+    def register(a2a):
+        a2a.add_agent("later", lambda turn: "%s: %d earlier" % (
+            turn.tenant or "-", len(turn.context_history)), background=True)
+
+    app, _ = make_app(A2A_TENANTS=TENANTS, A2A_DATABASE=database,
+                      A2A_BLOCKING_WAIT_SECONDS=10, register=register)
+    with app.app_context():
+        runner = Worker(app.extensions["a2a"], threads=2, grace=5)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        caller = Caller(app.test_client(), agent="later")
+        texts = [rpc_send(caller, tenant, contextId="ctx-bg")["status"]["message"]
+                 ["parts"][0]["text"] for tenant in ("acme", "acme", "beta", None)]
+    finally:
+        runner.stop()
+        thread.join(10)
+    assert texts == ["acme: 0 earlier", "acme: 2 earlier", "beta: 0 earlier",
+                     "-: 0 earlier"]
