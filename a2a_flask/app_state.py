@@ -2,7 +2,7 @@
 (settings, the storage, credentials, the agents that may be reached)."""
 
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 from . import errors
 from .auth.credentials import Credentials
@@ -121,10 +121,21 @@ class AppState:
         """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
         agent = self.extension.agents.get(name)
         if agent is None or not self._reachable(agent):
-            raise errors.AgentNotFoundError(
-                "No agent named %r can be talked to here." % errors.echo(name),
-                data={"agent": errors.echo(name)})
+            raise errors.agent_not_found(name)
         return agent
+
+    def agent_tenants(self, agent: "Agent") -> Tuple[str, ...]:
+        """The tenants ``agent`` is served to: A2A_TENANTS' and its own."""
+        return tuple(self.settings.tenants) + tuple(
+            t for t in agent.tenants if t not in self.settings.tenants)
+
+    def known_tenants(self) -> Set[str]:
+        """Every tenant some agent is served to: a key or a user of another
+        is refused (its tenant was removed; its data stays)."""
+        known = set(self.settings.tenants)
+        for agent in self.extension.agents.values():
+            known.update(agent.tenants)
+        return known
 
     def reachable_agents(self) -> List["Agent"]:
         """The agents that may be talked to now, by name."""

@@ -4,6 +4,8 @@ import os
 from datetime import timedelta
 from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Set
 
+from . import tenants
+
 #: Algorithms a bearer token may be signed with: asymmetric ones only (a
 #: public key is no HMAC secret; ``none`` is no signature).
 ASYMMETRIC = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
@@ -26,6 +28,7 @@ DEFAULTS = {
     "A2A_CARD_SIGNING_KID": None,  # None: the key's RFC 7638 thumbprint
     "A2A_CARD_VERIFY_KEYS": "",  # old public keys still in the JWKS: path,kid=path
     "A2A_DISABLED_AGENTS": "",
+    "A2A_TENANTS": "",  # tenants every agent is served to (docs/tenants.md)
     "A2A_BUSY_TIMEOUT_MS": 5000,  # a write waits this long in all, then "busy"
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
@@ -55,6 +58,7 @@ DEFAULTS = {
     "A2A_OIDC_AUDIENCE": None,  # the aud a token must name (needed with the issuer)
     "A2A_OIDC_REQUIRED_SCOPES": "",  # scopes every agent requires by default
     "A2A_OIDC_NAME_CLAIM": "name",  # claim naming the caller (else its sub)
+    "A2A_OIDC_TENANT_CLAIM": None,  # claim naming the caller's tenant (A2A_TENANTS)
     "A2A_OIDC_ALGORITHMS": "RS256,ES256",  # asymmetric signing algorithms taken
     "A2A_OIDC_LEEWAY_SECONDS": 30,  # clock skew allowed on exp, nbf, iat
     "A2A_OIDC_TOKEN_URL": None,  # a client-credentials token URL for the cards
@@ -203,6 +207,8 @@ class Settings:
                 "A2A_CARD_SIGNING_KEY needs A2A_PUBLIC_BASE_URL: a signed card "
                 "must not carry URLs taken from a request's Host header.")
         self.disabled_agents = _names(get("A2A_DISABLED_AGENTS"))
+        self.tenants = tenants.parse(get("A2A_TENANTS"), "A2A_TENANTS",
+                                     self.url_prefix)
         self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
         self.stale_turn_seconds = int(get("A2A_STALE_TURN_SECONDS"))
         if self.stale_turn_seconds <= 0:
@@ -284,6 +290,7 @@ class Settings:
                              "not: name the audience tokens must be issued for")
         self.oidc_required_scopes = scope_set(get("A2A_OIDC_REQUIRED_SCOPES"))
         self.oidc_name_claim = get("A2A_OIDC_NAME_CLAIM") or "sub"
+        self.oidc_tenant_claim = get("A2A_OIDC_TENANT_CLAIM") or None
         self.oidc_algorithms = frozenset(_names(get("A2A_OIDC_ALGORITHMS")))
         refused = sorted(a for a in self.oidc_algorithms if a not in ASYMMETRIC)
         if refused or not self.oidc_algorithms:

@@ -249,6 +249,14 @@ class AgentNotFoundError(InvalidRequestError):
     default_message = "No agent of that name can be talked to here."
 
 
+def agent_not_found(name: str) -> AgentNotFoundError:
+    """The answer to a call of no agent ``name`` (or of one not served to
+    the tenant the call names: the same words)."""
+    return AgentNotFoundError(
+        "No agent named %r can be talked to here." % echo(name),
+        data={"agent": echo(name)})
+
+
 class PayloadTooLargeError(InvalidRequestError):
     """The body is over the size limit: HTTP 413, unread."""
 

@@ -15,6 +15,7 @@ from .host_app import (FirstRequest, check_not_mounted, exempt_from_csrf,
 from .logs import log_to_stderr
 from .app_state import AppState
 from .storage import open_storage
+from .tenants import parse as parse_tenants
 from .http.blueprint import make_blueprint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +48,7 @@ class HostHooks:
     each None until its decorator on ``A2A`` sets it."""
 
     __slots__ = ("session_caller", "password_check", "token_caller",
-                 "session_operator")
+                 "session_operator", "caller_tenant")
 
     def __init__(self) -> None:
         #: ``func()``: the logged-in user of the request, or None.
@@ -60,6 +61,9 @@ class HostHooks:
         #: ``func()``: whether the logged-in user of the request (the one
         #: ``session_caller`` named) is an operator (the operator's page).
         self.session_operator: Optional[Callable[[], bool]] = None
+        #: ``func(caller)``: the tenant an OIDC, session, client-certificate
+        #: or host-hook caller acts in, or None for none (A2A_TENANTS).
+        self.caller_tenant: Optional[Callable[[Caller], Optional[str]]] = None
 
 
 class A2A:
@@ -83,6 +87,9 @@ class A2A:
         for key, value in DEFAULTS.items():
             app.config.setdefault(key, value)
         settings = Settings(app.config, app.instance_path)
+        for agent in self.agents.values():  # their names, against the prefix
+            parse_tenants(agent.tenants, "agent %r: tenants" % agent.name,
+                          settings.url_prefix)
         # The handler first: the warnings below are formatted like the rest.
         log_to_stderr(settings.log_format, unless_root=True)
         warn_about_settings(app.config)
@@ -141,6 +148,16 @@ class A2A:
         credentials; return a user id (str) or a ``Caller``.
         """
         self.hooks.session_caller = func
+        return func
+
+    def caller_tenant(self, func: HookFunc) -> HookFunc:
+        """Decorator: ``func(caller)`` names the tenant (A2A_TENANTS) a
+        caller the service does not keep acts in: an OIDC token's (after
+        A2A_OIDC_TENANT_CLAIM), a client certificate's, a host hook's; return
+        a tenant name, or None for none. Our API keys and built-in users
+        carry their own (``--tenant``) and are not asked about.
+        """
+        self.hooks.caller_tenant = func
         return func
 
     def password_check(self, func: HookFunc) -> HookFunc:

@@ -6,8 +6,9 @@ form) and raises neutral errors (``storage.base.StorageError`` subclasses,
 JSON-RPC and no method names: a binding (``bindings/``) parses a protocol's
 params into these calls and renders what they return.
 
-Ownership: every call is keyed by (caller, agent); another caller's task is
-``NoSuchTaskError``. The stale-turn policy is the storage's (``get_task``).
+Ownership: every call is keyed by (caller, agent, tenant); another caller's
+task, or another tenant's, is ``NoSuchTaskError``. The stale-turn policy is
+the storage's (``get_task``).
 """
 
 from __future__ import annotations
@@ -37,17 +38,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class CallContext:
     """One call as the service sees it: who calls (``caller``) which agent,
-    through which app's A2A state (``app.extensions["a2a"]``)."""
+    in which tenant, through which app's A2A state
+    (``app.extensions["a2a"]``)."""
 
-    __slots__ = ("app_state", "agent", "caller", "at_root")
+    __slots__ = ("app_state", "agent", "caller", "at_root", "tenant")
 
     def __init__(self, app_state: AppState, agent: Agent, caller: Caller,
-                 at_root: bool = False) -> None:
+                 at_root: bool = False, tenant: str = "") -> None:
         self.app_state = app_state
         self.agent = agent
         self.caller = caller
         #: Reached as the default agent at /a2a rather than under the prefix.
         self.at_root = at_root
+        #: The tenant the call names ('' for none), already checked against
+        #: the caller's (``auth.callers.authorize_tenant``).
+        self.tenant = tenant
 
     @property
     def storage(self) -> Storage:
@@ -105,7 +110,8 @@ def _stored(context: CallContext, task_id: str, history_length: Optional[int] = 
     the answer budget (``fit`` then measures it exactly)."""
     return context.storage.get_task(
         task_id, context.caller.id, context.agent.name, history_length,
-        remembered_key=remembered_key, max_bytes=_budget(context))
+        remembered_key=remembered_key, max_bytes=_budget(context),
+        tenant=context.tenant)
 
 
 def _read(context: CallContext, task_id: str, history_length: Optional[int] = None,
@@ -152,7 +158,8 @@ def send(context: CallContext, message: dict,
         start = storage.start_turn(
             owner, agent_name, message, context_id=message.get("contextId"),
             task_id=message.get("taskId"), metadata=metadata, remembered_key=remembered_key,
-            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller)
+            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller,
+            tenant=context.tenant)
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
@@ -164,7 +171,8 @@ def send(context: CallContext, message: dict,
     # waits; the agent's reads and its outcome take one again.
     storage.release_connection()
     turn = Turn(storage, context.agent, context.caller, start.task_id,
-                start.context_id, message, start.message_seq, metadata)
+                start.context_id, message, start.message_seq, metadata,
+                tenant=context.tenant)
     turn._start = start
     try:
         outcome = run_turn(turn, **context.app_state.turn_options())
@@ -230,7 +238,8 @@ def _send_to_queue(context: CallContext, message: dict, metadata: Optional[dict]
             queue_limit=context.app_state.settings.queue_limit_per_caller,
             trace_context=tracing.current_context() if tracing else None,
             live_key=context.caller.key_hash,
-            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller)
+            max_stored_bytes=context.app_state.settings.max_stored_bytes_per_caller,
+            tenant=context.tenant)
     except RememberedKeyRevokedError:
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     context.caller.remembered_key = None  # live when the turn was queued
@@ -273,7 +282,8 @@ def get(context: CallContext, task_id: str,
 
 
 def cancel(context: CallContext, task_id: str) -> TaskRecord:
-    context.storage.cancel_task(task_id, context.caller.id, context.agent.name)
+    context.storage.cancel_task(task_id, context.caller.id, context.agent.name,
+                                tenant=context.tenant)
     return _read(context, task_id)
 
 
@@ -290,7 +300,7 @@ def list_tasks(context: CallContext, context_id: Optional[str] = None,
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,
         history_length=history_length, include_artifacts=include_artifacts,
-        max_bytes=budget)
+        max_bytes=budget, tenant=context.tenant)
     for index, task in enumerate(page.tasks):
         if index == 0 or task.history_omitted:
             fit(task, budget)  # the first may be alone over the budget
@@ -302,7 +312,7 @@ def count_tasks(context: CallContext, context_id: Optional[str] = None,
     """How many tasks ``list_tasks`` would page through with these filters."""
     return context.storage.count_tasks(
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,
-        state=state, updated_after=updated_after)
+        state=state, updated_after=updated_after, tenant=context.tenant)
 
 
 def check_extended_card(context: CallContext) -> None:

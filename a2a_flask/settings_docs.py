@@ -51,6 +51,16 @@ DOCS = {
         "public part is published).",
     "A2A_DISABLED_AGENTS": "Comma-separated agent names (or a list) to switch "
         "off: they answer 404.",
+    "A2A_TENANTS": "Comma-separated tenant names (or a list), each "
+        "`[a-z0-9][a-z0-9-]{0,62}`: every agent is served to each of them, an "
+        "isolated space (its own tasks, keys and users) reached at "
+        "`<interface url>/<tenant>/...` over HTTP+JSON and with `params.tenant` "
+        "over JSON-RPC; the 1.0 card lists an interface per tenant. A name that "
+        "is one of the service's path segments (`agents`, `health`, `tasks`...) "
+        "is refused at start. Empty: no tenants (docs/tenants.md).",
+    "A2A_OIDC_TENANT_CLAIM": "The access-token claim naming the tenant "
+        "(A2A_TENANTS) its caller acts in; none: the `caller_tenant` hook "
+        "decides, else the caller acts only where no tenant is named.",
     "A2A_BUSY_TIMEOUT_MS": "How long a write waits in all for other writers "
         "(SQLite: the wait for one of the process's 16 connections, the writers' "
         "lock and SQLite's busy wait together, a host app's transaction included; "

@@ -48,6 +48,9 @@ def rest_path(settings: "Settings", name: str, at_root: bool = False) -> str:
     return "%s/%s/rest" % (agents_tree(settings), name)
 
 
+#: The segment naming a tenant, before an HTTP+JSON route's own path.
+TENANT_RULE = "/<tenant>"
+
 #: The first segment of every HTTP+JSON route (section 11.3), for the root.
 REST_TREES = ("/message:send", "/message:stream", "/tasks",
               "/extendedAgentCard")

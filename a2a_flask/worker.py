@@ -58,7 +58,8 @@ class BackgroundTurn(Turn):
     def __init__(self, storage, agent, claimed):
         super().__init__(storage, agent, Caller(claimed.owner, "caller", claimed.owner),
                          claimed.task_id, claimed.context_id, claimed.message,
-                         claimed.message_seq, claimed.metadata)
+                         claimed.message_seq, claimed.metadata,
+                         tenant=claimed.tenant)
         #: 1 on the first run; more when a dead worker's turn is retried.
         self.attempt = claimed.attempts
 

@@ -81,8 +81,10 @@ class Turn:
 
     def __init__(self, store: "Storage", agent: "Agent", caller: "Caller", task_id: str,
                  context_id: str, message: JSONObject, message_seq: int,
-                 metadata: Optional[JSONObject] = None) -> None:
+                 metadata: Optional[JSONObject] = None, tenant: str = "") -> None:
         self._store = store
+        #: The tenant the message was sent in ('' for none: A2A_TENANTS).
+        self.tenant = tenant
         self.agent = agent
         #: Who sent it (``Caller``: ``id``, ``kind``, ``name``).
         self.caller = caller
@@ -156,7 +158,7 @@ class Turn:
         if self._context_history is None:
             self._context_history = self._stored(
                 self._store.context_history, self.caller.id, self.agent.name,
-                self.context_id, before_seq=self._seq)
+                self.context_id, before_seq=self._seq, tenant=self.tenant)
         return self._context_history
 
     def recent(self, count: int) -> List[JSONObject]:
@@ -168,7 +170,7 @@ class Turn:
             return self._context_history[-count:]
         return self._stored(self._store.context_history, self.caller.id,
                             self.agent.name, self.context_id, before_seq=self._seq,
-                            limit=count)
+                            limit=count, tenant=self.tenant)
 
     @property
     def canceled(self) -> bool:

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional
 
 from .. import errors
 from ..config import scope_set
+from ..tenants import parse as parse_tenants
 from ..validation import flatten_errors
 from .output import SKILLS
 
@@ -22,7 +23,8 @@ class Agent:
     def __init__(self, name, func, description=None, skills=None,
                  extended_skills=None, input_modes=("text/plain",),
                  output_modes=("text/plain",), version="1.0.0", enabled=True,
-                 card=None, background=False, retry=False, required_scopes=None):
+                 card=None, background=False, retry=False, required_scopes=None,
+                 tenants=()):
         if not name or "/" in name:
             raise ValueError("agent name %r must be non-empty, without '/'" % name)
         if retry and not background:
@@ -48,6 +50,9 @@ class Agent:
         #: not concerned. Not ``Caller.scope``, the agents a key may reach.
         self.required_scopes = (None if required_scopes is None
                                 else scope_set(required_scopes))
+        #: Tenants this agent is served to besides A2A_TENANTS' (names checked
+        #: here, and against the URL prefix at start).
+        self.tenants = parse_tenants(tenants, "agent %r: tenants" % name)
         #: Extra AgentCard fields (provider, documentationUrl, iconUrl...).
         self.card = dict(card or {})
 

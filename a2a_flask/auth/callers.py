@@ -33,19 +33,21 @@ class Caller:
     ``id`` owns tasks: two requests with the same id see the same tasks.
     ``scope`` is None for every agent, else the set of agent names allowed.
     ``operator``: may open the operator's page (``dashboard.py``); a host
-    hook may return a Caller made with ``operator=True``.
+    hook may return a Caller made with ``operator=True``. ``tenant`` is the
+    one tenant it acts in ('' or None: only where no tenant is named).
     """
 
     __slots__ = ("id", "kind", "name", "scope", "authenticated", "remembered_key",
-                 "token_scopes", "key_hash", "operator")
+                 "token_scopes", "key_hash", "operator", "tenant")
 
     def __init__(self, id: str, kind: str, name: str,
                  scope: Optional[AbstractSet[str]] = None,
                  authenticated: bool = True,
                  token_scopes: Optional[AbstractSet[str]] = None,
-                 operator: bool = False) -> None:
+                 operator: bool = False, tenant: Optional[str] = None) -> None:
         self.id = id
         self.operator = operator
+        self.tenant = tenant or ""
         self.kind = kind
         self.name = name
         self.scope = scope
@@ -93,7 +95,7 @@ def _basic(header):
 
 def _key_caller(key, key_hash, remembered=False):
     caller = Caller(key_owner(key.id), "key", key.label or key.id, scope=key.scope,
-                    operator=key.operator)
+                    operator=key.operator, tenant=key.tenant)
     caller.key_hash = key_hash
     if remembered:
         caller.remembered_key = key_hash
@@ -117,6 +119,17 @@ def authenticate(app_state: "AppState", request: "Request",
     PostgreSQL."""
     if app_state.settings.auth_off:
         return ANONYMOUS
+    caller = _authenticate(app_state, request, use_remembered_key)
+    hook = app_state.extension.hooks.caller_tenant
+    kept = caller.kind == "key" or caller.id.startswith("user:")
+    if hook is not None and not kept and not caller.tenant:
+        # A caller the service does not keep (a token, a certificate, a host
+        # hook's): its tenant is the host's word.
+        caller.tenant = hook(caller) or ""
+    return caller
+
+
+def _authenticate(app_state, request, use_remembered_key):
     authorization = request.headers.get("Authorization", "")
     header_key = request.headers.get(app_state.settings.api_key_header)
     if authorization:
@@ -227,7 +240,8 @@ def _check_password(app_state, request, name, password):
         before_slow_check()
         caller = _host_caller(_host_hook(app_state, checker, name, password), "user")
     elif app_state.credentials.check_user(name, password, before_slow_check):
-        caller = Caller("user:" + name, "user", name)
+        caller = Caller("user:" + name, "user", name,
+                        tenant=app_state.credentials.user_tenant(name))
     else:
         caller = None
     if caller is None:
@@ -271,8 +285,8 @@ def _token_caller(app_state, token):
     if (app_state.extension.hooks.token_caller is not None
             and not app_state.tokens.issued(token)):
         return None
-    id, name, scopes = app_state.tokens.caller_fields(token)
-    return Caller(id, "oidc", name, token_scopes=scopes)
+    id, name, scopes, tenant = app_state.tokens.caller_fields(token)
+    return Caller(id, "oidc", name, token_scopes=scopes, tenant=tenant)
 
 
 def _common_name(subject):
@@ -303,6 +317,26 @@ def authorize(caller: Caller, agent: "Agent",
                 "The access token lacks a scope agent %s requires: %s."
                 % (agent.name, " ".join(sorted(required - caller.token_scopes))),
                 required)
+
+
+def authorize_tenant(app_state: "AppState", caller: Caller, agent: "Agent",
+                     tenant: str, task_id: Optional[str] = None) -> None:
+    """Nothing when ``caller`` may act in ``tenant`` ('' for none) with
+    ``agent``: the agent is served to that tenant and the caller's tenant is
+    that one (with A2A_AUTH=off, any). Otherwise the call is answered as if
+    what it names did not exist: ``TaskNotFoundError`` when it names a task
+    (``task_id``), else the unknown-agent answer. A caller of a tenant no
+    longer served is refused (401): its data stays, its keys act nowhere."""
+    if caller.tenant and caller.tenant not in app_state.known_tenants():
+        raise errors.UnauthenticatedError(
+            "These credentials belong to tenant %r, which this service no "
+            "longer serves." % caller.tenant)
+    served = not tenant or tenant in app_state.agent_tenants(agent)
+    if served and (app_state.settings.auth_off or caller.tenant == tenant):
+        return
+    if task_id is not None:
+        raise errors.TaskNotFoundError(data={"taskId": errors.echo(task_id)})
+    raise errors.agent_not_found(agent.name)
 
 
 def security_requirements(app_state: "AppState", agent: Optional["Agent"] = None

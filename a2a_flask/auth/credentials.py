@@ -72,10 +72,10 @@ class StoredApiKey:
     """A stored key, without its secret."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
-                 "revoked_at", "operator")
+                 "revoked_at", "operator", "tenant")
 
     def __init__(self, id, prefix, label, scope, created_at, last_used_at,
-                 revoked_at, operator=False):
+                 revoked_at, operator=False, tenant=None):
         self.id = id
         self.prefix = prefix
         self.label = label
@@ -86,6 +86,8 @@ class StoredApiKey:
         self.revoked_at = revoked_at
         #: Opens the operator's page (reaching agents is the scope's say).
         self.operator = bool(operator)
+        #: The one tenant the key acts in (A2A_TENANTS), None for none.
+        self.tenant = tenant
 
     @property
     def scope_text(self) -> str:
@@ -110,8 +112,10 @@ class Credentials:
 
     def create_key(self, agents: Optional[Iterable[str]] = None,
                    label: Optional[str] = None,
-                   operator: bool = False) -> Tuple[StoredApiKey, str]:
-        """A new key for ``agents`` (None: every agent; an empty set: none):
+                   operator: bool = False,
+                   tenant: Optional[str] = None) -> Tuple[StoredApiKey, str]:
+        """A new key for ``agents`` (None: every agent; an empty set: none),
+        acting in ``tenant`` only (None: where no tenant is named):
         (StoredApiKey, secret). ``operator``: it opens the operator's page.
 
         The secret is returned once, here, and never stored.
@@ -122,7 +126,7 @@ class Credentials:
         # timestamp, the same for two keys made in one millisecond.
         row = self.storage.insert_key(KeyRow(
             "key_" + secrets.token_hex(6), secret[:10], label, scope, None,
-            operator=operator), hash_key(secret))
+            operator=operator, tenant=tenant), hash_key(secret))
         return StoredApiKey(*row.astuple()), secret
 
     def keys(self) -> List[StoredApiKey]:
@@ -182,7 +186,8 @@ class Credentials:
 
     # -- built-in users --------------------------------------------------------
 
-    def create_user(self, name: str, password: str, operator: bool = False) -> None:
+    def create_user(self, name: str, password: str, operator: bool = False,
+                    tenant: Optional[str] = None) -> None:
         if not name or ":" in name:
             raise CredentialError("user name %r must be non-empty, without ':'"
                                   % name)
@@ -190,7 +195,7 @@ class Credentials:
             raise CredentialError("the password must not be empty")
         try:
             self.storage.insert_user(name, passwords.hash_password(password),
-                                     operator)
+                                     operator, tenant)
         except UserExistsError:
             raise CredentialError("a user named %r already exists" % name) from None
 
@@ -200,6 +205,10 @@ class Credentials:
     def users(self) -> List[Tuple[str, str]]:
         """(name, created_at) of every built-in user."""
         return self.storage.users()
+
+    def user_tenant(self, name: str) -> Optional[str]:
+        """The tenant built-in user ``name`` acts in, None for none."""
+        return self.storage.user_tenant(name)
 
     def has_users(self) -> bool:
         return self.storage.has_users()

@@ -169,6 +169,7 @@ class TokenVerifier:
         self.algorithms = settings.oidc_algorithms
         self.leeway = settings.oidc_leeway_seconds
         self.name_claim = settings.oidc_name_claim
+        self.tenant_claim = settings.oidc_tenant_claim
         self._fetch = fetch
         self._clock = clock
         self._wall_clock = wall_clock
@@ -339,10 +340,14 @@ class TokenVerifier:
             raise errors.InvalidTokenError("The token's sub claim is empty.")
         return claims, keys
 
-    def caller_fields(self, token: str) -> Tuple[str, str, FrozenSet[str]]:
-        """(id, name, scopes) of the caller this token authenticates."""
+    def caller_fields(self, token: str
+                      ) -> Tuple[str, str, FrozenSet[str], Optional[str]]:
+        """(id, name, scopes, tenant) of the caller this token
+        authenticates: its tenant is the A2A_OIDC_TENANT_CLAIM claim (a
+        string), else None (the ``caller_tenant`` hook may name one)."""
         claims = self.claims(token)
         name = claims.get(self.name_claim)
+        tenant = claims.get(self.tenant_claim) if self.tenant_claim else None
         return ("oidc:" + claims["sub"],
                 name if isinstance(name, str) and name else claims["sub"],
-                token_scopes(claims))
+                token_scopes(claims), tenant if isinstance(tenant, str) else None)

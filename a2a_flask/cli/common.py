@@ -50,3 +50,17 @@ def table(rows: Sequence[Sequence[Any]]) -> None:
     for row in rows:
         click.echo("  ".join(str(cell).ljust(w)
                              for cell, w in zip(row, widths)).rstrip())
+
+
+def served_tenant(tenant):
+    """``tenant`` (None stays None) when some agent is served to it
+    (A2A_TENANTS, ``tenants=[...]``), else a ClickException: a key or a
+    user of another tenant could act nowhere."""
+    if tenant is None:
+        return None
+    known = app_state().known_tenants()
+    if tenant not in known:
+        raise click.ClickException(
+            "unknown tenant %r; tenants served here (A2A_TENANTS and the "
+            "agents' tenants=): %s" % (tenant, ", ".join(sorted(known)) or "none"))
+    return tenant

@@ -2,9 +2,9 @@
 
 import click
 from flask.cli import AppGroup
-from typing import Optional, Set
+from typing import List, Optional, Set, Tuple
 
-from .common import app_state, as_click_error, table
+from .common import app_state, as_click_error, served_tenant, table
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 
@@ -33,9 +33,12 @@ def _scope(agents):
 @click.option("--operator", is_flag=True,
               help="The key opens the operator's page (every caller's tasks, "
                    "cancel them); it reaches no agent unless --agents is given.")
+@click.option("--tenant", default=None,
+              help="The one tenant (A2A_TENANTS) the key acts in; without it, "
+                   "the key acts only where no tenant is named.")
 @click.option("--quiet", is_flag=True, help="Print only the key.")
 def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
-                quiet: bool) -> None:
+                tenant: Optional[str], quiet: bool) -> None:
     """Create an API key; it is printed once and never stored in clear."""
     scope: Optional[Set[str]]
     if agents is None:
@@ -43,13 +46,15 @@ def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
         scope = set() if operator else None
     else:
         scope = _scope(agents)
-    key, secret = app_state().credentials.create_key(scope, label, operator)
+    key, secret = app_state().credentials.create_key(scope, label, operator,
+                                                     served_tenant(tenant))
     if quiet:
         click.echo(secret)
         return
-    click.echo("Created %sAPI key %s (scope: %s%s)." % (
+    click.echo("Created %sAPI key %s (scope: %s%s%s)." % (
         "operator " if key.operator else "", key.id, key.scope_text,
-        ", label: %s" % label if label else ""))
+        ", label: %s" % label if label else "",
+        ", tenant: %s" % tenant if tenant else ""))
     click.echo(secret)
     click.echo("This key is shown once: store it now. Only its hash is kept.",
                err=True)
@@ -62,11 +67,15 @@ def keys_list() -> None:
     if not keys:
         click.echo("No API keys. Create one with: flask a2a keys create")
         return
-    rows = [("ID", "PREFIX", "LABEL", "SCOPE", "OPERATOR", "CREATED",
+    rows: List[Tuple[str, ...]] = [("ID", "PREFIX", "LABEL", "SCOPE", "OPERATOR", "CREATED",
              "LAST USED", "REVOKED")]
     rows += [(k.id, k.prefix + "...", k.label or "-", k.scope_text,
               "yes" if k.operator else "no", k.created_at,
               k.last_used_at or "never", k.revoked_at or "-") for k in keys]
+    # The column only once some key has a tenant: the usual listing stays as it was.
+    if any(k.tenant for k in keys):
+        rows = [row + (key.tenant or "-" if key else "TENANT",)
+                for row, key in zip(rows, [None] + keys)]
     table(rows)
 
 

@@ -39,13 +39,17 @@ def _task_table(tasks):
               help="Only tasks in this state.")
 @click.option("--caller", default=None,
               help="Only this caller's tasks (an API key id or a user name).")
+@click.option("--tenant", default=None,
+              help="Only this tenant's tasks (A2A_TENANTS); '-' for those of "
+                   "no tenant.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array.")
-def tasks_list(agent: Optional[str], state: Optional[str], caller: Optional[str], limit: int,
-               as_json: bool) -> None:
+def tasks_list(agent: Optional[str], state: Optional[str], caller: Optional[str],
+               tenant: Optional[str], limit: int, as_json: bool) -> None:
     """List tasks, newest first."""
     tasks = [_task_row(task) for task in app_storage().list_tasks(
-        owner=caller, agent=agent, state=state, limit=limit).tasks]
+        owner=caller, agent=agent, state=state, limit=limit,
+        tenant="" if tenant == "-" else tenant).tasks]
     if as_json:
         echo_json(tasks)
     elif not tasks:

@@ -1,11 +1,12 @@
 """``flask a2a users ...``: the built-in users of HTTP Basic."""
 
 import sys
+from typing import Optional
 
 import click
 from flask.cli import AppGroup
 
-from .common import as_click_error, app_state
+from .common import as_click_error, app_state, served_tenant
 
 users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 
@@ -17,16 +18,22 @@ users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 @click.option("--operator", is_flag=True,
               help="The user opens the operator's page (every caller's tasks, "
                    "cancel them), as well as calling agents.")
-def users_create(name: str, password_stdin: bool, operator: bool) -> None:
+@click.option("--tenant", default=None,
+              help="The one tenant (A2A_TENANTS) the user acts in; without it, "
+                   "only where no tenant is named.")
+def users_create(name: str, password_stdin: bool, operator: bool,
+                 tenant: Optional[str]) -> None:
     """Create a user for HTTP Basic; the password is stored hashed."""
+    tenant = served_tenant(tenant)
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
         password = click.prompt("Password", hide_input=True,
                                 confirmation_prompt=True)
     with as_click_error():
-        app_state().credentials.create_user(name, password, operator)
-    click.echo("Created %suser %s." % ("operator " if operator else "", name))
+        app_state().credentials.create_user(name, password, operator, tenant)
+    click.echo("Created %suser %s%s." % ("operator " if operator else "", name,
+                                         " (tenant %s)" % tenant if tenant else ""))
 
 
 @users_cli.command("list")

@@ -37,17 +37,25 @@ def _rest_view(route, agent_of, at_root=False):
 
 def _add_rest_routes(bp, settings):
     """The HTTP+JSON routes under every agent, and at the root with
-    A2A_ROOT_REST."""
+    A2A_ROOT_REST; each also below a tenant (``/<tenant>/message:send``,
+    the 1.0 proto's paths), at the root only when A2A_TENANTS names some."""
     base = urls.rest_rule(settings)
+    default_agent = lambda kw: current_app_state().settings.default_agent  # noqa: E731
     for index, route in enumerate(rest.ROUTES):
-        bp.add_url_rule(base + route.path, "rest_%d" % index,
-                        _rest_view(route, lambda kw: kw.pop("name")),
-                        methods=[route.http_method])
+        for rule, endpoint in ((base + route.path, "rest_%d"),
+                               (base + urls.TENANT_RULE + route.path, "tenant_rest_%d")):
+            bp.add_url_rule(rule, endpoint % index,
+                            _rest_view(route, lambda kw: kw.pop("name")),
+                            methods=[route.http_method])
         if urls.root_rest(settings):
             bp.add_url_rule(route.path, "root_rest_%d" % index,
-                            _rest_view(route, lambda kw: current_app_state().settings.default_agent,
-                                       at_root=True),
+                            _rest_view(route, default_agent, at_root=True),
                             methods=[route.http_method])
+            if settings.tenants:
+                bp.add_url_rule(urls.TENANT_RULE + route.path,
+                                "root_tenant_rest_%d" % index,
+                                _rest_view(route, default_agent, at_root=True),
+                                methods=[route.http_method])
 
 
 def make_blueprint(settings):

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Dict
 from flask import current_app, request
 
 from .. import errors
-from ..auth.callers import authenticate, authorize, confirm_remembered_key
+from ..auth.callers import (
+    authenticate, authorize, authorize_tenant, confirm_remembered_key)
 from ..protocol.errors import as_a2a_error, failure_error
 from ..protocol.versions import HEADER, asked_version
 from ..service import CallContext
@@ -96,7 +97,10 @@ def _answer(app_state, call, agent_name, at_root):
         agent = app_state.reachable_agent(agent_name)
         authorize(caller, agent, app_state.settings.oidc_required_scopes)
         params = call.params(inbound)
-        result = call.run(CallContext(app_state, agent, caller, at_root), params)
+        tenant = call.tenant(params)
+        authorize_tenant(app_state, caller, agent, tenant, call.named_task(params))
+        result = call.run(CallContext(app_state, agent, caller, at_root, tenant),
+                          params)
         access.note_result(result)
         return call.answer(result)
     except errors.A2AError as exc:

@@ -42,6 +42,24 @@ class ProtocolCall:
         """The call's validated params, or ``InvalidParams``."""
         raise NotImplementedError
 
+    def tenant(self, params: Any) -> str:
+        """The tenant the call names ('' for none): A2A 1.0's ``tenant``
+        (a JSON-RPC param, the HTTP+JSON path); 0.3 has none."""
+        if self.version != "1.0" or not isinstance(params, dict):
+            return ""
+        return params.get("tenant") or ""
+
+    def named_task(self, params: Any) -> Optional[str]:
+        """The task id the call names (GetTask, CancelTask, a message that
+        continues a task), or None."""
+        if not isinstance(params, dict):
+            return None
+        if isinstance(params.get("id"), str):
+            return params["id"]
+        message = params.get("message")
+        task_id = message.get("taskId") if isinstance(message, dict) else None
+        return task_id if isinstance(task_id, str) else None
+
     def run(self, context: "CallContext", params: Any) -> Any:
         """The result in its wire form (service errors become A2A errors)."""
         raise NotImplementedError

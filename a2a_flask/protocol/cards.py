@@ -1,7 +1,7 @@
 """Agent Cards: what the service tells callers about each agent."""
 
 import logging
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List
 
 from flask import current_app, request
 from werkzeug.exceptions import SecurityError
@@ -86,7 +86,8 @@ def card_v10(app_state: "AppState", agent: "Agent", at_root: bool = False,
         "name": agent.name,
         "description": description,
         "supportedInterfaces": supported_interfaces(
-            app_state.settings, agent.name, at_root, url),
+            app_state.settings, agent.name, at_root, url,
+            app_state.agent_tenants(agent)),
         "version": agent.version,
         "capabilities": {"streaming": False, "pushNotifications": False,
                          "extendedAgentCard": _offers_extended(app_state, agent),
@@ -183,12 +184,22 @@ def _offers_extended(app_state, agent):
 
 
 def supported_interfaces(settings: "Settings", name: str, at_root: bool,
-                         rpc_url: str) -> List[Dict[str, Any]]:
+                         rpc_url: str, tenants: Iterable[str] = ()
+                         ) -> List[Dict[str, Any]]:
     """A2A 1.0's list of interfaces, preferred first: JSON-RPC 1.0, HTTP+JSON
     1.0, then JSON-RPC 0.3 (the same endpoint; the ``A2A-Version`` header
-    tells them apart)."""
+    tells them apart); then, for each of ``tenants``, the two 1.0 ones with
+    its ``tenant``, which a client sends in every request (0.3 has none).
+    Those of no tenant stay first: a client that reads the first interface
+    works as before."""
     rest_at_root = at_root and urls.root_rest(settings)
     rest_url = base_url(settings) + urls.rest_path(settings, name, rest_at_root)
+    return _interfaces(rpc_url, rest_url) + [
+        dict(item, tenant=tenant) for tenant in tenants
+        for item in _interfaces(rpc_url, rest_url)[:2]]
+
+
+def _interfaces(rpc_url, rest_url):
     return [
         {"url": rpc_url, "protocolBinding": "JSONRPC",
          "protocolVersion": PROTOCOL_VERSION_V10},

@@ -72,7 +72,8 @@ def import_rows(records, deliveries=True):
                       task.state, dumps(task.status_message)
                       if task.status_message else None, task.updated_at,
                       task.created_at or task.updated_at,
-                      dumps(task.metadata) if task.metadata else None))
+                      dumps(task.metadata) if task.metadata else None,
+                      task.tenant))
         for message in task.history or ():
             messages.append((task.id, task.context_id, task.owner,
                              task.agent, message["role"],
@@ -81,7 +82,7 @@ def import_rows(records, deliveries=True):
                 retries.append((task.owner, task.agent, message["messageId"],
                                 delivery_fingerprint(message, task.id,
                                                      task.context_id),
-                                task.id))
+                                task.id, task.tenant))
         artifacts.extend((task.id, a["artifactId"], dumps(a))
                          for a in task.artifacts or ())
     return tasks, messages, artifacts, retries
@@ -96,7 +97,8 @@ def reassign_owner(conn: Any, mark: str, from_owner: str, to_owner: str) -> int:
 
     run("UPDATE a2a_deliveries SET owner = ? WHERE owner = ? AND NOT EXISTS"
         " (SELECT 1 FROM a2a_deliveries d WHERE d.owner = ? AND d.agent ="
-        " a2a_deliveries.agent AND d.message_id = a2a_deliveries.message_id)",
+        " a2a_deliveries.agent AND d.message_id = a2a_deliveries.message_id"
+        " AND d.tenant = a2a_deliveries.tenant)",
         (to_owner, from_owner, to_owner))
     for table in ("a2a_messages", "a2a_turns"):
         run("UPDATE " + table + " SET owner = ? WHERE owner = ?", (to_owner, from_owner))

@@ -15,7 +15,7 @@ class TaskRecord:
 
     __slots__ = ("id", "context_id", "agent", "owner", "state", "updated_at",
                  "status_message", "artifacts", "history", "metadata",
-                 "created_at", "history_omitted")
+                 "created_at", "history_omitted", "tenant")
 
     def __init__(self, id, context_id, agent, owner, state, updated_at,
                  status_message=None, artifacts=(), history=None, metadata=None,
@@ -34,6 +34,9 @@ class TaskRecord:
         #: How many older messages (of the last ``history_length``) a read
         #: within a byte budget left out of ``history`` (``get_task``).
         self.history_omitted = 0
+        #: The task's tenant ('' for none), as ``export_tasks`` reads it for
+        #: ``import_tasks``; '' elsewhere (a call knows its tenant).
+        self.tenant = ""
 
     def __eq__(self, other):
         return (isinstance(other, TaskRecord)
@@ -70,10 +73,12 @@ class ClaimedTurn:
     """A background turn leased to a worker by ``claim_turns``."""
 
     __slots__ = ("task_id", "context_id", "owner", "agent", "message",
-                 "message_seq", "metadata", "attempts", "retry", "trace_context")
+                 "message_seq", "metadata", "attempts", "retry", "trace_context",
+                 "tenant")
 
     def __init__(self, task_id, context_id, owner, agent, message, message_seq,
-                 metadata=None, attempts=1, retry=False, trace_context=None):
+                 metadata=None, attempts=1, retry=False, trace_context=None,
+                 tenant=""):
         self.task_id = task_id
         self.context_id = context_id
         self.owner = owner
@@ -87,6 +92,8 @@ class ClaimedTurn:
         self.retry = retry
         #: The W3C trace context given to ``enqueue_turn`` (text), or None.
         self.trace_context = trace_context
+        #: The tenant the turn was sent in ('' for none).
+        self.tenant = tenant
 
     def __repr__(self):
         return "ClaimedTurn(%s, %s, attempt %d)" % (self.task_id, self.agent,
@@ -106,13 +113,14 @@ class StoredTaskPage:
 class KeyRow:
     """An API key as stored (its hash, never its secret). ``scope`` is the
     stored text: ``"*"`` or a JSON list of agent names. ``operator``: the
-    key opens the operator's page (its scope may still be no agent)."""
+    key opens the operator's page (its scope may still be no agent).
+    ``tenant``: the one tenant the key acts in, None for none."""
 
     __slots__ = ("id", "prefix", "label", "scope", "created_at", "last_used_at",
-                 "revoked_at", "operator")
+                 "revoked_at", "operator", "tenant")
 
     def __init__(self, id, prefix, label, scope, created_at, last_used_at=None,
-                 revoked_at=None, operator=False):
+                 revoked_at=None, operator=False, tenant=None):
         self.id = id
         self.prefix = prefix
         self.label = label
@@ -121,6 +129,7 @@ class KeyRow:
         self.last_used_at = last_used_at
         self.revoked_at = revoked_at
         self.operator = bool(operator)
+        self.tenant = tenant
 
     def astuple(self) -> Tuple[Any, ...]:
         return tuple(getattr(self, k) for k in self.__slots__)

@@ -621,3 +621,48 @@ def test_the_extended_card_needs_an_authenticated_caller(service, issuer):
     rest = service.client.get("/api/v1/agents/whoami/rest/extendedAgentCard",
                               headers=dict(V10, Authorization="Bearer " + token))
     assert [s["id"] for s in rest.get_json()["skills"]] == ["whoami", "x"]
+
+
+# -- tenants (docs/tenants.md) ------------------------------------------------------
+
+
+def _v10_send(service, token, tenant=None):
+    params = {"message": {"messageId": "m-%s" % time.time(), "role": "ROLE_USER",
+                          "parts": [{"text": "hi"}]}}
+    if tenant:
+        params["tenant"] = tenant
+    response = service.post(WHOAMI, {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                                     "params": params}, token, V10)
+    return response.status_code, response.get_json()
+
+
+def test_a_tokens_tenant_claim_is_where_its_caller_acts(make_app, issuer):
+    service = Service(make_app, issuer, A2A_TENANTS="acme,beta",
+                      A2A_OIDC_TENANT_CLAIM="org")
+    token = issuer.token(sub="svc-t", org="acme")
+    status, body = _v10_send(service, token, "acme")
+    assert status == 200 and "result" in body, body
+    for tenant in ("beta", None):
+        status, body = _v10_send(service, token, tenant)
+        assert status == 404 and body["error"]["message"] == (
+            "No agent named 'whoami' can be talked to here."), body
+    # No claim: only where no tenant is named.
+    plain = issuer.token(sub="svc-t")
+    assert _v10_send(service, plain, None)[0] == 200
+    assert _v10_send(service, plain, "acme")[0] == 404
+
+
+def test_the_caller_tenant_hook_names_a_tokens_tenant(make_app, issuer):
+    service = Service(make_app, issuer, A2A_TENANTS="acme,beta")
+    asked = []
+
+    @service.a2a.caller_tenant
+    def tenant_of(caller):
+        asked.append((caller.kind, caller.id))
+        return "beta" if caller.id == "oidc:svc-beta" else None
+
+    token = issuer.token(sub="svc-beta")
+    assert _v10_send(service, token, "beta")[0] == 200
+    assert _v10_send(service, token, "acme")[0] == 404
+    assert _v10_send(service, issuer.token(sub="svc-other"), "beta")[0] == 404
+    assert asked[0] == ("oidc", "oidc:svc-beta")

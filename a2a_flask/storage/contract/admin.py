@@ -137,9 +137,9 @@ class AdminStorage(abc.ABC):
 
     @abc.abstractmethod
     def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
-                                          List[Tuple[str, str, str, bool]]]:
+                                          List[Tuple[str, str, str, bool, Optional[str]]]]:
         """(every key with its hash, every user as (name, password hash,
-        created_at, operator)): hashes only, never a secret."""
+        created_at, operator, tenant)): hashes only, never a secret."""
 
     @abc.abstractmethod
     def import_credentials(self, keys: Sequence[Tuple[KeyRow, str]],

@@ -14,7 +14,8 @@ class CredentialStorage(abc.ABC):
 
     @abc.abstractmethod
     def insert_key(self, key: KeyRow, key_hash: str) -> KeyRow:
-        """Store a new key under its hash; its ``created_at`` is set here."""
+        """Store a new key (and its ``tenant``) under its hash; its
+        ``created_at`` is set here."""
 
     @abc.abstractmethod
     def keys(self) -> List[KeyRow]:
@@ -37,9 +38,10 @@ class CredentialStorage(abc.ABC):
 
     @abc.abstractmethod
     def insert_user(self, name: str, password_hash: str,
-                    operator: bool = False) -> None:
-        """A new built-in user (``operator``: it opens the operator's page);
-        ``UserExistsError`` when the name is taken."""
+                    operator: bool = False, tenant: Optional[str] = None) -> None:
+        """A new built-in user (``operator``: it opens the operator's page;
+        of ``tenant``, None: of none); ``UserExistsError`` when the name is
+        taken."""
 
     @abc.abstractmethod
     def user_is_operator(self, name: str) -> bool:
@@ -60,3 +62,7 @@ class CredentialStorage(abc.ABC):
     @abc.abstractmethod
     def password_hash(self, name: str) -> Optional[str]:
         """The stored password hash of ``name``, or None."""
+
+    @abc.abstractmethod
+    def user_tenant(self, name: str) -> Optional[str]:
+        """The tenant user ``name`` acts in, None for none (or no such user)."""

@@ -18,8 +18,10 @@ class QueueStorage(abc.ABC):
     # deletes the turns no worker has claimed yet.
     #
     # Fairness: each turn has a round (``caller_round``): one after its
-    # caller's last turn, and at most one before the oldest queued turn, so
-    # a caller with nothing queued goes next; claims are in round order. One
+    # caller's last turn (a caller is an owner in one tenant: the same owner
+    # in two tenants is two callers, with a quota each), and at most one
+    # before the oldest queued turn, so a caller with nothing queued goes
+    # next; claims are in round order. One
     # caller's backlog delays another's turn by about one turn per worker
     # thread, whatever its length.
 
@@ -33,7 +35,8 @@ class QueueStorage(abc.ABC):
                      queue_limit: Optional[int] = None,
                      trace_context: Optional[str] = None,
                      live_key: Optional[str] = None,
-                     max_stored_bytes: Optional[int] = None) -> TurnStart:
+                     max_stored_bytes: Optional[int] = None,
+                     tenant: str = "") -> TurnStart:
         """``start_turn`` and, in the same transaction, a queued turn for the
         task (message seq, agent, ``retry``, 0 attempts, its caller's next
         round, ``trace_context`` kept for the worker); the task's status

@@ -8,7 +8,13 @@ from ..records import Artifact, Message, StoredTaskPage, TaskRecord, TurnStart
 
 
 class TaskStorage(abc.ABC):
-    """Tasks: a turn of a send, reading, canceling and listing them."""
+    """Tasks: a turn of a send, reading, canceling and listing them.
+
+    ``tenant`` (A2A_TENANTS; '' where a call names none): every task, retry
+    record and queued turn belongs to one, and a call of one tenant never
+    reads, continues, cancels, lists or replays another's: to it they do not
+    exist. A message is its task's; a conversation (``context_history``)
+    holds its tenant's tasks only."""
 
     # -- a turn of a send ---------------------------------------------------
 
@@ -18,7 +24,8 @@ class TaskStorage(abc.ABC):
                    task_id: Optional[str] = None,
                    metadata: Optional[dict] = None,
                    remembered_key: Optional[str] = None,
-                   max_stored_bytes: Optional[int] = None) -> TurnStart:
+                   max_stored_bytes: Optional[int] = None,
+                   tenant: str = "") -> TurnStart:
         """Record an incoming user message and mark its task ``working``, in
         one transaction.
 
@@ -94,8 +101,9 @@ class TaskStorage(abc.ABC):
     def get_task(self, task_id: str, owner: str, agent: str,
                  history_length: Optional[int] = None,
                  remembered_key: Optional[str] = None,
-                 max_bytes: Optional[int] = None) -> TaskRecord:
-        """The task of this (owner, agent) with its artifacts and its last
+                 max_bytes: Optional[int] = None,
+                 tenant: str = "") -> TaskRecord:
+        """The task of this (owner, agent, tenant) with its artifacts and its last
         ``history_length`` messages (all when None, none when 0), read as of
         one moment; ``NoSuchTaskError`` otherwise.
 
@@ -122,7 +130,8 @@ class TaskStorage(abc.ABC):
         the history when the row count is 1. True when it was failed."""
 
     @abc.abstractmethod
-    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
+    def cancel_task(self, task_id: str, owner: str, agent: str,
+                    tenant: str = "") -> None:
         """``UPDATE ... SET state='canceled' WHERE id AND owner AND agent AND
         state NOT IN TERMINAL_STATES``; 0 rows: ``NoSuchTaskError`` or
         ``TaskEndedError`` (with the terminal state found). Racing a
@@ -141,8 +150,10 @@ class TaskStorage(abc.ABC):
     @abc.abstractmethod
     def context_history(self, owner: str, agent: str, context_id: str,
                         before_seq: Optional[int] = None,
-                        limit: Optional[int] = None) -> List[Message]:
-        """Messages of a conversation (all its tasks of this owner and agent),
+                        limit: Optional[int] = None,
+                        tenant: str = "") -> List[Message]:
+        """Messages of a conversation (all its tasks of this owner, agent and
+        tenant),
         oldest first; bounded as ``task_history``."""
 
     @abc.abstractmethod
@@ -172,8 +183,10 @@ class TaskStorage(abc.ABC):
                    cursor: Optional[str] = None,
                    history_length: Optional[int] = 0,
                    include_artifacts: bool = False,
-                   max_bytes: Optional[int] = None) -> StoredTaskPage:
-        """Tasks matching every filter given (None: any), newest
+                   max_bytes: Optional[int] = None,
+                   tenant: Optional[str] = None) -> StoredTaskPage:
+        """Tasks matching every filter given (None: any; ``tenant`` '' is
+        the tasks of no tenant), newest
         ``updated_at`` first, ties by id descending; ``limit`` per page.
 
         ``max_bytes``: the page also ends before the task that would take
@@ -191,14 +204,15 @@ class TaskStorage(abc.ABC):
 
     def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
                     context_id: Optional[str] = None, state: Optional[str] = None,
-                    updated_after: Optional[str] = None) -> int:
+                    updated_after: Optional[str] = None,
+                    tenant: Optional[str] = None) -> int:
         """How many tasks match the filters of ``list_tasks`` (A2A 1.0
         ListTasks' ``totalSize``). This default pages through them; a backend
         overrides it with one COUNT over the listing index."""
         count, cursor = 0, None
         while True:
             page = self.list_tasks(owner, agent, context_id, state, updated_after,
-                                   limit=1000, cursor=cursor)
+                                   limit=1000, cursor=cursor, tenant=tenant)
             count += len(page.tasks)
             if page.next_cursor is None:
                 return count

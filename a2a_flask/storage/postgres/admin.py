@@ -104,8 +104,10 @@ class AdminOperations:
 
     def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
                     context_id: Optional[str] = None, state: Optional[str] = None,
-                    updated_after: Optional[str] = None) -> int:
-        where, params = _filters(owner, agent, context_id, state, updated_after)
+                    updated_after: Optional[str] = None,
+                    tenant: Optional[str] = None) -> int:
+        where, params = _filters(owner, agent, context_id, state, updated_after,
+                                 tenant)
         sql = "SELECT count(*) FROM a2a_tasks"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -117,8 +119,10 @@ class AdminOperations:
                    updated_after: Optional[str] = None, limit: int = 50,
                    cursor: Optional[str] = None, history_length: Optional[int] = 0,
                    include_artifacts: bool = False,
-                   max_bytes: Optional[int] = None) -> StoredTaskPage:
-        where, params = _filters(owner, agent, context_id, state, updated_after)
+                   max_bytes: Optional[int] = None,
+                   tenant: Optional[str] = None) -> StoredTaskPage:
+        where, params = _filters(owner, agent, context_id, state, updated_after,
+                                 tenant)
         params.update(artifacts=bool(include_artifacts),
                       history=history_limit(history_length), limit=limit + 1)
         if cursor is not None:
@@ -152,7 +156,10 @@ class AdminOperations:
             return None
         if stale:
             created_at = task.created_at
-            task = self.get_task(task_id, task.owner, task.agent)  # fails the stale turn
+            self.fail_stale_turn(task_id)  # or another server just did
+            with self.connection() as conn:
+                task, _ = self._read(conn, self._read_any_sql, task_id, None, None,
+                                     None)
             task.created_at = created_at
         return task
 
@@ -295,8 +302,13 @@ class AdminOperations:
                         "SELECT task_id, body FROM a2a_artifacts WHERE task_id ="
                         " ANY(%s) ORDER BY seq", (ids,)):
                     artifacts.setdefault(task_id, []).append(json.loads(body))
-            yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
-                   for row in rows]
+                tenants = dict(conn.execute(
+                    "SELECT id, tenant FROM a2a_tasks WHERE id = ANY(%s)", (ids,)))
+            records = [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
+                       for row in rows]
+            for record in records:
+                record.tenant = tenants.get(record.id, "")
+            yield records
 
     def import_tasks(self, records: Iterable[TaskRecord], deliveries: bool = True) -> int:
         """COPY into the tables, in one transaction; retry records with ON
@@ -305,7 +317,8 @@ class AdminOperations:
         with self.transaction() as conn:
             cur = conn.cursor()
             for table, rows in (("a2a_tasks (id, agent, owner, context_id, state,"
-                                 " status_message, updated_at, created_at, metadata)",
+                                 " status_message, updated_at, created_at, metadata,"
+                                 " tenant)",
                                  tasks),
                                 ("a2a_messages (task_id, context_id, owner, agent,"
                                  " role, message_id, body)", messages),
@@ -316,15 +329,15 @@ class AdminOperations:
             if retries:
                 cur.executemany(
                     "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                    " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                    " fingerprint, task_id, tenant) VALUES (%s, %s, %s, %s, %s, %s)"
                     " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
 
 
-def _filters(owner, agent, context_id, state, updated_after):
+def _filters(owner, agent, context_id, state, updated_after, tenant=None):
     """The WHERE terms and parameters of ``list_tasks``' filters."""
     where, params = [], {}
-    for column, value in (("owner", owner), ("agent", agent),
+    for column, value in (("tenant", tenant), ("owner", owner), ("agent", agent),
                           ("context_id", context_id), ("state", state)):
         if value is not None:
             where.append("%s = %%(%s)s" % (column, column))

@@ -7,7 +7,7 @@ from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 from .tasks import NOW
 
 _KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
-                " operator")
+                " operator, tenant")
 
 
 class CredentialOperations:
@@ -24,10 +24,10 @@ class CredentialOperations:
     def insert_key(self, key: KeyRow, key_hash: str) -> KeyRow:
         key.created_at = self._one(
             "INSERT INTO a2a_api_keys (id, prefix, label, scope, created_at,"
-            " last_used_at, revoked_at, operator, key_hash) VALUES (%s, %s, %s,"
-            " %s, " + NOW + ", %s, %s, %s, %s) RETURNING created_at",
+            " last_used_at, revoked_at, operator, tenant, key_hash) VALUES (%s, %s,"
+            " %s, %s, " + NOW + ", %s, %s, %s, %s, %s) RETURNING created_at",
             (key.id, key.prefix, key.label, key.scope, key.last_used_at,
-             key.revoked_at, key.operator, key_hash))[0]
+             key.revoked_at, key.operator, key.tenant, key_hash))[0]
         return key
 
     def keys(self) -> List[KeyRow]:
@@ -56,11 +56,12 @@ class CredentialOperations:
             " RETURNING 1) SELECT count(*) FROM touched",
             (list(key_ids), older_than))[0]
 
-    def insert_user(self, name: str, password_hash: str, operator: bool = False) -> None:
+    def insert_user(self, name: str, password_hash: str, operator: bool = False,
+                    tenant: Optional[str] = None) -> None:
         if self._one("INSERT INTO a2a_users (name, password_hash, created_at,"
-                     " operator) VALUES (%s, %s, " + NOW + ", %s)"
+                     " operator, tenant) VALUES (%s, %s, " + NOW + ", %s, %s)"
                      " ON CONFLICT DO NOTHING RETURNING 1",
-                     (name, password_hash, bool(operator))) is None:
+                     (name, password_hash, bool(operator), tenant)) is None:
             raise UserExistsError(name)
 
     def user_is_operator(self, name: str) -> bool:
@@ -83,17 +84,22 @@ class CredentialOperations:
         row = self._one("SELECT password_hash FROM a2a_users WHERE name = %s", (name,))
         return None if row is None else row[0]
 
+    def user_tenant(self, name: str) -> Optional[str]:
+        row = self._one("SELECT tenant FROM a2a_users WHERE name = %s", (name,))
+        return None if row is None else row[0]
+
     # -- bulk copy (``flask a2a db copy``) ------------------------------------
 
     def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
-                                          List[Tuple[str, str, str, bool]]]:
+                                          List[Tuple[str, str, str, bool, Optional[str]]]]:
         """(keys as (KeyRow, key hash), users as (name, password hash,
-        created_at, operator)): everything ``import_credentials`` needs, hashes only."""
-        keys = [(KeyRow(*row[:8]), row[8]) for row in self._all(
+        created_at, operator, tenant)): everything ``import_credentials``
+        needs, hashes only."""
+        keys = [(KeyRow(*row[:9]), row[9]) for row in self._all(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
         users = [tuple(row) for row in self._all(
-            "SELECT name, password_hash, created_at, operator FROM a2a_users"
+            "SELECT name, password_hash, created_at, operator, tenant FROM a2a_users"
             " ORDER BY name")]
         return keys, users
 
@@ -106,11 +112,14 @@ class CredentialOperations:
             if keys:
                 cur.executemany(
                     "INSERT INTO a2a_api_keys (%s, key_hash) VALUES (%%s, %%s, %%s,"
-                    " %%s, %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                    " %%s, %%s, %%s, %%s, %%s, %%s, %%s) ON CONFLICT DO NOTHING"
+                    % _KEY_COLUMNS,
                     [key.astuple() + (key_hash,) for key, key_hash in keys])
             if users:
                 cur.executemany(
                     "INSERT INTO a2a_users (name, password_hash, created_at,"
-                    " operator) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    [tuple(user[:3]) + (bool(user[3:] and user[3]),)
+                    " operator, tenant) VALUES (%s, %s, %s, %s, %s)"
+                    " ON CONFLICT DO NOTHING",
+                    [tuple(user[:3]) + (bool(user[3:4] and user[3]),
+                                        user[4] if len(user) > 4 else None)
                      for user in users])

@@ -209,6 +209,20 @@ CREATE TABLE a2a_workers (
     seen_at text COLLATE "C" NOT NULL
 );
 """,
+    # Tenants (A2A_TENANTS): every task, queued turn and retry record
+    # belongs to one ('' where none is named, as before; a message is its
+    # task's); a key or a user may be bound to one (NULL: none). A messageId
+    # is a retry only within its tenant: the tenant joins the retry record's
+    # key.
+    """
+ALTER TABLE a2a_tasks ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE a2a_turns ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE a2a_api_keys ADD COLUMN tenant text;
+ALTER TABLE a2a_users ADD COLUMN tenant text;
+ALTER TABLE a2a_deliveries ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE a2a_deliveries DROP CONSTRAINT a2a_deliveries_pkey;
+ALTER TABLE a2a_deliveries ADD PRIMARY KEY (owner, agent, message_id, tenant);
+""",
 ]
 
 #: The schema version this code writes.

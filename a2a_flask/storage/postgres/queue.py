@@ -43,7 +43,8 @@ QUEUE_LOCK = 0x0A2A
 # queued goes next: claims take callers in turn, whatever one's backlog.
 _ROUND = (
     "SELECT greatest((SELECT max(caller_round) + 1 FROM a2a_turns"
-    " WHERE owner = %(owner)s), coalesce((SELECT min(caller_round) - 1"
+    " WHERE owner = %(owner)s AND tenant = %(tenant)s), coalesce((SELECT"
+    " min(caller_round) - 1"
     " FROM a2a_turns WHERE worker IS NULL), 0))")
 #: Outcomes that end a task even with follow-ups queued behind the turn.
 ENDING_STATES = ("failed", "rejected")
@@ -59,7 +60,8 @@ class QueueOperations:
                      status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
                      trace_context: Optional[str] = None,
                      live_key: Optional[str] = None,
-                     max_stored_bytes: Optional[int] = None) -> TurnStart:
+                     max_stored_bytes: Optional[int] = None,
+                     tenant: str = "") -> TurnStart:
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -77,26 +79,26 @@ class QueueOperations:
                     " revoked_at IS NULL FOR SHARE", (live_key,)).fetchone() is None:
                 raise RememberedKeyRevokedError()
             replayed = self._record_delivery(conn, owner, agent, message,
-                                             digest, task_id)
+                                             digest, task_id, tenant)
             if replayed is not None:
                 return replayed
             if queue_limit and conn.execute(
                     "SELECT count(*) FROM (SELECT FROM a2a_turns WHERE owner = %s"
-                    " AND worker IS NULL LIMIT %s) q",
-                    (owner, queue_limit)).fetchone()[0] >= queue_limit:
+                    " AND tenant = %s AND worker IS NULL LIMIT %s) q",
+                    (owner, tenant, queue_limit)).fetchone()[0] >= queue_limit:
                 raise QueueLimitReachedError(owner, queue_limit)
             check_quota(conn, owner, max_stored_bytes)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
                     "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
-                    " updated_at, created_at, metadata) VALUES (%s, %s, %s, %s,"
-                    " 'working', " + NOW + ", " + NOW + ", %s)",
+                    " updated_at, created_at, metadata, tenant) VALUES (%s, %s,"
+                    " %s, %s, 'working', " + NOW + ", " + NOW + ", %s, %s)",
                     (task_id, agent, owner, context_id,
-                     dumps(metadata) if metadata else None))
+                     dumps(metadata) if metadata else None, tenant))
             else:
                 context_id, follow_up = self._take_task(conn, owner, agent,
-                                                        task_id, context_id)
+                                                        task_id, context_id, tenant)
             stored = dict(message, kind="message", taskId=task_id,
                           contextId=context_id)
             seq = conn.execute(_INSERT_MESSAGE, (
@@ -104,11 +106,11 @@ class QueueOperations:
                 dumps(stored))).fetchone()[0]
             conn.execute(
                 "INSERT INTO a2a_turns (task_id, owner, agent, message_seq, retry,"
-                " queued_at, caller_round, trace_context) VALUES (%(id)s,"
+                " queued_at, caller_round, trace_context, tenant) VALUES (%(id)s,"
                 " %(owner)s, %(agent)s, %(seq)s, %(retry)s, " + NOW + ", (" +
-                _ROUND + "), %(trace)s)",
+                _ROUND + "), %(trace)s, %(tenant)s)",
                 {"id": task_id, "owner": owner, "agent": agent, "seq": seq,
-                 "retry": bool(retry), "trace": trace_context})
+                 "retry": bool(retry), "trace": trace_context, "tenant": tenant})
             if status_message is not None and not follow_up:
                 conn.execute("UPDATE a2a_tasks SET status_message = %s WHERE id = %s",
                              (dumps(dict(status_message, taskId=task_id,
@@ -117,13 +119,13 @@ class QueueOperations:
         return TurnStart(task_id, context_id, stored, seq, created=created)
 
     @staticmethod
-    def _take_task(conn, owner, agent, task_id, context_id):
+    def _take_task(conn, owner, agent, task_id, context_id, tenant=""):
         """(context id, follow-up?) of a message to an existing task: a task
         waiting for input is claimed (conditional UPDATE); one working on a
         queued or running turn takes it as a follow-up. The task row is
         locked first, so that the turn before cannot end unseen meanwhile."""
         state, task_context = task_for_message(conn, owner, agent, task_id,
-                                               context_id, lock=True)
+                                               context_id, lock=True, tenant=tenant)
         if state in WAITING_STATES and conn.execute(
                 "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
                 " WHERE id = %s AND state IN " + WAITING_SQL,
@@ -159,7 +161,8 @@ class QueueOperations:
             for (_, turn_seq, task_id, owner, agent, seq, retry, attempts,
                  trace_context) in sorted(rows):
                 task = conn.execute(
-                    "SELECT t.state, t.context_id, t.metadata, m.body FROM a2a_tasks t"
+                    "SELECT t.state, t.context_id, t.metadata, m.body, t.tenant"
+                    " FROM a2a_tasks t"
                     " JOIN a2a_messages m ON m.seq = %s WHERE t.id = %s",
                     (seq, task_id)).fetchone()
                 if task is None or task[0] != "working":  # canceled meanwhile
@@ -167,11 +170,11 @@ class QueueOperations:
                                  " (worker = %s OR worker IS NULL)",
                                  (task_id, worker))
                     continue
-                _, context_id, metadata, body = task
+                _, context_id, metadata, body, tenant = task
                 claimed.append(ClaimedTurn(
                     task_id, context_id, owner, agent, json.loads(body), seq,
                     json.loads(metadata) if metadata else None, attempts, retry,
-                    trace_context))
+                    trace_context, tenant))
         return claimed
 
     def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:

@@ -35,7 +35,8 @@ def _read_sql(cutoff, any_owner=False, within=False):
     """One statement reads one state of the task: its row (with whether its
     turn is stale), its artifacts and its last messages (``within``: those
     that fit in %(bytes)s, see ``_FITTING``)."""
-    owner = "" if any_owner else " AND owner = %(owner)s AND agent = %(agent)s"
+    owner = "" if any_owner else (" AND owner = %(owner)s AND agent = %(agent)s"
+                                  " AND tenant = %(tenant)s")
     messages = _FITTING if within else (
         " UNION ALL (SELECT 2, seq, body, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
         " NULL FROM a2a_messages WHERE task_id = %(id)s AND EXISTS (SELECT FROM t)"
@@ -66,9 +67,10 @@ class TaskReads:
         self._read_any_sql = _read_sql(cutoff, any_owner=True)
 
     def _read(self, conn, sql, task_id, owner, agent, history_length,
-              remembered_key=None, max_bytes=None):
+              remembered_key=None, max_bytes=None, tenant=""):
         params = {"id": task_id, "owner": owner, "agent": agent,
-                  "limit": history_limit(history_length), "key": remembered_key}
+                  "limit": history_limit(history_length), "key": remembered_key,
+                  "tenant": tenant}
         if max_bytes is not None:
             sql = self._read_within_sql
             params.update(bytes=max_bytes, scan=most_messages(
@@ -90,16 +92,18 @@ class TaskReads:
 
     def get_task(self, task_id: str, owner: str, agent: str, history_length: Optional[int] = None,
                  remembered_key: Optional[str] = None,
-                 max_bytes: Optional[int] = None) -> TaskRecord:
+                 max_bytes: Optional[int] = None, tenant: str = "") -> TaskRecord:
         with self.connection() as conn:
             task, stale = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length, remembered_key, max_bytes)
+                                     agent, history_length, remembered_key, max_bytes,
+                                     tenant)
             if task is None:
                 raise NoSuchTaskError(task_id)
             if stale:
                 self.fail_stale_turn(task_id)  # or another server just did
                 task, _ = self._read(conn, self._read_task_sql, task_id, owner,
-                                     agent, history_length, max_bytes=max_bytes)
+                                     agent, history_length, max_bytes=max_bytes,
+                                     tenant=tenant)
         task.created_at = None  # as the SQLite backend: only show_task has it
         return task
 
@@ -122,11 +126,12 @@ class TaskReads:
 
     def context_history(self, owner: str, agent: str, context_id: str,
                         before_seq: Optional[int] = None,
-                        limit: Optional[int] = None) -> List[Message]:
+                        limit: Optional[int] = None, tenant: str = "") -> List[Message]:
         return self._history(
             "SELECT body FROM a2a_messages WHERE context_id = %s"
-            " AND owner = %s AND agent = %s", [context_id, owner, agent],
-            before_seq, limit)
+            " AND owner = %s AND agent = %s AND EXISTS (SELECT FROM a2a_tasks t"
+            " WHERE t.id = a2a_messages.task_id AND t.tenant = %s)",
+            [context_id, owner, agent, tenant], before_seq, limit)
 
     def task_state(self, task_id: str) -> Optional[str]:
         with self.connection() as conn:

@@ -77,12 +77,14 @@ WITHIN_QUOTA = "(%(quota)s::bigint IS NULL OR " + STORED_BYTES + " < %(quota)s::
 # no seq.
 _START_NEW = (
     "WITH d AS (INSERT INTO a2a_deliveries (owner, agent, message_id,"
-    " fingerprint, task_id) SELECT %(owner)s, %(agent)s, %(mid)s, %(fp)s, %(id)s"
+    " fingerprint, task_id, tenant) SELECT %(owner)s, %(agent)s, %(mid)s, %(fp)s,"
+    " %(id)s, %(tenant)s"
     " WHERE " + KEY_IS_LIVE + " AND " + WITHIN_QUOTA +
     " ON CONFLICT DO NOTHING RETURNING task_id),"
     " t AS (INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
-    " updated_at, created_at, metadata) SELECT %(id)s, %(agent)s, %(owner)s,"
-    " %(ctx)s, 'working', " + NOW + ", " + NOW + ", %(meta)s FROM d RETURNING id)"
+    " updated_at, created_at, metadata, tenant) SELECT %(id)s, %(agent)s,"
+    " %(owner)s, %(ctx)s, 'working', " + NOW + ", " + NOW + ", %(meta)s,"
+    " %(tenant)s FROM d RETURNING id)"
     " INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
     " message_id, body) SELECT id, %(ctx)s, %(owner)s, %(agent)s, %(role)s,"
     " %(mid)s, %(body)s FROM t,"
@@ -92,7 +94,8 @@ _SEEN = (
     "SELECT d.fingerprint, d.task_id, t.context_id, txid_current()"
     " FROM a2a_deliveries d"
     " JOIN a2a_tasks t ON t.id = d.task_id"
-    " WHERE d.owner = %s AND d.agent = %s AND d.message_id = %s")
+    " WHERE d.owner = %s AND d.agent = %s AND d.message_id = %s"
+    " AND d.tenant = %s")
 
 # A turn's artifacts (%(adding)s bytes) fit beside the task's stored ones
 # within %(alimit)s (NULL: no limit), as sizes.stored_artifact_bytes counts.
@@ -155,14 +158,15 @@ def check_quota(conn: Any, owner: str, max_stored_bytes: Optional[int]) -> None:
 
 
 def task_for_message(conn: Any, owner: str, agent: str, task_id: str,
-                     context_id: Optional[str], lock: bool = False) -> Any:
+                     context_id: Optional[str], lock: bool = False,
+                     tenant: str = "") -> Any:
     """(state, context id) of the task a message names (its row locked with
     ``lock``): NoSuchTaskError, or ContextMismatchError when the message
     names another context."""
     row = conn.execute(
         "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
-        " AND agent = %s" + (" FOR UPDATE" if lock else ""),
-        (task_id, owner, agent)).fetchone()
+        " AND agent = %s AND tenant = %s" + (" FOR UPDATE" if lock else ""),
+        (task_id, owner, agent, tenant)).fetchone()
     if row is None:
         raise NoSuchTaskError(task_id)
     if context_id is not None and context_id != row[1]:
@@ -196,7 +200,8 @@ class TaskOperations:
     def start_turn(self, owner: str, agent: str, message: Message, context_id: Optional[str] = None,
                    task_id: Optional[str] = None, metadata: Optional[dict] = None,
                    remembered_key: Optional[str] = None,
-                   max_stored_bytes: Optional[int] = None) -> TurnStart:
+                   max_stored_bytes: Optional[int] = None,
+                   tenant: str = "") -> TurnStart:
         message_id = message["messageId"]
         # The message's taskId/contextId are those given (service.py): a
         # context other than the task's is refused (ContextMismatchError), which
@@ -212,21 +217,24 @@ class TaskOperations:
                     "fp": digest, "id": task_id, "ctx": context_id,
                     "role": stored["role"], "body": dumps(stored),
                     "meta": dumps(metadata) if metadata else None,
-                    "key": remembered_key, "quota": max_stored_bytes}).fetchone()
+                    "key": remembered_key, "quota": max_stored_bytes,
+                    "tenant": tenant}).fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0],
                                      created=True, metadata=metadata)
                 self._check_live(conn, remembered_key)  # a retry, or a key revoked
-                return self._replayed(conn, owner, agent, message, max_stored_bytes)
+                return self._replayed(conn, owner, agent, message, tenant,
+                                      max_stored_bytes)
         with self.transaction() as conn:
             self._check_live(conn, remembered_key)
             replayed = self._record_delivery(conn, owner, agent, message,
-                                             digest, task_id)
+                                             digest, task_id, tenant)
             if replayed is not None:
                 return replayed
             check_quota(conn, owner, max_stored_bytes)
             conn.execute(_UNFLUSHED)  # read at COMMIT: a replay above still waits
-            context_id = self._claim_waiting_task(conn, owner, agent, task_id, context_id)
+            context_id = self._claim_waiting_task(conn, owner, agent, task_id,
+                                                  context_id, tenant)
             stored = dict(message, kind="message", taskId=task_id, contextId=context_id)
             seq = conn.execute(_INSERT_MESSAGE, (
                 task_id, context_id, owner, agent, stored["role"], message_id,
@@ -240,22 +248,23 @@ class TaskOperations:
             raise RememberedKeyRevokedError()
 
     @classmethod
-    def _record_delivery(cls, conn, owner, agent, message, digest, task_id):
+    def _record_delivery(cls, conn, owner, agent, message, digest, task_id,
+                         tenant=""):
         """The retry record of ``message`` to ``task_id`` (``digest``: its
         ``delivery_fingerprint``); when this messageId was seen, the replayed
         ``TurnStart`` (or ``MessageIdReusedError``)."""
         if conn.execute(
                 "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
+                " fingerprint, task_id, tenant) VALUES (%s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT DO NOTHING", (owner, agent, message["messageId"],
-                                            digest, task_id)).rowcount != 1:
-            return cls._replayed(conn, owner, agent, message)
+                                            digest, task_id, tenant)).rowcount != 1:
+            return cls._replayed(conn, owner, agent, message, tenant)
         return None
 
     @staticmethod
-    def _replayed(conn, owner, agent, message, max_stored_bytes=None):
+    def _replayed(conn, owner, agent, message, tenant="", max_stored_bytes=None):
         message_id = message["messageId"]
-        seen = conn.execute(_SEEN, (owner, agent, message_id)).fetchone()
+        seen = conn.execute(_SEEN, (owner, agent, message_id, tenant)).fetchone()
         if seen is None:
             check_quota(conn, owner, max_stored_bytes)  # refused for that?
         if seen is None or seen[0] != delivery_fingerprint(message, seen[1], seen[2]):
@@ -263,18 +272,21 @@ class TaskOperations:
         return TurnStart(seen[1], seen[2], replayed=True)
 
     @staticmethod
-    def _claim_waiting_task(conn, owner, agent, task_id, context_id):
+    def _claim_waiting_task(conn, owner, agent, task_id, context_id, tenant=""):
         """One conditional UPDATE claims the task; when it changes no row, a
         read says why (and the transaction rolls back)."""
         row = conn.execute(
             "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
             " WHERE id = %(id)s AND owner = %(owner)s AND agent = %(agent)s"
+            " AND tenant = %(tenant)s"
             " AND state IN " + WAITING_SQL + " AND (%(ctx)s::text IS NULL OR"
             " context_id = %(ctx)s) RETURNING context_id",
-            {"id": task_id, "owner": owner, "agent": agent, "ctx": context_id}).fetchone()
+            {"id": task_id, "owner": owner, "agent": agent, "ctx": context_id,
+             "tenant": tenant}).fetchone()
         if row is not None:
             return row[0]
-        state, task_context = task_for_message(conn, owner, agent, task_id, context_id)
+        state, task_context = task_for_message(conn, owner, agent, task_id,
+                                               context_id, tenant=tenant)
         raise TaskNotWaitingError(task_id, state, task_context)
 
     def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
@@ -380,13 +392,13 @@ class TaskOperations:
 
     # -- cancel ------------------------------------------------------------------
 
-    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
+    def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
                     " updated_at = " + NOW + " WHERE id = %s AND owner = %s AND"
-                    " agent = %s AND state NOT IN " + TERMINAL_SQL,
-                    (task_id, owner, agent)).rowcount:
+                    " agent = %s AND tenant = %s AND state NOT IN " + TERMINAL_SQL,
+                    (task_id, owner, agent, tenant)).rowcount:
                 # A queued background turn never starts (a claim drops it
                 # anyway); a running one sees turn.canceled.
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
@@ -396,7 +408,8 @@ class TaskOperations:
             # a new statement: the state as it is now, after whoever won
             row = conn.execute(
                 "SELECT state FROM a2a_tasks WHERE id = %s AND owner = %s"
-                " AND agent = %s", (task_id, owner, agent)).fetchone()
+                " AND agent = %s AND tenant = %s",
+                (task_id, owner, agent, tenant)).fetchone()
         if row is None:
             raise NoSuchTaskError(task_id)
         raise TaskEndedError(task_id, row[0])

@@ -68,8 +68,10 @@ class AdminOperations:
                    updated_after: Optional[str] = None, limit: int = 50,
                    cursor: Optional[str] = None, history_length: Optional[int] = 0,
                    include_artifacts: bool = False,
-                   max_bytes: Optional[int] = None) -> StoredTaskPage:
-        where, args = _filters(owner, agent, context_id, state, updated_after)
+                   max_bytes: Optional[int] = None,
+                   tenant: Optional[str] = None) -> StoredTaskPage:
+        where, args = _filters(owner, agent, context_id, state, updated_after,
+                               tenant)
         if cursor is not None:
             where.append("(updated_at, id) < (?, ?)")
             args.extend(decode_cursor(cursor))
@@ -104,8 +106,10 @@ class AdminOperations:
 
     def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
                     context_id: Optional[str] = None, state: Optional[str] = None,
-                    updated_after: Optional[str] = None) -> int:
-        where, args = _filters(owner, agent, context_id, state, updated_after)
+                    updated_after: Optional[str] = None,
+                    tenant: Optional[str] = None) -> int:
+        where, args = _filters(owner, agent, context_id, state, updated_after,
+                               tenant)
         sql = "SELECT count(*) FROM a2a_tasks"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -118,11 +122,12 @@ class AdminOperations:
 
     def show_task(self, task_id: str) -> Optional[TaskRecord]:
         row = self.connection().execute(
-            "SELECT %s FROM a2a_tasks WHERE id = ?" % _COLUMNS,
+            "SELECT %s, tenant FROM a2a_tasks WHERE id = ?" % _COLUMNS,
             (task_id,)).fetchone()
         if row is None:
             return None
-        task = self.get_task(task_id, row[3], row[2])  # fails a stale turn
+        # fails a stale turn
+        task = self.get_task(task_id, row[3], row[2], tenant=row[10])
         task.created_at = row[8]
         return task
 
@@ -269,8 +274,13 @@ class AdminOperations:
                     " WHERE task_id IN (%s) ORDER BY seq" % marks, ids):
                 artifacts.setdefault(task_id, []).append(
                     load_artifact(body, artifact_id))
-            yield [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
-                   for row in rows]
+            tenants = dict(conn.execute(
+                "SELECT id, tenant FROM a2a_tasks WHERE id IN (%s)" % marks, ids))
+            records = [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
+                       for row in rows]
+            for record in records:
+                record.tenant = tenants.get(record.id, "")
+            yield records
 
     def import_tasks(self, records: Iterable[TaskRecord], deliveries: bool = True) -> int:
         records = list(records)
@@ -282,8 +292,8 @@ class AdminOperations:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
-                " status_message, updated_at, created_at, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tasks)
+                " status_message, updated_at, created_at, metadata, tenant)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", tasks)
             conn.executemany(
                 "INSERT INTO a2a_messages (task_id, context_id, owner, agent,"
                 " role, message_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)", messages)
@@ -296,14 +306,17 @@ class AdminOperations:
                 " VALUES (?, ?, ?)", artifacts)
             conn.executemany(
                 "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                " fingerprint, task_id) VALUES (?, ?, ?, ?, ?)"
+                " fingerprint, task_id, tenant) VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
 
 
-def _filters(owner, agent, context_id, state, updated_after):
+def _filters(owner, agent, context_id, state, updated_after, tenant=None):
     """The WHERE terms and arguments of ``list_tasks``' filters."""
     where, args = [], []
+    if tenant is not None:
+        where.append("tenant = ?")
+        args.append(tenant)
     # With a context, its index (a conversation's few tasks), not the state's
     # (every task of the caller in that state): "+state" is no index term.
     for column, value in (("owner", owner), ("agent", agent),

@@ -5,14 +5,15 @@ from typing import List, Optional, Sequence, Tuple
 from ..base import KeyNotFoundError, KeyRow, UserExistsError, UserNotFoundError
 
 _KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
-                " operator")
+                " operator, tenant")
 
 
 def _user_row(user):
-    """An exported user, operator flag last (False when an older export
-    has none)."""
+    """An exported user, operator flag then tenant last (False and None
+    when an older export has none)."""
     name, password_hash, created_at = user[:3]
-    return (name, password_hash, created_at, int(bool(user[3:] and user[3])))
+    return (name, password_hash, created_at, int(bool(user[3:4] and user[3])),
+            user[4] if len(user) > 4 else None)
 
 
 class CredentialOperations:
@@ -23,7 +24,7 @@ class CredentialOperations:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" % _KEY_COLUMNS,
                 key.astuple() + (key_hash,))
         return key
 
@@ -55,12 +56,14 @@ class CredentialOperations:
                 " (last_used_at IS NULL OR last_used_at < ?)",
                 [(now, key_id, older_than) for key_id in key_ids]).rowcount
 
-    def insert_user(self, name: str, password_hash: str, operator: bool = False) -> None:
+    def insert_user(self, name: str, password_hash: str, operator: bool = False,
+                    tenant: Optional[str] = None) -> None:
         with self.transaction() as conn:
             if not conn.execute(
                     "INSERT INTO a2a_users (name, password_hash, created_at,"
-                    " operator) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    (name, password_hash, self._now(), int(operator))).rowcount:
+                    " operator, tenant) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (name, password_hash, self._now(), int(operator),
+                     tenant)).rowcount:
                 raise UserExistsError(name)
 
     def user_is_operator(self, name: str) -> bool:
@@ -87,16 +90,21 @@ class CredentialOperations:
             "SELECT password_hash FROM a2a_users WHERE name = ?", (name,)).fetchone()
         return None if row is None else row[0]
 
+    def user_tenant(self, name: str) -> Optional[str]:
+        row = self.connection().execute(
+            "SELECT tenant FROM a2a_users WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]
+
     # -- bulk copy (``flask a2a db copy``) ------------------------------------
 
     def export_credentials(self) -> Tuple[List[Tuple[KeyRow, str]],
-                                          List[Tuple[str, str, str, bool]]]:
+                                          List[Tuple[str, str, str, bool, Optional[str]]]]:
         conn = self.connection()
-        keys = [(KeyRow(*row[:8]), row[8]) for row in conn.execute(
+        keys = [(KeyRow(*row[:9]), row[9]) for row in conn.execute(
             "SELECT %s, key_hash FROM a2a_api_keys ORDER BY created_at, id"
             % _KEY_COLUMNS)]
         users = [tuple(row) for row in conn.execute(
-            "SELECT name, password_hash, created_at, operator FROM a2a_users"
+            "SELECT name, password_hash, created_at, operator, tenant FROM a2a_users"
             " ORDER BY name")]
         return keys, users
 
@@ -105,9 +113,9 @@ class CredentialOperations:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO a2a_api_keys (%s, key_hash) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING" % _KEY_COLUMNS,
                 [key.astuple() + (key_hash,) for key, key_hash in keys])
             conn.executemany(
-                "INSERT INTO a2a_users (name, password_hash, created_at, operator)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                "INSERT INTO a2a_users (name, password_hash, created_at, operator,"
+                " tenant) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [_user_row(user) for user in users])

@@ -149,6 +149,34 @@ def _worker_heartbeats(db):
                " seen_at TEXT NOT NULL) WITHOUT ROWID")
 
 
+def _tenants(db):
+    """Tenants (A2A_TENANTS): every task, queued turn and retry record
+    belongs to one ('' where none is named, as before; a message is its
+    task's); a key or a user may be bound to one (NULL: none). A messageId
+    is a retry only within its tenant, so the tenant joins the retry
+    record's key: a WITHOUT ROWID table takes a new key only by being
+    rebuilt."""
+    for table in ("a2a_tasks", "a2a_turns"):
+        db.execute("ALTER TABLE %s ADD COLUMN tenant TEXT NOT NULL DEFAULT ''"
+                   % table)
+    for table in ("a2a_api_keys", "a2a_users"):
+        db.execute("ALTER TABLE %s ADD COLUMN tenant TEXT" % table)
+    # The key's columns first: SQLite's integrity_check (3.40) misreads a
+    # WITHOUT ROWID row whose key columns come after others.
+    db.execute(
+        "CREATE TABLE a2a_deliveries_tenants (owner TEXT NOT NULL,"
+        " agent TEXT NOT NULL, message_id TEXT NOT NULL,"
+        " tenant TEXT NOT NULL DEFAULT '',"
+        " fingerprint TEXT NOT NULL, task_id TEXT NOT NULL,"
+        " PRIMARY KEY (owner, agent, message_id, tenant)) WITHOUT ROWID")
+    db.execute(
+        "INSERT INTO a2a_deliveries_tenants (owner, agent, message_id,"
+        " fingerprint, task_id) SELECT owner, agent, message_id, fingerprint,"
+        " task_id FROM a2a_deliveries")
+    db.execute("DROP TABLE a2a_deliveries")
+    db.execute("ALTER TABLE a2a_deliveries_tenants RENAME TO a2a_deliveries")
+
+
 #: The migrations after ``START``: entry i brings version START_VERSION + i
 #: to START_VERSION + i + 1.
 def _operators(db):
@@ -161,7 +189,7 @@ def _operators(db):
                " DEFAULT 0")
 
 
-MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats]
+MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats, _tenants]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

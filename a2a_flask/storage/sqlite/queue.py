@@ -32,7 +32,7 @@ ENDING_STATES = ("failed", "rejected")
 # queued goes next: claims take callers in turn, whatever one's backlog.
 _ROUND = (
     "SELECT max(coalesce((SELECT max(caller_round) + 1 FROM a2a_turns"
-    " WHERE owner = :owner), -9223372036854775807), coalesce((SELECT"
+    " WHERE owner = :owner AND tenant = :tenant), -9223372036854775807), coalesce((SELECT"
     " min(caller_round) - 1 FROM a2a_turns WHERE worker IS NULL), 0))")
 
 # A turn can be claimed when it is its task's oldest: one turn of a task at
@@ -45,8 +45,10 @@ class _Enqueue:
     """What ``enqueue_turn`` adds to ``start_turn``'s transaction."""
 
     def __init__(self, storage, owner, agent, retry, status_message, queue_limit,
-                 trace_context, live_key):
+                 trace_context, live_key, tenant=""):
         self.storage, self.owner, self.agent = storage, owner, agent
+        # A caller of two tenants is two callers: its own quota and turns.
+        self.tenant = tenant
         self.retry, self.status_message = retry, status_message
         self.queue_limit, self.trace_context = queue_limit, trace_context
         self.live_key = live_key
@@ -54,22 +56,24 @@ class _Enqueue:
     def admit(self, conn: Any) -> None:
         if self.queue_limit and conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM a2a_turns WHERE owner = ?"
-                " AND worker IS NULL LIMIT ?)",
-                (self.owner, self.queue_limit)).fetchone()[0] >= self.queue_limit:
+                " AND tenant = ? AND worker IS NULL LIMIT ?)",
+                (self.owner, self.tenant, self.queue_limit)).fetchone()[0] >= self.queue_limit:
             raise QueueLimitReachedError(self.owner, self.queue_limit)
 
     def add(self, conn: Any, start: TurnStart, follow_up: bool) -> None:
-        caller_round = conn.execute(_ROUND, {"owner": self.owner}).fetchone()[0]
+        caller_round = conn.execute(_ROUND, {"owner": self.owner,
+                                             "tenant": self.tenant}).fetchone()[0]
         # Only while the caller's key is live: a revocation committed before
         # refuses the turn, one after it cancels it (the writers take turns).
         if not conn.execute(
                 "INSERT INTO a2a_turns (task_id, owner, agent, message_seq, retry,"
-                " queued_at, caller_round, trace_context) SELECT ?, ?, ?, ?, ?, ?,"
-                " ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
-                " WHERE key_hash = ? AND revoked_at IS NULL)",
+                " queued_at, caller_round, trace_context, tenant) SELECT ?, ?, ?,"
+                " ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM"
+                " a2a_api_keys WHERE key_hash = ? AND revoked_at IS NULL)",
                 (start.task_id, self.owner, self.agent, start.message_seq,
                  int(self.retry), self.storage._now(), caller_round,
-                 self.trace_context, self.live_key, self.live_key)).rowcount:
+                 self.trace_context, self.tenant, self.live_key,
+                 self.live_key)).rowcount:
             raise RememberedKeyRevokedError()
         if self.status_message is not None and not follow_up:
             conn.execute(
@@ -91,14 +95,15 @@ class QueueOperations:
                      status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
                      trace_context: Optional[str] = None,
                      live_key: Optional[str] = None,
-                     max_stored_bytes: Optional[int] = None) -> TurnStart:
+                     max_stored_bytes: Optional[int] = None,
+                     tenant: str = "") -> TurnStart:
         # remembered_key: a replay with a revoked key is refused too.
         return self.start_turn(
             owner, agent, message, context_id=context_id, task_id=task_id,
             metadata=metadata, remembered_key=live_key,
-            max_stored_bytes=max_stored_bytes,
+            max_stored_bytes=max_stored_bytes, tenant=tenant,
             queue=_Enqueue(self, owner, agent, retry, status_message, queue_limit,
-                           trace_context, live_key))
+                           trace_context, live_key, tenant))
 
     def claim_turns(self, worker: str, limit: int, lease_seconds: float,
                     agents: Optional[Sequence[str]] = None) -> List[ClaimedTurn]:
@@ -115,14 +120,15 @@ class QueueOperations:
             rows = conn.execute(
                 "SELECT q.seq, q.task_id, q.owner, q.agent, q.message_seq,"
                 " q.retry, q.attempts, t.state, t.context_id, t.metadata, m.body,"
-                " m.message_id, q.trace_context"
+                " m.message_id, q.trace_context, t.tenant"
                 " FROM a2a_turns q JOIN a2a_tasks t ON t.id = q.task_id"
                 " JOIN a2a_messages m ON m.seq = q.message_seq"
                 " WHERE %s ORDER BY q.caller_round, q.seq LIMIT ?" % where,
                 args + [limit]).fetchall()
             lease_end = self._lease_end(lease_seconds)
             for (turn_seq, task_id, owner, agent, seq, retry, attempts, state,
-                 context_id, metadata, body, message_id, trace_context) in rows:
+                 context_id, metadata, body, message_id, trace_context,
+                 tenant) in rows:
                 if state != "working":  # canceled or failed meanwhile
                     conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
                                  " worker IS NULL", (task_id,))
@@ -136,7 +142,7 @@ class QueueOperations:
                     task_id, context_id, owner, agent,
                     load_message(body, task_id, context_id, message_id), seq,
                     json.loads(metadata) if metadata else None, attempts + 1,
-                    bool(retry), trace_context))
+                    bool(retry), trace_context, tenant))
         return claimed
 
     def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:

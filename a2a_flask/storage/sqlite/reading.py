@@ -19,20 +19,20 @@ class TaskReads:
 
     def get_task(self, task_id: str, owner: str, agent: str, history_length: Optional[int] = None,
                  remembered_key: Optional[str] = None,
-                 max_bytes: Optional[int] = None) -> TaskRecord:
+                 max_bytes: Optional[int] = None, tenant: str = "") -> TaskRecord:
         """See ``Storage.get_task``; a ``working`` task whose outcome was kept
         aside (the file refused it) gets it stored here."""
         task = self._read_task(task_id, owner, agent, history_length, remembered_key,
-                               max_bytes)
+                               max_bytes, tenant)
         if task.state != "working":
             return task
         if self._store_kept_outcome(task_id):
             return self._read_task(task_id, owner, agent, history_length,
-                                   max_bytes=max_bytes)
+                                   max_bytes=max_bytes, tenant=tenant)
         if task.updated_at < self._stale_cutoff() and not self._queued(task_id):
             self.fail_stale_turn(task_id)  # or another worker just did
             task = self._read_task(task_id, owner, agent, history_length,
-                                   max_bytes=max_bytes)
+                                   max_bytes=max_bytes, tenant=tenant)
         return task
 
     def _queued(self, task_id):
@@ -48,7 +48,7 @@ class TaskReads:
     _READ_TASK = (
         "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
         " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
-        " AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
+        " AND tenant = :tenant AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
         " WHERE key_hash = :key AND revoked_at IS NULL))"
         " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
         " FROM a2a_artifacts WHERE task_id = :id"
@@ -80,7 +80,7 @@ class TaskReads:
         " WHERE task_id = :id LIMIT :limit)), context_id, state, status_message,"
         " updated_at, metadata"
         " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
-        " AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
+        " AND tenant = :tenant AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
         " WHERE key_hash = :key AND revoked_at IS NULL))"
         " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
         " FROM a2a_artifacts WHERE task_id = :id"
@@ -93,10 +93,10 @@ class TaskReads:
         " ORDER BY 1, 2") % {"fixed": FIXED_BYTES, "each": OVERHEAD}
 
     def _read_task(self, task_id, owner, agent, history_length, remembered_key=None,
-                   max_bytes=None):
+                   max_bytes=None, tenant=""):
         limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
         params = {"id": task_id, "owner": owner, "agent": agent, "limit": limit,
-                  "key": remembered_key}
+                  "key": remembered_key, "tenant": tenant}
         sql = self._READ_TASK
         if max_bytes is not None:
             sql = self._READ_TASK_WITHIN
@@ -161,11 +161,13 @@ class TaskReads:
 
     def context_history(self, owner: str, agent: str, context_id: str,
                         before_seq: Optional[int] = None,
-                        limit: Optional[int] = None) -> List[Message]:
+                        limit: Optional[int] = None, tenant: str = "") -> List[Message]:
         return self._history(
             "SELECT body, task_id, context_id, message_id FROM a2a_messages"
-            " WHERE context_id = ? AND owner = ? AND agent = ?", [context_id, owner, agent],
-            before_seq, limit)
+            " WHERE context_id = ? AND owner = ? AND agent = ? AND EXISTS"
+            " (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_messages.task_id"
+            " AND t.tenant = ?)",
+            [context_id, owner, agent, tenant], before_seq, limit)
 
     def task_state(self, task_id: str) -> Optional[str]:
         row = self.connection().execute(

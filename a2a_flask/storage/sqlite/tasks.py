@@ -42,7 +42,7 @@ class TaskOperations:
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
                    metadata=None, queue=None, remembered_key=None,
-                   max_stored_bytes=None):
+                   max_stored_bytes=None, tenant=""):
         """See ``Storage.start_turn``. ``queue`` (``enqueue_turn``): its
         ``admit(conn)`` runs once the message is known not to be a replay,
         and its ``add(conn, start, follow_up)`` once the message is stored,
@@ -67,13 +67,14 @@ class TaskOperations:
             # only statement the retry check costs.
             if not conn.execute(
                     "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                    " fingerprint, task_id) VALUES (?, ?, ?, ?, ?)"
+                    " fingerprint, task_id, tenant) VALUES (?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT DO NOTHING",
-                    (owner, agent, message_id, digest, task_id)).rowcount:
+                    (owner, agent, message_id, digest, task_id, tenant)).rowcount:
                 seen = conn.execute(
                     "SELECT fingerprint, task_id FROM a2a_deliveries"
-                    " WHERE owner = ? AND agent = ? AND message_id = ?",
-                    (owner, agent, message_id)).fetchone()
+                    " WHERE owner = ? AND agent = ? AND message_id = ?"
+                    " AND tenant = ?",
+                    (owner, agent, message_id, tenant)).fetchone()
                 task = conn.execute(
                     "SELECT id, context_id FROM a2a_tasks WHERE id = ?",
                     (seen[1],)).fetchone()
@@ -95,15 +96,15 @@ class TaskOperations:
             if not created:
                 context_id, follow_up = self._claim_waiting_task(
                     conn, owner, agent, task_id, context_id, now,
-                    follow_up=queue is not None)
+                    follow_up=queue is not None, tenant=tenant)
             else:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
                     "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
-                    " updated_at, created_at, metadata)"
-                    " VALUES (?, ?, ?, ?, 'working', ?, ?, ?)",
+                    " updated_at, created_at, metadata, tenant)"
+                    " VALUES (?, ?, ?, ?, 'working', ?, ?, ?, ?)",
                     (task_id, agent, owner, context_id, now, now,
-                     dumps(metadata) if metadata else None),
+                     dumps(metadata) if metadata else None, tenant),
                 )
             stored = dict(message, kind="message", taskId=task_id,
                           contextId=context_id)
@@ -115,7 +116,7 @@ class TaskOperations:
         return start
 
     def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now,
-                            follow_up=False):
+                            follow_up=False, tenant=""):
         """One conditional UPDATE claims the task: (its context id, False).
         When it changes no row, a read says why (and the transaction rolls
         back), unless ``follow_up`` and the task is working on a queued
@@ -124,17 +125,18 @@ class TaskOperations:
         if conn.execute(
                 "UPDATE a2a_tasks SET state = 'working', updated_at = :now"
                 " WHERE id = :id AND owner = :owner AND agent = :agent"
-                " AND state IN %s%s" % (_WAITING_SQL, match_context),
+                " AND tenant = :tenant AND state IN %s%s"
+                % (_WAITING_SQL, match_context),
                 {"now": now, "id": task_id, "owner": owner, "agent": agent,
-                 "context": context_id}).rowcount:
+                 "context": context_id, "tenant": tenant}).rowcount:
             if context_id is not None:
                 return context_id, False
             return conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
                                 (task_id,)).fetchone()[0], False
         row = conn.execute(
             "SELECT state, context_id FROM a2a_tasks"
-            " WHERE id = ? AND owner = ? AND agent = ?",
-            (task_id, owner, agent)).fetchone()
+            " WHERE id = ? AND owner = ? AND agent = ? AND tenant = ?",
+            (task_id, owner, agent, tenant)).fetchone()
         if row is None:
             raise NoSuchTaskError(task_id)
         state, task_context = row
@@ -325,13 +327,13 @@ class TaskOperations:
 
     # -- cancel --------------------------------------------------------------
 
-    def cancel_task(self, task_id: str, owner: str, agent: str) -> None:
+    def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', status_message ="
                     " NULL, status_seq = NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
-                    " agent = ? AND state NOT IN %s" % _TERMINAL_SQL,
-                    (self._now(), task_id, owner, agent)).rowcount:
+                    " agent = ? AND tenant = ? AND state NOT IN %s" % _TERMINAL_SQL,
+                    (self._now(), task_id, owner, agent, tenant)).rowcount:
                 # A queued background turn never starts; a running one sees
                 # turn.canceled and its outcome is discarded.
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
@@ -339,7 +341,8 @@ class TaskOperations:
                 return
             row = conn.execute(
                 "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ?"
-                " AND agent = ?", (task_id, owner, agent)).fetchone()
+                " AND agent = ? AND tenant = ?",
+                (task_id, owner, agent, tenant)).fetchone()
         if row is None:
             raise NoSuchTaskError(task_id)
         raise TaskEndedError(task_id, row[0])

@@ -1,0 +1,74 @@
+"""``flask a2a keys/users/tasks`` with tenants (docs/tenants.md): real
+subprocesses on a temporary file, their keys and users then used against an
+app on the same file."""
+
+import json
+import re
+
+from helpers import basic
+from serving import assert_fails, created_key, flask_a2a
+from v1.inprocess import Caller, user_message
+
+TENANTS = {"A2A_TENANTS": "acme,beta"}
+
+
+def _app(make_app, db):
+    app, _ = make_app(A2A_AUTH="required", A2A_DATABASE=str(db), A2A_TENANTS="acme,beta")
+    return app
+
+
+def test_keys_of_a_tenant_are_listed_with_it_and_act_in_it_only(tmp_path, make_app):
+    db = tmp_path / "cli.sqlite3"
+    acme_id, acme_key = created_key(flask_a2a(db, "keys", "create", "--tenant", "acme",
+                                              env=TENANTS))
+    plain_id, plain_key = created_key(flask_a2a(db, "keys", "create", env=TENANTS))
+    assert_fails(flask_a2a(db, "keys", "create", "--tenant", "zeta", env=TENANTS),
+                 "unknown tenant 'zeta'", "acme, beta")
+
+    listed = flask_a2a(db, "keys", "list", env=TENANTS)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert re.split(r"\s{2,}", lines[0].strip()) == [
+        "ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED", "TENANT"]
+    tenants = {cells[0]: cells[-1] for cells in
+               (re.split(r"\s{2,}", line.strip()) for line in lines[1:])}
+    assert tenants == {acme_id: "acme", plain_id: "-"}
+
+    client = _app(make_app, db).test_client()
+    acme, plain = Caller(client, key=acme_key), Caller(client, key=plain_key)
+    status, body = acme.rpc("SendMessage", {"message": user_message(), "tenant": "acme"})
+    assert status == 200 and body["result"]["task"]["status"]["state"] == \
+        "TASK_STATE_COMPLETED"
+    status, body = acme.rpc("SendMessage", {"message": user_message()})
+    assert status == 404  # no tenant named: not where this key acts
+    status, body = plain.rpc("SendMessage", {"message": user_message(), "tenant": "acme"})
+    assert status == 404
+    status, body = plain.rpc("SendMessage", {"message": user_message()})
+    assert status == 200
+
+    only_acme = flask_a2a(db, "tasks", "list", "--tenant", "acme", "--json", env=TENANTS)
+    assert only_acme.returncode == 0, only_acme.stderr
+    assert [t["caller"] for t in json.loads(only_acme.stdout)] == [
+        "key:" + acme_id]
+    none = flask_a2a(db, "tasks", "list", "--tenant", "-", "--json", env=TENANTS)
+    assert [t["caller"] for t in json.loads(none.stdout)] == [
+        "key:" + plain_id]
+    every = flask_a2a(db, "tasks", "list", "--json", env=TENANTS)
+    assert len(json.loads(every.stdout)) == 2
+
+
+def test_a_user_of_a_tenant_acts_in_it_only(tmp_path, make_app):
+    db = tmp_path / "cli.sqlite3"
+    made = flask_a2a(db, "users", "create", "ann", "--tenant", "beta",
+                     "--password-stdin", input="pw-of-ann\n", env=TENANTS)
+    assert made.returncode == 0 and made.stdout == "Created user ann (tenant beta).\n", made
+    assert_fails(flask_a2a(db, "users", "create", "bob", "--tenant", "zeta",
+                           "--password-stdin", input="pw-of-bob\n", env=TENANTS),
+                 "unknown tenant 'zeta'")
+
+    caller = Caller(_app(make_app, db).test_client())
+    caller.headers.update(basic("ann", "pw-of-ann"))
+    status, body = caller.rpc("SendMessage", {"message": user_message(), "tenant": "beta"})
+    assert status == 200, body
+    status, body = caller.rpc("SendMessage", {"message": user_message(), "tenant": "acme"})
+    assert status == 404
