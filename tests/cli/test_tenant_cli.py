@@ -29,7 +29,7 @@ def test_keys_of_a_tenant_are_listed_with_it_and_act_in_it_only(tmp_path, make_a
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert re.split(r"\s{2,}", lines[0].strip()) == [
-        "ID", "PREFIX", "LABEL", "SCOPE", "CREATED", "LAST USED", "REVOKED", "TENANT"]
+        "ID", "PREFIX", "LABEL", "SCOPE", "OPERATOR", "CREATED", "LAST USED", "REVOKED", "TENANT"]
     tenants = {cells[0]: cells[-1] for cells in
                (re.split(r"\s{2,}", line.strip()) for line in lines[1:])}
     assert tenants == {acme_id: "acme", plain_id: "-"}

@@ -36,7 +36,7 @@ def keyed(make_app, database):
     client = app.test_client()
 
     def caller(tenant):
-        return Caller(client, key=credentials.create_key(None, tenant, tenant)[1])
+        return Caller(client, key=credentials.create_key(None, tenant, tenant=tenant)[1])
 
     return app, caller("acme"), caller("beta"), caller(None)
 
@@ -348,7 +348,7 @@ def test_a_key_of_a_tenant_no_longer_served_is_refused_and_its_data_kept(
         make_app, database):
     app, _ = make_app(A2A_AUTH="required", A2A_TENANTS="acme,gone",
                       A2A_DATABASE=database)
-    key = app.extensions["a2a"].credentials.create_key(None, "g", "gone")[1]
+    key = app.extensions["a2a"].credentials.create_key(None, "g", tenant="gone")[1]
     task_id = rpc_send(Caller(app.test_client(), key=key), "gone")["id"]
     app.extensions["a2a"].storage.close()
 
