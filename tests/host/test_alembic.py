@@ -11,7 +11,7 @@ from a2a_flask import alembic_include_object  # noqa: E402
 
 OUR_TABLES = {"a2a_schema_version", "a2a_tasks", "a2a_messages",
               "a2a_artifacts", "a2a_deliveries", "a2a_api_keys", "a2a_users",
-              "a2a_turns", "a2a_workers"}
+              "a2a_turns", "a2a_workers", "a2a_stored_bytes"}
 
 
 def host_metadata():
