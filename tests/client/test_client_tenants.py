@@ -8,7 +8,8 @@ import urllib.request
 
 import pytest
 
-from a2a_flask.client import Client, TaskNotFoundError
+from a2a_flask.client import Client
+from a2a_flask.errors import TaskNotFoundError
 from serving import GunicornServer, flask_cli
 
 ENV = {"A2A_TENANTS": "acme,beta"}

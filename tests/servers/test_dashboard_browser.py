@@ -38,8 +38,9 @@ class _Settings:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
+    # No in-process claimers: the page must show turns that wait in the queue.
     server = GunicornServer(tmp_path_factory.mktemp("dashboard"), app="wsgi:app",
-                            workers=2, auth="key")
+                            workers=2, auth="key", env={"A2A_IN_PROCESS_WORKER": "0"})
     try:
         yield server.start()
     finally:
