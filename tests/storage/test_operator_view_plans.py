@@ -11,9 +11,10 @@ from storage_helpers import agent_reply, msg
 
 
 @pytest.fixture
-def sqlite_storage(storage):
-    if not isinstance(storage, SqliteStorage):
-        pytest.skip("SQLite's plans; PostgreSQL's planner chooses by its statistics")
+def sqlite_storage(tmp_path):
+    # SQLite only (no skip on PostgreSQL: its planner chooses by statistics).
+    storage = SqliteStorage(str(tmp_path / "plans.sqlite3"))
+    storage.migrate()
     for owner in ("alice", "bob"):
         for i in range(20):
             start = storage.start_turn(owner, "echo", msg("t%d" % i))
