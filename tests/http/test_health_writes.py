@@ -41,6 +41,17 @@ def _health(app):
     return answer.status_code, answer.get_json()
 
 
+def _fill(where):
+    """Fill the disk at ``where`` (a file ``filler``), unbuffered: nothing is
+    left to flush, and fail, at close."""
+    with open(str(where / "filler"), "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"x" * 65536)
+        except OSError:
+            pass
+
+
 def _no_traceback(caplog):
     assert all(r.exc_info is None for r in caplog.records), [
         r.getMessage() for r in caplog.records if r.exc_info]
@@ -56,13 +67,7 @@ def test_a_full_disk_is_unavailable_until_space_is_freed(make_app, small_disk,
                                   "schemaVersion": app.extensions["a2a"].storage.expected_version()})
     filler = small_disk / "filler"
     with caplog.at_level(logging.WARNING, logger="a2a_flask"):
-        with open(str(filler), "wb", buffering=0) as out:  # nothing left to flush at close
-            try:
-                while True:
-                    out.write(b"x" * 65536)
-                    out.flush()
-            except OSError:
-                pass
+        _fill(small_disk)
         status, answer = rpc.call("message/send", {"message": message("y" * 300000)})
         assert "full" in answer["error"]["message"], answer
         for _ in range(3):
@@ -175,14 +180,6 @@ def test_an_answer_that_can_be_neither_stored_nor_kept_fails_its_task_and_says_s
     assert again["result"]["status"]["state"] == "failed"
 
 
-def _fill(where):
-    with open(str(where / "filler"), "wb") as out:
-        try:
-            while True:
-                out.write(b"x" * 65536)
-                out.flush()
-        except OSError:
-            pass
 
 
 def test_a_disk_that_fills_while_the_agent_runs_leaves_no_half_written_file(
