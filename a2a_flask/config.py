@@ -194,6 +194,8 @@ class Settings:
         base_url = get("A2A_PUBLIC_BASE_URL")
         self.public_base_url = base_url.rstrip("/") if base_url else None
         self.auth = get("A2A_AUTH")
+        #: Read on every call: an attribute, not a property.
+        self.auth_off: bool = self.auth == "off"
         if self.auth not in ("required", "off"):
             raise ValueError("A2A_AUTH=%r: expected 'required' or 'off'" % self.auth)
         self.api_key_header = get("A2A_API_KEY_HEADER")
@@ -302,7 +304,3 @@ class Settings:
             "A2A_OIDC_LEEWAY_SECONDS", get("A2A_OIDC_LEEWAY_SECONDS"), 0)
         self.oidc_token_url = get("A2A_OIDC_TOKEN_URL") or None
         self.mtls_header = get("A2A_MTLS_HEADER") or None
-
-    @property
-    def auth_off(self) -> bool:
-        return self.auth == "off"

@@ -1,6 +1,7 @@
 """The Flask extension: agent registry, ``init_app``, the per-app AppState."""
 
 import logging
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, Union
 
 from flask import Flask
@@ -10,8 +11,8 @@ from .agent import Agent
 from .auth.callers import Caller
 from .cli import a2a_cli
 from .config import DEFAULTS, Settings
-from .host_app import (FirstRequest, check_not_mounted, exempt_from_csrf,
-                      warn_about_settings)
+from .host_app import (check_default_agent, check_not_mounted, exempt_from_csrf,
+                       warn_about_settings)
 from .logs import log_to_stderr
 from .app_state import AppState
 from .storage import open_storage
@@ -19,6 +20,8 @@ from .tenants import parse as parse_tenants
 from .http.blueprint import make_blueprint
 
 if TYPE_CHECKING:  # pragma: no cover
+    from flask import Blueprint
+
     from .protocol.signing import CardSigner
 
 log = logging.getLogger("a2a_flask")
@@ -64,6 +67,27 @@ class HostHooks:
         #: ``func(caller)``: the tenant an OIDC, session, client-certificate
         #: or host-hook caller acts in, or None for none (A2A_TENANTS).
         self.caller_tenant: Optional[Callable[[Caller], Optional[str]]] = None
+
+
+class FirstRequest:
+    """A ``before_request`` hook doing its work once, before the first
+    request's other hooks run (CSRFProtect's among them, when the host set it
+    up after ``init_app``). Here, not in ``host_app``: it runs on every
+    request, and each module a call enters is one more room."""
+
+    def __init__(self, app: Flask, app_state: AppState, blueprint: "Blueprint"):
+        self.app, self.app_state, self.blueprint = app, app_state, blueprint
+        self.done = False
+        self.lock = threading.Lock()
+
+    def __call__(self) -> None:
+        if self.done:
+            return
+        with self.lock:
+            if not self.done:
+                exempt_from_csrf(self.app, self.blueprint)
+                check_default_agent(self.app_state)
+                self.done = True
 
 
 class A2A:

@@ -6,7 +6,6 @@ when agents registered after ``init_app`` are known), never a silent default.
 
 import difflib
 import logging
-import threading
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .config import DEFAULTS
@@ -71,22 +70,3 @@ def check_default_agent(app_state: "AppState") -> None:
                   "%s): /a2a answers 404 until it is registered.", name,
                   ", ".join(sorted(app_state.extension.agents)) or "none")
 
-
-class FirstRequest:
-    """A ``before_request`` hook doing its work once, before the first
-    request's other hooks run (CSRFProtect's among them, when the host set it
-    up after ``init_app``)."""
-
-    def __init__(self, app, app_state, blueprint):
-        self.app, self.app_state, self.blueprint = app, app_state, blueprint
-        self.done = False
-        self.lock = threading.Lock()
-
-    def __call__(self):
-        if self.done:
-            return
-        with self.lock:
-            if not self.done:
-                exempt_from_csrf(self.app, self.blueprint)
-                check_default_agent(self.app_state)
-                self.done = True

@@ -24,8 +24,9 @@ from .. import errors
 from ..auth.callers import (
     authenticate, authorize, authorize_tenant, confirm_remembered_key)
 from ..protocol.errors import as_a2a_error, failure_error
-from ..protocol.versions import HEADER, asked_version
+from ..protocol.call import HEADER, asked_version
 from ..service import CallContext
+from ..storage.errors import StorageError
 from . import access
 from .body import read_body
 
@@ -103,7 +104,9 @@ def _answer(app_state, call, agent_name, at_root):
                           params)
         access.note_result(result)
         return call.answer(result)
-    except errors.A2AError as exc:
+    except (errors.A2AError, StorageError) as exc:
+        # A neutral storage outcome (no such task...) too: the call's binding
+        # words it for its version (``ProtocolCall.refuse``), here only.
         return _refuse(call, _confirmed(app_state, caller, exc))
     except Exception as exc:
         failure = app_state.storage.failure(exc)

@@ -12,15 +12,85 @@ whole body, read within the size limit), ``query`` (the query string's
 parameters) and ``asked_version`` (``A2A-Version``, "" when none).
 """
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
+from .. import errors
+from ..validation import load_params
 from .jsonrpc import Envelope
 
 if TYPE_CHECKING:  # pragma: no cover
-    from flask import Response
+    from flask import Request, Response
+    from marshmallow import Schema
 
     from ..service import CallContext
     from .errors import Refusal
+
+HEADER = "A2A-Version"
+#: Major.Minor of what we serve (a patch number is ignored).
+SERVED = ("0.3", "1.0")
+
+
+def asked_version(request: "Request") -> str:
+    """The ``Major.Minor`` the request asks for ("" when it names none)."""
+    # The WSGI environ directly: this runs on every call, 0.3's too.
+    asked = request.environ.get("HTTP_A2A_VERSION")
+    if asked is None:
+        if not request.environ.get("QUERY_STRING"):
+            return ""
+        asked = request.args.get(HEADER)
+    asked = (asked or "").strip()
+    if asked.count(".") > 1:
+        return ".".join(asked.split(".")[:2])
+    return asked
+
+
+def version_error(asked: str) -> Optional[errors.VersionNotSupportedError]:
+    if asked in ("", "0.3", "1.0"):
+        return None
+    return errors.VersionNotSupportedError(
+        "A2A-Version %r is not served here: this agent speaks 1.0 (send "
+        "A2A-Version: 1.0) and 0.3 (no header)." % errors.echo(asked),
+        data={"requestedVersion": errors.echo(asked),
+              "supportedVersions": "1.0, 0.3"})
+
+
+class Method:
+    """A method of one protocol version: the schema of its params and the
+    function that runs it (``run(context, params)``, its result in the
+    version's wire form; neutral storage outcomes it raises are worded by
+    the binding that answers, in the pipeline)."""
+
+    __slots__ = ("name", "schema", "run", "checks_remembered_key")
+
+    def __init__(self, name: str, schema: Optional["Schema"],
+                 run: Callable[..., Any], checks_remembered_key: bool = False):
+        self.name = name
+        self.schema = schema
+        self.run = run
+        #: Its storage statement checks the caller's API key itself
+        #: (``service.get``/``send``: ``remembered_key``): a key remembered live
+        #: needs no lookup first.
+        self.checks_remembered_key = checks_remembered_key
+
+    def load(self, params: Any) -> Any:
+        """The validated params, or ``InvalidParams`` naming the bad field."""
+        if self.schema is None:
+            return params
+        return load_params(self.schema, params)
+
+
+class Methods(Dict[str, Method]):
+    """A version's methods by name: the one way a method is registered, for
+    both versions and (1.0) both bindings (HTTP+JSON routes name theirs)."""
+
+    def method(self, name: str, schema: Optional["Schema"] = None,
+               checks_remembered_key: bool = False
+               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A decorator registering the function as method ``name``."""
+        def register(func: Callable[..., Any]) -> Callable[..., Any]:
+            self[name] = Method(name, schema, func, checks_remembered_key)
+            return func
+        return register
 
 
 class ProtocolCall:

@@ -9,7 +9,7 @@ from flask import request
 
 from .cards import PROTOCOL_VERSION, PROTOCOL_VERSION_V10
 from .jsonrpc import json_response
-from .versions import HEADER, asked_version
+from .call import HEADER, asked_version
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request

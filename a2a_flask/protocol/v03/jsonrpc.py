@@ -3,54 +3,22 @@
 
 ``find_method`` looks a method up in ``METHODS`` (an unknown one is -32601);
 ``Method.load`` checks its params with its schema (-32602), once the caller
-is authenticated; ``Method.run`` comes after.
+is authenticated; ``Method.run`` comes after (``protocol/call.py``).
 """
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Dict, NoReturn
 
 from ... import errors, service
-from .. import errors as answers
+from ..call import Method, Methods
 from ..cards import agent_card
-from ...validation import load_params
 from .schemas import MESSAGE_SEND_PARAMS, TASK_ID_PARAMS, TASK_QUERY_PARAMS
 from ...service import CallContext
-from ...storage import base as storage
 
 if TYPE_CHECKING:  # pragma: no cover
-    from marshmallow import Schema
-
     from ...storage.records import TaskRecord
 
-METHODS: Dict[str, "Method"] = {}
-
-
-class Method:
-    """A method: the schema of its params, and the function that runs it."""
-
-    __slots__ = ("name", "schema", "run", "checks_remembered_key")
-
-    def __init__(self, name, schema, run, checks_remembered_key=False):
-        self.name = name
-        self.schema = schema
-        self.run = run
-        #: Its storage statement checks the caller's API key itself
-        #: (``service.get``/``send``: ``remembered_key``): a key remembered live
-        #: needs no lookup first.
-        self.checks_remembered_key = checks_remembered_key
-
-    def load(self, params: Any) -> Any:
-        """The validated params, or ``InvalidParams`` naming the bad field."""
-        if self.schema is None:
-            return params
-        return load_params(self.schema, params)
-
-
-def method(name: str, schema: Optional["Schema"] = None, checks_remembered_key: bool = False
-           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        METHODS[name] = Method(name, schema, func, checks_remembered_key)
-        return func
-    return register
+METHODS = Methods()
+method = METHODS.method
 
 
 def find_method(name: str) -> Method:
@@ -61,14 +29,6 @@ def find_method(name: str) -> Method:
             % (errors.echo(name), _ANSWERED),
             data={"method": errors.echo(name)})
     return found
-
-
-def call(found: Method, context: CallContext, params: Any) -> Any:
-    """Run ``found`` for ``context``: its 0.3 result, or an ``A2AError``."""
-    try:
-        return found.run(context, params)
-    except storage.StorageError as exc:
-        raise answers.outcome_error(exc, answers.V03) from None
 
 
 def render_task(task: "TaskRecord") -> Dict[str, Any]:

@@ -11,18 +11,15 @@ from datetime import timezone
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Type
 
 from ... import errors, service
+from ..call import Methods
 from ..cards import agent_card
-from ...validation import load_params
-from ...storage import base as storage
 from ...storage.common import now_iso
 from .. import errors as answers
 from ..errors import Wording
-from . import convert
+from . import convert, schemas
 from .schemas import PAGE_SIZE_DEFAULT
 
 if TYPE_CHECKING:  # pragma: no cover
-    from marshmallow import Schema
-
     from ...service import CallContext
 
 VERSION = "1.0"
@@ -30,6 +27,10 @@ DOMAIN = "a2a-protocol.org"
 
 #: How 1.0 names what storage outcomes speak of.
 WORDING = Wording("GetTask", convert.state)
+#: The 1.0 methods by their proto names: JSON-RPC's table; each HTTP+JSON
+#: route (``rest.ROUTES``) names the one it performs.
+METHODS = Methods()
+method = METHODS.method
 
 
 def _metadata(data):
@@ -73,20 +74,9 @@ def error_body(exc: errors.A2AError) -> Dict[str, Any]:
     return error
 
 
-def run(operation: Callable[..., Any], context: "CallContext", params: Any) -> Any:
-    """``operation(context, params)``; storage outcomes become 1.0 errors."""
-    try:
-        return operation(context, params)
-    except storage.StorageError as exc:
-        raise answers.outcome_error(exc, WORDING) from None
-
-
-def load(schema: "Schema", params: Any) -> Any:
-    return load_params(schema, params)
-
-
 # -- operations ---------------------------------------------------------------
 
+@method("SendMessage", schemas.SEND_MESSAGE, checks_remembered_key=True)
 def send_message(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     configuration = params.get("configuration") or {}
     if configuration.get("taskPushNotificationConfig") is not None:
@@ -102,14 +92,17 @@ def send_message(context: "CallContext", params: Dict[str, Any]) -> Dict[str, An
     return {"task": convert.task(record)}
 
 
+@method("GetTask", schemas.GET_TASK, checks_remembered_key=True)
 def get_task(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     return convert.task(service.get(context, params["id"], params.get("historyLength")))
 
 
+@method("CancelTask", schemas.CANCEL_TASK)
 def cancel_task(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     return convert.task(service.cancel(context, params["id"]))
 
 
+@method("ListTasks", schemas.LIST_TASKS)
 def list_tasks(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     """One page of the caller's tasks of this agent, newest status first.
 
@@ -139,6 +132,7 @@ def list_tasks(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]
             "pageSize": len(tasks), "totalSize": service.count_tasks(context, **filters)}
 
 
+@method("GetExtendedAgentCard")
 def extended_card(context: "CallContext", params: Any) -> Dict[str, Any]:
     service.check_extended_card(context)
     return agent_card(context.app_state, context.agent, context.at_root,
@@ -161,3 +155,10 @@ SUBSCRIBE = unsupported(
 PUSH = unsupported(
     errors.PushNotificationNotSupportedError,
     "Push notifications are not supported by this agent: poll GetTask instead.")
+#: What the method-not-found answer lists: the methods that do something.
+ANSWERED = ", ".join(METHODS)
+method("SendStreamingMessage")(SEND_STREAMING)
+method("SubscribeToTask")(SUBSCRIBE)
+for _name in ("Create", "Get", "Delete"):
+    method(_name + "TaskPushNotificationConfig")(PUSH)
+method("ListTaskPushNotificationConfigs")(PUSH)

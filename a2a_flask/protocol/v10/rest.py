@@ -16,10 +16,10 @@ from flask import Response
 
 from ... import errors
 from .. import errors as answers
-from ..call import ProtocolCall
+from ...validation import load_params
+from ..call import ProtocolCall, version_error
 from ..card_http import card_response
 from ..jsonrpc import Envelope, decode_json
-from ..versions import version_error
 from . import operations as v10
 from . import schemas
 
@@ -72,21 +72,23 @@ def _extended_card(app_state, card):
 
 class Route:
     """One HTTP+JSON route: its path below the base, HTTP method, the 1.0
-    method it performs (the access log's and metrics' name), how its params
-    are read, and the operation."""
+    method it performs (``operations.METHODS``; the access log's and
+    metrics' name) and how its params are read."""
 
     __slots__ = ("path", "http_method", "name", "schema", "operation", "source",
                  "respond")
 
-    def __init__(self, path, http_method, name, operation, schema=None,
-                 source="body", respond=None):
+    def __init__(self, path, http_method, name, schema=None, source="body",
+                 respond=None):
         self.path = path
         #: ``respond(app_state, result)``: the answer of a result (default: JSON).
         self.respond = respond or (lambda app_state, result: _ok(result))
         self.http_method = http_method
         self.name = name
-        self.operation = operation
-        self.schema = schema
+        method = v10.METHODS[name]
+        self.operation = method.run
+        #: The method's own schema, unless the route reads a query string.
+        self.schema = schema or method.schema
         self.source = source
 
     def params(self, inbound: Any, path_args: Dict[str, str]) -> Any:
@@ -106,27 +108,18 @@ class Route:
 _PUSH_PATHS = ("/tasks/<id>/pushNotificationConfigs",
                "/tasks/<id>/pushNotificationConfigs/<config_id>")
 ROUTES = [
-    Route("/message:send", "POST", "SendMessage", v10.send_message,
-          schemas.SEND_MESSAGE),
-    Route("/message:stream", "POST", "SendStreamingMessage", v10.SEND_STREAMING),
-    Route("/tasks/<id>", "GET", "GetTask", v10.get_task, schemas.GET_TASK_QUERY,
-          "query"),
-    Route("/tasks", "GET", "ListTasks", v10.list_tasks, schemas.LIST_TASKS_QUERY,
-          "query"),
-    Route("/tasks/<id>:cancel", "POST", "CancelTask", v10.cancel_task,
-          schemas.CANCEL_TASK),
-    Route("/tasks/<id>:subscribe", "POST", "SubscribeToTask", v10.SUBSCRIBE,
-          source=None),
-    Route("/extendedAgentCard", "GET", "GetExtendedAgentCard", v10.extended_card,
-          source=None, respond=_extended_card),
-    Route(_PUSH_PATHS[0], "POST", "CreateTaskPushNotificationConfig", v10.PUSH,
-          source=None),
-    Route(_PUSH_PATHS[0], "GET", "ListTaskPushNotificationConfigs", v10.PUSH,
-          source=None),
-    Route(_PUSH_PATHS[1], "GET", "GetTaskPushNotificationConfig", v10.PUSH,
-          source=None),
-    Route(_PUSH_PATHS[1], "DELETE", "DeleteTaskPushNotificationConfig", v10.PUSH,
-          source=None),
+    Route("/message:send", "POST", "SendMessage"),
+    Route("/message:stream", "POST", "SendStreamingMessage"),
+    Route("/tasks/<id>", "GET", "GetTask", schemas.GET_TASK_QUERY, "query"),
+    Route("/tasks", "GET", "ListTasks", schemas.LIST_TASKS_QUERY, "query"),
+    Route("/tasks/<id>:cancel", "POST", "CancelTask"),
+    Route("/tasks/<id>:subscribe", "POST", "SubscribeToTask", source=None),
+    Route("/extendedAgentCard", "GET", "GetExtendedAgentCard", source=None,
+          respond=_extended_card),
+    Route(_PUSH_PATHS[0], "POST", "CreateTaskPushNotificationConfig", source=None),
+    Route(_PUSH_PATHS[0], "GET", "ListTaskPushNotificationConfigs", source=None),
+    Route(_PUSH_PATHS[1], "GET", "GetTaskPushNotificationConfig", source=None),
+    Route(_PUSH_PATHS[1], "DELETE", "DeleteTaskPushNotificationConfig", source=None),
 ]
 
 
@@ -154,12 +147,12 @@ class RestCall(ProtocolCall):
         params = self.route.params(inbound, self.path_args)
         self.record.params = params
         if self.route.schema is not None:
-            params = v10.load(self.route.schema, params)
+            params = load_params(self.route.schema, params)
         return params
 
     def run(self, context: "CallContext", params: Any) -> Any:
         self.app_state = context.app_state  # the card's ETag names its signing key
-        return v10.run(self.route.operation, context, params)
+        return self.route.operation(context, params)
 
     def answer(self, result: Any) -> Response:
         return self.route.respond(self.app_state, result)

@@ -1,16 +1,17 @@
-"""Protocol bindings: each parses one protocol version's params, names its
-methods and errors, and renders the service's neutral values.
+"""The JSON-RPC binding: ``JsonRpcCall``, one call to an agent's JSON-RPC
+endpoint, answered in the protocol version it asks for (each version names
+its methods, parses their params and renders its errors).
 
-``for_request`` is the seam where the JSON-RPC endpoint picks a binding per
-request: the ``A2A-Version`` header, or the request parameter of the same
-name (specification section 3.6); none or empty means 0.3; a version this
+``for_request`` is the seam where the endpoint picks a version per request:
+the ``A2A-Version`` header, or the request parameter of the same name
+(specification section 3.6); none or empty means 0.3; a version this
 service does not speak answers VersionNotSupportedError (-32009).
 """
 
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, NoReturn, Optional
 
 from .. import errors
-from .call import ProtocolCall
+from .call import Method, ProtocolCall, asked_version, version_error
 from .errors import V03 as V03_WORDING
 from .errors import Wording, as_a2a_error
 from .jsonrpc import Envelope, result_response
@@ -25,19 +26,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..service import CallContext
     from .errors import Refusal
 
-HEADER = "A2A-Version"
-#: Major.Minor of what we serve (a patch number is ignored).
-SERVED = ("0.3", "1.0")
-
 
 class Binding(NamedTuple):
     """One protocol version over JSON-RPC: its method table
-    (``find_method``), how a method runs (``call``), how an error is
-    rendered (``error_response``) and how storage outcomes are worded."""
+    (``find_method``), how an error is rendered (``error_response``) and how
+    storage outcomes are worded."""
 
     version: str
     find_method: Callable
-    call: Callable
     error_response: Callable
     wording: Wording
 
@@ -62,47 +58,23 @@ def _other_version(find_method, other_methods, hint):
 def _refusal(name, error):
     def run(context: "CallContext", params: Any) -> NoReturn:
         raise error
-    return jsonrpc_v03.Method(name, None, run)
+    return Method(name, None, run)
 
 
 V03 = Binding("0.3", _other_version(
     jsonrpc_v03.find_method, jsonrpc_v10.METHODS,
     "%s is an A2A 1.0 method: send the header A2A-Version: 1.0 (none means 0.3)."),
-    jsonrpc_v03.call, _error_response_v03, V03_WORDING)
+    _error_response_v03, V03_WORDING)
 V10 = Binding("1.0", _other_version(
     jsonrpc_v10.find_method, jsonrpc_v03.METHODS,
     "%s is an A2A 0.3 method: send no A2A-Version header to call it."),
-    jsonrpc_v10.call, jsonrpc_v10.error_response, v10_operations.WORDING)
-
-
-def asked_version(request: "Request") -> str:
-    """The ``Major.Minor`` the request asks for ("" when it names none)."""
-    # The WSGI environ directly: this runs on every call, 0.3's too.
-    asked = request.environ.get("HTTP_A2A_VERSION")
-    if asked is None:
-        if not request.environ.get("QUERY_STRING"):
-            return ""
-        asked = request.args.get(HEADER)
-    asked = (asked or "").strip()
-    if asked.count(".") > 1:
-        return ".".join(asked.split(".")[:2])
-    return asked
-
-
-def version_error(asked: str) -> Optional[errors.VersionNotSupportedError]:
-    if asked in ("", "0.3", "1.0"):
-        return None
-    return errors.VersionNotSupportedError(
-        "A2A-Version %r is not served here: this agent speaks 1.0 (send "
-        "A2A-Version: 1.0) and 0.3 (no header)." % errors.echo(asked),
-        data={"requestedVersion": errors.echo(asked),
-              "supportedVersions": "1.0, 0.3"})
+    jsonrpc_v10.error_response, v10_operations.WORDING)
 
 
 def _refuse(error):
     def find_method(name: str) -> NoReturn:
         raise error
-    return Binding("?", find_method, jsonrpc_v10.call, jsonrpc_v10.error_response,
+    return Binding("?", find_method, jsonrpc_v10.error_response,
                    v10_operations.WORDING)
 
 
@@ -143,7 +115,7 @@ class JsonRpcCall(ProtocolCall):
         return self.method.load(self.envelope.params)
 
     def run(self, context: "CallContext", params: Any) -> Any:
-        return self.binding.call(self.method, context, params)
+        return self.method.run(context, params)
 
     def answer(self, result):
         return result_response(self.envelope.id, result)
