@@ -11,8 +11,7 @@ import os
 
 import gunicorn.config
 
-from a2a_flask.config import DEFAULTS, parse_value
-from a2a_flask.http.body import REFUSED_BODY_DRAIN_BYTES
+from a2a_flask.config import DEFAULTS, REFUSED_BODY_DRAIN_BYTES, parse_value
 
 # Imported here, in the master (a2a_flask.config above loads Flask and the
 # package), so that every worker forks with them loaded: a worker recycled

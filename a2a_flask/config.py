@@ -11,6 +11,12 @@ from . import tenants
 ASYMMETRIC = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
                         "ES256", "ES384", "ES512", "EdDSA"})
 
+#: How far over the limit a refused body may go and still be read and
+#: dropped, keeping the connection: a client a little over the limit loses
+#: nothing; one declaring far more is not read, its connection is closed
+#: (``http/pipeline.read_body``; gunicorn.conf.py's ``pre_request``).
+REFUSED_BODY_DRAIN_BYTES = 1024 * 1024
+
 DEFAULTS = {
     "A2A_DATABASE": None,  # None: a2a.sqlite3 in the Flask instance folder
     "A2A_URL_PREFIX": "/api/v1",

@@ -22,6 +22,7 @@ from flask import current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from .. import errors
+from ..config import REFUSED_BODY_DRAIN_BYTES
 from ..auth.callers import (
     authenticate, authorize, authorize_tenant, confirm_remembered_key)
 from ..protocol.errors import as_a2a_error, failure_error
@@ -153,11 +154,6 @@ def answer_call(call, agent_name, at_root=False):
 # here, and the connection serves the next request; a larger one is closed
 # with ``Connection: close`` by the shipped gunicorn.conf.py (``pre_request``,
 # the only place that can say so), before the app runs.
-
-#: How far over the limit a refused body may go and still be read and
-#: dropped, keeping the connection: a client a little over the limit loses
-#: nothing; one declaring far more is not read, its connection is closed.
-REFUSED_BODY_DRAIN_BYTES = 1024 * 1024
 
 _DRAIN_CHUNK = 64 * 1024
 
