@@ -342,6 +342,37 @@ class SqliteConnections:
         if self._checkpoint_due():
             self._checkpoint(conn)
 
+    def write_statement(self, sql: str, params: Sequence) -> sqlite3.Cursor:
+        """One write statement in autocommit mode: its own transaction,
+        taken, committed and released inside one ``sqlite3_step``, which
+        runs without the interpreter's lock. A transaction of several
+        statements holds the file's write lock while its thread waits for
+        the interpreter between them, and every writer of every process
+        waits behind it (docs/benchmarks.md); this one never does, so it
+        does not queue on the writers' lock either: SQLite's busy wait alone,
+        within what is left of the busy timeout after the wait for a
+        connection. The file is checked as ``transaction`` checks it."""
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+        try:
+            conn = self.connection(deadline)
+            self.check_same_file()
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            shortened = left_ms < self.busy_timeout_ms - 1
+            if shortened:
+                conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+            try:
+                cursor = conn.execute(sql, params)
+            finally:
+                if shortened:
+                    conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+        except BaseException as exc:
+            self._writes.failed(exc)
+            raise
+        self._writes.succeeded()
+        if self._checkpoint_due():
+            self._checkpoint(conn)
+        return cursor
+
     #: A checkpoint is due once the last one is this old and this thread has
     #: committed CHECKPOINT_COMMITS times since its own last one: at the
     #: benchmark's ~3,000 commits/s that is up to ~1,000 pages a checkpoint
