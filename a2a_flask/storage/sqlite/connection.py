@@ -8,7 +8,10 @@ Writers queue on an advisory file lock (``<database>-lock``) before ``BEGIN
 IMMEDIATE``: the threads of a process on a lock that wakes the next at once,
 one thread per process on the file lock, tried every 0.1 ms doubling to
 2 ms, where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
-The two waits together stay within the busy timeout.
+The two waits together stay within the busy timeout. A write that is one
+statement (``write_statement``: a send's start and outcome) skips that queue:
+it holds SQLite's lock only inside one ``sqlite3_step``, and waits in
+SQLite's busy handler alone.
 """
 
 import errno

@@ -3,6 +3,14 @@ finish, fail when stale) and cancel; the reads are in ``reading``.
 
 Every state change is one conditional UPDATE whose row count is checked:
 correctness does not rest on the writers' lock.
+
+A turn run in the request starts and ends with ONE statement each (INSERTs
+into the views of migrations.SINGLE_STATEMENT_WRITES, whose triggers make
+those checks and RAISE what refuses): a transaction of several statements
+held the write lock while its thread waited for the interpreter between
+them, under gthread's many threads, and every writer waited behind it
+(docs/benchmarks.md). The queue's start (``enqueue_turn``) and the rarer
+writes stay short ``BEGIN IMMEDIATE`` transactions.
 """
 
 import logging
@@ -10,7 +18,7 @@ import sqlite3
 import time
 from typing import Optional, Sequence
 
-from ..errors import StorageUnavailableError
+from ..errors import StorageBusyError, StorageUnavailableError
 from ..base import (
     ARTIFACTS_FULL_TEXT, STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError,
     MessageIdReusedError, NoSuchTaskError, QuotaReachedError,
@@ -191,7 +199,8 @@ class TaskOperations:
             stored = dict(message, kind="message", taskId=task_id,
                           contextId=context_id)
             return TurnStart(task_id, context_id, stored, seq, created=created)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        # Delivered and withdrawn again at each try: retryable.
+        raise StorageBusyError()
 
     @staticmethod
     def _stored_bytes(conn, owner):
