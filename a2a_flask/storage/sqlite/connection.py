@@ -345,7 +345,17 @@ class SqliteConnections:
         if self._checkpoint_due():
             self._checkpoint(conn)
 
-    def write_statement(self, sql: str, params: Sequence) -> sqlite3.Cursor:
+    def write_connection(self, deadline: float) -> sqlite3.Connection:
+        """This thread's connection, taken for a write: failing to take one
+        is a failed write (``writes_problem``)."""
+        try:
+            return self.connection(deadline)
+        except BaseException as exc:
+            self._writes.failed(exc)
+            raise
+
+    def write_statement(self, sql: str, params: Sequence,
+                        deadline: Optional[float] = None) -> sqlite3.Cursor:
         """One write statement in autocommit mode: its own transaction,
         taken, committed and released inside one ``sqlite3_step``, which
         runs without the interpreter's lock. A transaction of several
@@ -354,8 +364,11 @@ class SqliteConnections:
         waits behind it (docs/benchmarks.md); this one never does, so it
         does not queue on the writers' lock either: SQLite's busy wait alone,
         within what is left of the busy timeout after the wait for a
-        connection. The file is checked as ``transaction`` checks it."""
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+        connection. The file is checked as ``transaction`` checks it.
+        ``deadline``: the bound's end (``time.monotonic()``), for a caller
+        that took the connection first; by default the busy timeout from now."""
+        if deadline is None:
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
         try:
             conn = self.connection(deadline)
             self.check_same_file()

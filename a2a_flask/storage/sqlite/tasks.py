@@ -160,6 +160,10 @@ class TaskOperations:
         body = message_body(dict(message, taskId=task_id, contextId=context_id),
                             task_id, context_id)
         for attempt in range(1, self.START_ATTEMPTS + 1):
+            # The connection first: it opens (or creates) the file, whose
+            # disk the reserve is of.
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+            self.write_connection(deadline)
             reserve = bool(self.min_free_disk_bytes) and \
                 self.free_disk_bytes() < self.min_free_disk_bytes
             try:
@@ -168,7 +172,7 @@ class TaskOperations:
                     remembered_key, reserve, max_stored_bytes, created,
                     context_id, self._now(),
                     dumps(metadata) if metadata and created else None,
-                    message["role"], body))
+                    message["role"], body), deadline)
             except sqlite3.IntegrityError as exc:
                 refusal = str(exc)
                 conn = self.connection()
