@@ -41,6 +41,8 @@ ROWS = [
     Row("floor", "FLOOR", "one route doing only the contract's work: marshmallow, key lookup, "
         "working committed before the agent, outcome, one-statement read (servers/floor.py)"),
     Row("us", "US", "gunicorn wsgi:app, echo agent, SQLite"),
+    Row("us-sync", "US sync", "US with `-k sync --threads 1`: the shipped gunicorn.conf.py (gthread) "
+        "against sync workers, same tree, same run"),
     Row("us10", "US 1.0", "the same, A2A 1.0 JSON-RPC (SendMessage/GetTask, A2A-Version: 1.0)",
         proto="1.0"),
     Row("peer-sqlite", "PEER sqlite", "a2a-sdk 0.3.x, DatabaseTaskStore on SQLite (aiosqlite)"),
@@ -55,6 +57,8 @@ ROWS = [
         pending=_us_postgres_pending()),
     Row("us-pg", "US postgres", "gunicorn wsgi:app, echo agent, A2A_DATABASE=postgresql://",
         needs={"postgres"}, pending=_us_postgres_pending()),
+    Row("us-pg-sync", "US postgres sync", "US postgres with `-k sync --threads 1`",
+        needs={"postgres"}, pending=_us_postgres_pending()),
     Row("peer-pg", "PEER postgres", "a2a-sdk 0.3.x, DatabaseTaskStore on PostgreSQL (asyncpg)",
         needs={"postgres"}),
     Row("peer13-pg", "PEER 1.3 postgres", "a2a-sdk 1.3.x (A2A 1.0), DatabaseTaskStore on PostgreSQL",
@@ -68,6 +72,9 @@ BY_KEY["us-scale"] = Row("us-scale", "US prefilled db", "US on the pre-filled da
 LABELS = {k: r.label for k, r in BY_KEY.items()}
 METHODS = {"send": "message/send", "get": "tasks/get"}
 METHODS_10 = {"send": "SendMessage", "get": "GetTask"}
+#: The rows run as their base row with sync workers, one thread each.
+SYNC_ROWS = {"us-sync": "us", "us-pg-sync": "us-pg"}
+SYNC_WORKERS = ["-k", "sync", "--threads", "1"]
 # in-memory stores are per process: a tasks/get can land on a worker that never saw the task
 PER_PROCESS = {"peer-memory", "peer13-memory"}
 
@@ -114,13 +121,14 @@ def _make_server(cfg, ctx, tag, db=None, key=None):
         env, headers = ctx.auth.server_env(db)
         return Server(cfg, gunicorn_cmd(args.workers, port, "floor:app", chdir=SERVERS),
                       env, ROOT, port, "/rpc", headers, tmp, db=db)
-    if cfg in ("us", "us10", "us-empty", "us-scale", "us-pg"):
-        if cfg == "us-pg":
+    if cfg in ("us", "us10", "us-empty", "us-scale", "us-pg", "us-sync", "us-pg-sync"):
+        if cfg in ("us-pg", "us-pg-sync"):
             db = ctx.pg.create_db(_pg_name(cfg, tag))
         db = db or base + ".sqlite3"
         env, headers = ctx.auth.server_env(db, key)
-        return Server(cfg, gunicorn_cmd(args.workers, port, "wsgi:app"), env, ROOT, port,
-                      US_PATH, headers, tmp, db=db, proto=row.proto)
+        extra = SYNC_WORKERS if cfg in SYNC_ROWS else []
+        return Server(cfg, gunicorn_cmd(args.workers, port, "wsgi:app", extra=extra), env, ROOT,
+                      port, US_PATH, headers, tmp, db=db, proto=row.proto)
     if cfg.startswith("peer"):
         store = {"pg": "postgres"}.get(cfg.split("-")[1], cfg.split("-")[1])
         py, script = (ctx.py13, "peer13.py") if cfg.startswith("peer13") else (PY, "peer.py")

@@ -39,7 +39,7 @@ GUNICORN_CONF = os.path.join(ROOT, "gunicorn.conf.py")
 GUNICORN_EXTRA = []
 
 
-def gunicorn_cmd(workers, port, app, chdir=None):
+def gunicorn_cmd(workers, port, app, chdir=None, extra=()):
     global _GUNICORN_FLAGS
     if _GUNICORN_FLAGS is None:
         helptext = subprocess.run([PY, "-m", "gunicorn", "--help"], capture_output=True,
@@ -48,7 +48,7 @@ def gunicorn_cmd(workers, port, app, chdir=None):
         # turn it off so that servers never share one.
         _GUNICORN_FLAGS = ["--no-control-socket"] if "--no-control-socket" in helptext else []
     cmd = [PY, "-m", "gunicorn", "-c", GUNICORN_CONF, "-w", str(workers), "-b", f"{HOST}:{port}"] \
-        + _GUNICORN_FLAGS + GUNICORN_EXTRA
+        + _GUNICORN_FLAGS + GUNICORN_EXTRA + list(extra)
     if chdir:
         cmd += ["--chdir", chdir]
     return cmd + [app]

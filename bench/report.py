@@ -156,6 +156,19 @@ def summarize(rows, scale_rows, scale_info=None):
     if r_pg_get is not None:
         target("tasks/get US postgres >= 70% of PG DURABLE CEILING", r_pg_get, r_pg_get >= 0.7,
                f"{r_pg_get * 100:.0f}%")
+    # The shipped gunicorn.conf.py (gthread, 1,024 threads) against the same
+    # tree on sync workers, in the same run (issue 31).
+    for base, sync in (("us", "us-sync"), ("us-pg", "us-pg-sync")):
+        for m in ("send", "get"):
+            label = f"{method_label(base, m)} {LABELS[base]} (shipped gthread)"
+            r = ratio(f"{LABELS[base]}/{LABELS[sync]} {method_label(base, m)}",
+                      mean_of(rows, base, m), mean_of(rows, sync, m))
+            if r is not None:
+                target(f"{label} >= 0.90x {LABELS[sync]}", r, r >= 0.9, f"{r:.2f}x")
+            p99, p99_sync = worst_of(rows, base, m), worst_of(rows, sync, m)
+            if p99 is not None and p99_sync:
+                target(f"{label} p99 <= 2x {LABELS[sync]}'s (worst rounds)", p99 / p99_sync,
+                       p99 <= 2 * p99_sync, f"{p99:.1f} ms against {p99_sync:.1f} ms")
     return ratios, targets
 
 

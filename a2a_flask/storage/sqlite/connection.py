@@ -8,7 +8,10 @@ Writers queue on an advisory file lock (``<database>-lock``) before ``BEGIN
 IMMEDIATE``: the threads of a process on a lock that wakes the next at once,
 one thread per process on the file lock, tried every 0.1 ms doubling to
 2 ms, where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
-The two waits together stay within the busy timeout.
+The two waits together stay within the busy timeout. A write that is one
+statement (``write_statement``: a send's start and outcome) skips that queue:
+it holds SQLite's lock only inside one ``sqlite3_step``, and waits in
+SQLite's busy handler alone.
 """
 
 import errno
@@ -341,6 +344,50 @@ class SqliteConnections:
                 raise
         if self._checkpoint_due():
             self._checkpoint(conn)
+
+    def write_connection(self, deadline: float) -> sqlite3.Connection:
+        """This thread's connection, taken for a write: failing to take one
+        is a failed write (``writes_problem``)."""
+        try:
+            return self.connection(deadline)
+        except BaseException as exc:
+            self._writes.failed(exc)
+            raise
+
+    def write_statement(self, sql: str, params: Sequence,
+                        deadline: Optional[float] = None) -> sqlite3.Cursor:
+        """One write statement in autocommit mode: its own transaction,
+        taken, committed and released inside one ``sqlite3_step``, which
+        runs without the interpreter's lock. A transaction of several
+        statements holds the file's write lock while its thread waits for
+        the interpreter between them, and every writer of every process
+        waits behind it (docs/benchmarks.md); this one never does, so it
+        does not queue on the writers' lock either: SQLite's busy wait alone,
+        within what is left of the busy timeout after the wait for a
+        connection. The file is checked as ``transaction`` checks it.
+        ``deadline``: the bound's end (``time.monotonic()``), for a caller
+        that took the connection first; by default the busy timeout from now."""
+        if deadline is None:
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+        try:
+            conn = self.connection(deadline)
+            self.check_same_file()
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            shortened = left_ms < self.busy_timeout_ms - 1
+            if shortened:
+                conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+            try:
+                cursor = conn.execute(sql, params)
+            finally:
+                if shortened:
+                    conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+        except BaseException as exc:
+            self._writes.failed(exc)
+            raise
+        self._writes.succeeded()
+        if self._checkpoint_due():
+            self._checkpoint(conn)
+        return cursor
 
     #: A checkpoint is due once the last one is this old and this thread has
     #: committed CHECKPOINT_COMMITS times since its own last one: at the

@@ -189,7 +189,100 @@ def _operators(db):
                " DEFAULT 0")
 
 
-MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats, _tenants]
+#: The columns of ``a2a_turn_starts``: what one turn's start writes.
+TURN_START_COLUMNS = (
+    "owner", "agent", "message_id", "fingerprint", "task_id", "tenant",
+    "live_key", "reserve_reached", "max_stored_bytes", "created", "context_id",
+    "now", "metadata", "role", "body")
+
+#: The columns of ``a2a_outcome_rows``: a turn's outcome (``artifact_id``
+#: NULL: the state and status message) and each of its artifacts.
+OUTCOME_COLUMNS = (
+    "task_id", "owner", "agent", "context_id", "state", "now", "max_bytes",
+    "adding", "message_id", "role", "body", "artifact_id")
+
+_WAITING = "('auth-required', 'input-required')"
+
+SINGLE_STATEMENT_WRITES = (
+    # A turn's start as ONE statement from Python (an INSERT into this view):
+    # its checks and writes run inside one sqlite3_step, which holds the
+    # write lock from the first write to the commit without giving the
+    # interpreter away (tasks.py). The RAISE texts are what tasks.py reads.
+    "CREATE VIEW a2a_turn_starts AS SELECT "
+    + ", ".join("NULL AS %s" % c for c in TURN_START_COLUMNS) + " WHERE 0",
+    "CREATE TRIGGER a2a_turn_starts_insert INSTEAD OF INSERT ON a2a_turn_starts"
+    " BEGIN"
+    # The caller's key, live now (a revocation is seen by every process).
+    " SELECT RAISE(ABORT, 'a2a: key revoked') WHERE NEW.live_key IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM a2a_api_keys WHERE key_hash = NEW.live_key"
+    " AND revoked_at IS NULL);"
+    # The retry record: a messageId already delivered writes nothing.
+    " INSERT OR IGNORE INTO a2a_deliveries (owner, agent, message_id,"
+    " fingerprint, task_id, tenant) VALUES (NEW.owner, NEW.agent,"
+    " NEW.message_id, NEW.fingerprint, NEW.task_id, NEW.tenant);"
+    " SELECT RAISE(ABORT, 'a2a: replay') WHERE changes() = 0;"
+    " SELECT RAISE(ABORT, 'a2a: reserve') WHERE NEW.reserve_reached;"
+    " SELECT RAISE(ABORT, 'a2a: quota') WHERE NEW.max_stored_bytes IS NOT NULL"
+    " AND (SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
+    " WHERE owner = NEW.owner) >= NEW.max_stored_bytes;"
+    " INSERT INTO a2a_tasks (id, agent, owner, context_id, state, updated_at,"
+    " created_at, metadata, tenant) SELECT NEW.task_id, NEW.agent, NEW.owner,"
+    " NEW.context_id, 'working', NEW.now, NEW.now, NEW.metadata, NEW.tenant"
+    " WHERE NEW.created;"
+    # A continuation claims a waiting task of the caller's, in its context.
+    " UPDATE a2a_tasks SET state = 'working', updated_at = NEW.now"
+    " WHERE NOT NEW.created AND id = NEW.task_id AND owner = NEW.owner"
+    " AND agent = NEW.agent AND tenant = NEW.tenant AND state IN " + _WAITING
+    + " AND (NEW.context_id IS NULL OR context_id = NEW.context_id);"
+    " SELECT RAISE(ABORT, 'a2a: not claimed') WHERE NOT NEW.created"
+    " AND changes() = 0;"
+    " INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
+    " message_id, body) SELECT NEW.task_id, coalesce(NEW.context_id,"
+    " (SELECT context_id FROM a2a_tasks WHERE id = NEW.task_id)), NEW.owner,"
+    " NEW.agent, NEW.role, NEW.message_id, NEW.body;"
+    " END",
+    # A turn's outcome as ONE statement: the first row (artifact_id NULL)
+    # the state, conditional on working and on the artifacts' allowance
+    # (``adding`` + what the task holds <= ``max_bytes``), and the status
+    # message; the next rows its artifacts, in order.
+    "CREATE VIEW a2a_outcome_rows AS SELECT "
+    + ", ".join("NULL AS %s" % c for c in OUTCOME_COLUMNS) + " WHERE 0",
+    "CREATE TRIGGER a2a_outcome_rows_state INSTEAD OF INSERT ON a2a_outcome_rows"
+    " WHEN NEW.artifact_id IS NULL BEGIN"
+    " UPDATE a2a_tasks SET state = NEW.state, status_message = NULL,"
+    " status_seq = CASE WHEN NEW.body IS NULL THEN NULL ELSE"
+    " (SELECT coalesce(max(seq), 0) + 1 FROM a2a_messages) END,"
+    " updated_at = NEW.now WHERE id = NEW.task_id AND state = 'working'"
+    " AND (NEW.max_bytes IS NULL OR NEW.adding + (SELECT"
+    " coalesce(sum(" + _MESSAGE % "a2a_artifacts" + "), 0) FROM a2a_artifacts"
+    " WHERE task_id = NEW.task_id) <= NEW.max_bytes);"
+    " SELECT RAISE(ABORT, 'a2a: artifacts full') WHERE changes() = 0"
+    " AND EXISTS (SELECT 1 FROM a2a_tasks WHERE id = NEW.task_id"
+    " AND state = 'working');"
+    " SELECT RAISE(ABORT, 'a2a: not working') WHERE changes() = 0;"
+    " INSERT INTO a2a_messages (seq, task_id, context_id, owner, agent, role,"
+    " message_id, body) SELECT (SELECT coalesce(max(seq), 0) + 1 FROM"
+    " a2a_messages), NEW.task_id, NEW.context_id, NEW.owner, NEW.agent,"
+    " NEW.role, NEW.message_id, NEW.body WHERE NEW.body IS NOT NULL;"
+    " END",
+    "CREATE TRIGGER a2a_outcome_rows_artifact INSTEAD OF INSERT ON"
+    " a2a_outcome_rows WHEN NEW.artifact_id IS NOT NULL BEGIN"
+    " INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+    " VALUES (NEW.task_id, NEW.artifact_id, NEW.body);"
+    " END",
+)
+
+
+def _single_statement_writes(db):
+    """A send's two write transactions (its start, its outcome) as one
+    statement each (tasks.py): views whose INSTEAD OF triggers do the
+    checks and writes. Nothing stored changes."""
+    for statement in SINGLE_STATEMENT_WRITES:
+        db.execute(statement)
+
+
+MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats, _tenants,
+              _single_statement_writes]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)

@@ -3,13 +3,22 @@ finish, fail when stale) and cancel; the reads are in ``reading``.
 
 Every state change is one conditional UPDATE whose row count is checked:
 correctness does not rest on the writers' lock.
+
+A turn run in the request starts and ends with ONE statement each (INSERTs
+into the views of migrations.SINGLE_STATEMENT_WRITES, whose triggers make
+those checks and RAISE what refuses): a transaction of several statements
+held the write lock while its thread waited for the interpreter between
+them, under gthread's many threads, and every writer waited behind it
+(docs/benchmarks.md). The queue's start (``enqueue_turn``) and the rarer
+writes stay short ``BEGIN IMMEDIATE`` transactions.
 """
 
 import logging
+import sqlite3
 import time
 from typing import Optional, Sequence
 
-from ..errors import StorageUnavailableError
+from ..errors import StorageBusyError, StorageUnavailableError
 from ..base import (
     ARTIFACTS_FULL_TEXT, STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError,
     MessageIdReusedError, NoSuchTaskError, QuotaReachedError,
@@ -21,9 +30,24 @@ from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
 from .forms import artifact_body, message_body, stored_fingerprint
+from .migrations import OUTCOME_COLUMNS, TURN_START_COLUMNS
+from ..states import WAITING_STATES
 from ..records import Artifact, Message
 
 log = logging.getLogger("a2a_flask")
+
+# What the triggers of migrations.SINGLE_STATEMENT_WRITES raise (RAISE(ABORT)).
+_REFUSED_KEY = "a2a: key revoked"
+_REFUSED_REPLAY = "a2a: replay"
+_REFUSED_RESERVE = "a2a: reserve"
+_REFUSED_QUOTA = "a2a: quota"
+_REFUSED_CLAIM = "a2a: not claimed"
+_REFUSED_ARTIFACTS = "a2a: artifacts full"
+_REFUSED_NOT_WORKING = "a2a: not working"
+_OUTCOME_SQL = "INSERT INTO a2a_outcome_rows (%s) VALUES (%s)" % (
+    ", ".join(OUTCOME_COLUMNS), ", ".join("?" * len(OUTCOME_COLUMNS)))
+# Each artifact's row after the outcome's: task_id, body, artifact_id.
+_ARTIFACT_ROW = ", (?, %s?, ?)" % ("NULL, " * (len(OUTCOME_COLUMNS) - 3))
 
 _TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
@@ -47,7 +71,14 @@ class TaskOperations:
         ``admit(conn)`` runs once the message is known not to be a replay,
         and its ``add(conn, start, follow_up)`` once the message is stored,
         in the same transaction; with it, a message to a task whose
-        background turn is queued or running is a follow-up."""
+        background turn is queued or running is a follow-up.
+
+        Without ``queue`` (a turn run in the request) the start is ONE
+        statement (``_start_in_one_statement``)."""
+        if queue is None:
+            return self._start_in_one_statement(
+                owner, agent, message, context_id, task_id, metadata,
+                remembered_key, max_stored_bytes, tenant)
         message_id = message["messageId"]
         now = self._now()
         created = task_id is None
@@ -70,33 +101,19 @@ class TaskOperations:
                     " fingerprint, task_id, tenant) VALUES (?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT DO NOTHING",
                     (owner, agent, message_id, digest, task_id, tenant)).rowcount:
-                seen = conn.execute(
-                    "SELECT fingerprint, task_id FROM a2a_deliveries"
-                    " WHERE owner = ? AND agent = ? AND message_id = ?"
-                    " AND tenant = ?",
-                    (owner, agent, message_id, tenant)).fetchone()
-                task = conn.execute(
-                    "SELECT id, context_id FROM a2a_tasks WHERE id = ?",
-                    (seen[1],)).fetchone()
-                if task is None or seen[0] != stored_fingerprint(
-                        delivery_fingerprint(message, *task)):
-                    raise MessageIdReusedError(message_id)
-                return TurnStart(task[0], task[1], replayed=True)
+                return self._replayed(conn, owner, agent, message, tenant)
 
             self._check_reserve()
             if max_stored_bytes is not None:
-                stored = conn.execute(
-                    "SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
-                    " WHERE owner = ?", (owner,)).fetchone()[0]
+                stored = self._stored_bytes(conn, owner)
                 if stored >= max_stored_bytes:
                     raise QuotaReachedError(owner, max_stored_bytes, stored)
-            if queue is not None:
-                queue.admit(conn)
+            queue.admit(conn)
             follow_up = False
             if not created:
                 context_id, follow_up = self._claim_waiting_task(
                     conn, owner, agent, task_id, context_id, now,
-                    follow_up=queue is not None, tenant=tenant)
+                    follow_up=True, tenant=tenant)
             else:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -111,9 +128,127 @@ class TaskOperations:
             seq = self._insert_message(conn, task_id, context_id, owner, agent,
                                        stored)
             start = TurnStart(task_id, context_id, stored, seq, created=created)
-            if queue is not None:
-                queue.add(conn, start, follow_up)
+            queue.add(conn, start, follow_up)
         return start
+
+    #: The statement of ``_start_in_one_statement`` (migrations.py).
+    _START_SQL = "INSERT INTO a2a_turn_starts (%s) VALUES (%s)" % (
+        ", ".join(TURN_START_COLUMNS), ", ".join("?" * len(TURN_START_COLUMNS)))
+
+    #: Tries of a start that met a replay whose record was gone when read
+    #: (withdrawn meanwhile), or a task that changed between the refusal
+    #: and the read of why.
+    START_ATTEMPTS = 3
+
+    def _start_in_one_statement(self, owner, agent, message, context_id,
+                                task_id, metadata, remembered_key,
+                                max_stored_bytes, tenant):
+        """The start as one INSERT into the view ``a2a_turn_starts``, whose
+        trigger checks the key, writes the retry record, checks the reserve
+        and the quota, inserts or claims the task and inserts the message,
+        or writes nothing (RAISE): one ``sqlite3_step`` holds the write lock
+        from the first write to the commit. A refusal's details, a replay's
+        task and the message's seq are read after it, outside any write."""
+        message_id = message["messageId"]
+        created = task_id is None
+        if created:
+            task_id = new_id("task_")
+            context_id = context_id or new_id("ctx_")
+        digest = stored_fingerprint(
+            delivery_fingerprint(message, task_id, context_id))
+        # The stored body leaves out the row's ids whatever the context (forms.py).
+        body = message_body(dict(message, taskId=task_id, contextId=context_id),
+                            task_id, context_id)
+        for attempt in range(1, self.START_ATTEMPTS + 1):
+            # The connection first: it opens (or creates) the file, whose
+            # disk the reserve is of.
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
+            self.write_connection(deadline)
+            reserve = bool(self.min_free_disk_bytes) and \
+                self.free_disk_bytes() < self.min_free_disk_bytes
+            try:
+                self.write_statement(self._START_SQL, (
+                    owner, agent, message_id, digest, task_id, tenant,
+                    remembered_key, reserve, max_stored_bytes, created,
+                    context_id, self._now(),
+                    dumps(metadata) if metadata and created else None,
+                    message["role"], body), deadline)
+            except sqlite3.IntegrityError as exc:
+                refusal = str(exc)
+                conn = self.connection()
+                if refusal == _REFUSED_KEY:
+                    raise RememberedKeyRevokedError() from None
+                if refusal == _REFUSED_REPLAY:
+                    replay = self._replayed(conn, owner, agent, message, tenant)
+                    if replay is not None:
+                        return replay
+                    continue  # withdrawn since: not delivered any more
+                if refusal == _REFUSED_RESERVE:
+                    raise StorageReserveError() from None
+                if refusal == _REFUSED_QUOTA:
+                    raise QuotaReachedError(owner, max_stored_bytes,
+                                            self._stored_bytes(conn, owner)) from None
+                if refusal != _REFUSED_CLAIM:
+                    raise
+                self._why_not_claimed(conn, owner, agent, task_id, context_id,
+                                      tenant, last=attempt == self.START_ATTEMPTS)
+                continue
+            conn = self.connection()
+            # The seq of the message just stored (the task's latest of the
+            # caller's with that id), and a continuation's context.
+            seq, context_id = conn.execute(
+                "SELECT seq, context_id FROM a2a_messages WHERE task_id = ?"
+                " AND message_id = ? AND role = ? ORDER BY seq DESC LIMIT 1",
+                (task_id, message_id, message["role"])).fetchone()
+            stored = dict(message, kind="message", taskId=task_id,
+                          contextId=context_id)
+            return TurnStart(task_id, context_id, stored, seq, created=created)
+        # Delivered and withdrawn again at each try: retryable.
+        raise StorageBusyError()
+
+    @staticmethod
+    def _stored_bytes(conn, owner):
+        return conn.execute("SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
+                            " WHERE owner = ?", (owner,)).fetchone()[0]
+
+    @staticmethod
+    def _replayed(conn, owner, agent, message, tenant):
+        """The start of a messageId delivered before (``replayed``);
+        ``MessageIdReusedError`` when this message is not the one delivered
+        then; None when no delivery of it is stored."""
+        message_id = message["messageId"]
+        seen = conn.execute(
+            "SELECT fingerprint, task_id FROM a2a_deliveries"
+            " WHERE owner = ? AND agent = ? AND message_id = ?"
+            " AND tenant = ?",
+            (owner, agent, message_id, tenant)).fetchone()
+        if seen is None:
+            return None
+        task = conn.execute(
+            "SELECT id, context_id FROM a2a_tasks WHERE id = ?",
+            (seen[1],)).fetchone()
+        if task is None or seen[0] != stored_fingerprint(
+                delivery_fingerprint(message, *task)):
+            raise MessageIdReusedError(message_id)
+        return TurnStart(task[0], task[1], replayed=True)
+
+    @staticmethod
+    def _why_not_claimed(conn, owner, agent, task_id, context_id, tenant, last):
+        """Raise why a continuation's claim changed no row, as read now;
+        returns (try again) when the task reads as claimable, unless
+        ``last``."""
+        row = conn.execute(
+            "SELECT state, context_id FROM a2a_tasks"
+            " WHERE id = ? AND owner = ? AND agent = ? AND tenant = ?",
+            (task_id, owner, agent, tenant)).fetchone()
+        if row is None:
+            raise NoSuchTaskError(task_id)
+        state, task_context = row
+        if context_id is not None and context_id != task_context:
+            raise ContextMismatchError(task_id, task_context)
+        if state in WAITING_STATES and not last:
+            return  # waiting again since the refusal
+        raise TaskNotWaitingError(task_id, state, task_context)
 
     def _claim_waiting_task(self, conn, owner, agent, task_id, context_id, now,
                             follow_up=False, tenant=""):
@@ -225,15 +360,51 @@ class TaskOperations:
             return "working"
         return "failed" if changed == 1 else "working"
 
+    #: More artifacts than this in one outcome are written by a transaction
+    #: of several statements (``_write_outcome``): three bound parameters
+    #: each, within the 999 of a SQLite built with its defaults.
+    ONE_STATEMENT_ARTIFACTS = 300
+
     def _store_outcome(self, task_id, owner, agent, state, status_message,
                        artifacts, max_artifact_bytes=None):
-        """One transaction: the conditional outcome. Its timestamp, or None."""
+        """The conditional outcome, as ONE statement: an INSERT into the view
+        ``a2a_outcome_rows`` of a row for the state and status message, then
+        one per artifact (migrations.py). Its timestamp, or None when the
+        task was not working. Many artifacts: one transaction of several."""
         now = self._now()
-        with self.transaction() as conn:
-            if not self._write_outcome(conn, task_id, owner, agent, state,
-                                       status_message, artifacts, now,
-                                       max_artifact_bytes):
+        if len(artifacts) > self.ONE_STATEMENT_ARTIFACTS:
+            with self.transaction() as conn:
+                if not self._write_outcome(conn, task_id, owner, agent, state,
+                                           status_message, artifacts, now,
+                                           max_artifact_bytes):
+                    return None
+            return now
+        bodies = [(a["artifactId"], artifact_body(a)) for a in artifacts]
+        adding = sum(stored_artifact_bytes(body) for _, body in bodies)
+        limit = max_artifact_bytes if bodies else None
+        if status_message is None:
+            context_id = message_id = role = body = None
+        else:
+            context_id = status_message["contextId"]
+            message_id, role = status_message["messageId"], status_message["role"]
+            body = message_body(status_message, task_id, context_id)
+        params = [task_id, owner, agent, context_id, state, now, limit, adding,
+                  message_id, role, body, None]
+        for artifact_id, artifact in bodies:
+            params += (task_id, artifact, artifact_id)
+        try:
+            self.write_statement(_OUTCOME_SQL + _ARTIFACT_ROW * len(bodies), params)
+        except sqlite3.IntegrityError as exc:
+            refusal = str(exc)
+            if refusal == _REFUSED_NOT_WORKING:
                 return None
+            if refusal != _REFUSED_ARTIFACTS:
+                raise
+            held = self.connection().execute(
+                "SELECT " + _ARTIFACT_BYTES + " FROM a2a_tasks WHERE id = ?",
+                (task_id,)).fetchone()
+            raise ArtifactsFullError(task_id, adding + (held[0] if held else 0),
+                                     limit) from None
         return now
 
     def _write_outcome(self, conn, task_id, owner, agent, state, status_message,

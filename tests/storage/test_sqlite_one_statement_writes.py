@@ -1,0 +1,179 @@
+"""On SQLite, each write transaction of a send run in the request is ONE
+statement in autocommit mode (its start, its outcome): the write lock is
+taken and released inside one ``sqlite3_step``, never held while the
+thread waits for the interpreter (issue 31). Its guarantees hold as before:
+a messageId runs once under concurrent duplicates, a waiting task is
+claimed by one continuation, every refusal writes nothing."""
+
+import threading
+
+import pytest
+
+from a2a_flask.storage.base import (
+    ArtifactsFullError, ContextMismatchError, NoSuchTaskError, QuotaReachedError,
+    RememberedKeyRevokedError, StorageReserveError, TaskNotWaitingError,
+)
+from storage_helpers import agent_reply, finished, msg
+
+@pytest.fixture
+def sqlite_storage(make_storage, request):
+    storage = make_storage()
+    if type(storage).__name__ != "SqliteStorage":
+        pytest.skip("SQLite's write path")
+    return storage
+
+
+class _Recording:
+    """A connection that notes the statements Python sends through it."""
+
+    def __init__(self, conn, sent):
+        self._conn, self._sent = conn, sent
+
+    def execute(self, sql, *args):
+        self._sent.append(sql)
+        return self._conn.execute(sql, *args)
+
+    def executemany(self, sql, *args):
+        self._sent.append(sql)
+        return self._conn.executemany(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def _writes(storage, action):
+    """What ``action()`` returns, and the statements the storage sends
+    while it runs, reads and PRAGMAs left out (their first words)."""
+    real, sent = storage.connection, []
+    storage.connection = lambda *args: _Recording(real(*args), sent)
+    try:
+        result = action()
+    finally:
+        del storage.connection
+    return result, [" ".join(s.split()[:3]) for s in sent
+                    if not s.lstrip().startswith(("SELECT", "PRAGMA"))]
+
+
+def _row_counts(storage):
+    conn = storage.connection()
+    return {table: conn.execute("SELECT count(*) FROM %s" % table).fetchone()[0]
+            for table in ("a2a_tasks", "a2a_messages", "a2a_artifacts",
+                          "a2a_deliveries")}
+
+
+def test_a_new_tasks_start_and_outcome_are_one_statement_each(sqlite_storage):
+    storage = sqlite_storage
+    start, writes = _writes(storage, lambda: storage.start_turn(
+        "alice", "echo", msg("hi"), max_stored_bytes=10 ** 9,
+        metadata={"a": 1}))
+    assert writes == ["INSERT INTO a2a_turn_starts"]
+    artifact = {"artifactId": "art-1", "parts": [{"kind": "text", "text": "x"}]}
+    at, writes = _writes(storage, lambda: storage.finish_turn(
+        start.task_id, "alice", "echo", "input-required", agent_reply(start),
+        [artifact, dict(artifact, artifactId="art-2")], max_artifact_bytes=10 ** 6))
+    assert writes == ["INSERT INTO a2a_outcome_rows"]
+    task = storage.get_task(start.task_id, "alice", "echo")
+    assert (task.state, task.updated_at, task.metadata) == ("input-required", at, {"a": 1})
+    assert task.status_message == agent_reply(start)
+    assert [a["artifactId"] for a in task.artifacts] == ["art-1", "art-2"]
+    assert [m["messageId"] for m in task.history] == ["m-hi", "a-done"]
+    assert start.message_seq == storage.connection().execute(
+        "SELECT seq FROM a2a_messages WHERE message_id = 'm-hi'").fetchone()[0]
+
+    more, writes = _writes(storage, lambda: storage.start_turn(
+        "alice", "echo", msg("more"), task_id=start.task_id))
+    assert writes == ["INSERT INTO a2a_turn_starts"]
+    assert (more.context_id, more.created) == (start.context_id, False)
+    assert more.message["contextId"] == start.context_id
+    assert storage.task_history(start.task_id, before_seq=more.message_seq)[-1][
+        "messageId"] == "a-done"
+    _, writes = _writes(storage, lambda: storage.finish_turn(
+        start.task_id, "alice", "echo", "completed", None))
+    assert writes == ["INSERT INTO a2a_outcome_rows"]
+    task = storage.get_task(start.task_id, "alice", "echo")
+    assert (task.state, task.status_message) == ("completed", None)
+
+
+def test_refusals_of_the_one_statement_start_write_nothing(sqlite_storage):
+    storage = sqlite_storage
+    waiting = finished(storage, "input-required")
+    before = _row_counts(storage)
+    refused = [
+        (NoSuchTaskError, dict(task_id="task_nope")),
+        (NoSuchTaskError, dict(task_id=waiting.task_id, tenant="other")),
+        (ContextMismatchError, dict(task_id=waiting.task_id, context_id="ctx_x")),
+        (QuotaReachedError, dict(max_stored_bytes=1)),
+        (RememberedKeyRevokedError, dict(remembered_key="no such key")),
+    ]
+    for error, fields in refused:
+        with pytest.raises(error):
+            storage.start_turn("alice", "echo", msg("again"), **fields)
+    storage.min_free_disk_bytes = 1 << 62
+    with pytest.raises(StorageReserveError):
+        storage.start_turn("alice", "echo", msg("again"))
+    storage.min_free_disk_bytes = 0
+    assert _row_counts(storage) == before
+    # The refused messageId was never delivered: it runs now.
+    assert storage.start_turn("alice", "echo", msg("again"),
+                              task_id=waiting.task_id).created is False
+
+
+def test_a_refused_outcome_writes_nothing(sqlite_storage):
+    storage = sqlite_storage
+    start = storage.start_turn("alice", "echo", msg("hi"))
+    artifact = {"artifactId": "art-1", "parts": [{"kind": "text", "text": "x" * 100}]}
+    before = _row_counts(storage)
+    with pytest.raises(ArtifactsFullError) as caught:
+        storage.finish_turn(start.task_id, "alice", "echo", "completed",
+                            agent_reply(start), [artifact], max_artifact_bytes=10)
+    assert caught.value.limit == 10 and caught.value.total > 10
+    assert _row_counts(storage) == before
+    storage.cancel_task(start.task_id, "alice", "echo")
+    assert storage.finish_turn(start.task_id, "alice", "echo", "completed",
+                               agent_reply(start), [artifact]) is None
+    assert _row_counts(storage) == before
+    assert storage.task_state(start.task_id) == "canceled"
+
+
+def test_concurrent_duplicates_of_a_message_id_run_once(make_storage):
+    stores = [make_storage() for _ in range(8)]
+    if type(stores[0]).__name__ != "SqliteStorage":
+        pytest.skip("SQLite's write path")
+    go, starts = threading.Barrier(len(stores)), []
+
+    def send(storage):
+        go.wait()
+        starts.append(storage.start_turn("alice", "echo", msg("once")))
+
+    threads = [threading.Thread(target=send, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(s.replayed for s in starts) == [False] + [True] * 7
+    assert len({s.task_id for s in starts}) == 1
+    assert _row_counts(stores[0])["a2a_messages"] == 1
+
+
+def test_concurrent_continuations_of_a_waiting_task_claim_it_once(make_storage):
+    stores = [make_storage() for _ in range(8)]
+    if type(stores[0]).__name__ != "SqliteStorage":
+        pytest.skip("SQLite's write path")
+    waiting = finished(stores[0], "input-required")
+    go, claimed, refused = threading.Barrier(len(stores)), [], []
+
+    def send(i, storage):
+        go.wait()
+        try:
+            claimed.append(storage.start_turn("alice", "echo", msg("more-%d" % i),
+                                              task_id=waiting.task_id))
+        except TaskNotWaitingError as exc:
+            refused.append(exc.state)
+
+    threads = [threading.Thread(target=send, args=(i, s)) for i, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(claimed) == 1 and refused == ["working"] * 7
+    assert _row_counts(stores[0])["a2a_messages"] == 3
