@@ -99,10 +99,18 @@ def _answer(app_state, call, agent_name, at_root):
         params = call.params(inbound)
         tenant = call.tenant(params)
         authorize_tenant(app_state, caller, agent, tenant, call.named_task(params))
-        result = call.run(CallContext(app_state, agent, caller, at_root, tenant),
-                          params)
-        access.note_result(result)
-        return call.answer(result)
+        context = CallContext(app_state, agent, caller, at_root, tenant)
+        try:
+            result = call.run(context, params)
+            access.note_result(result)
+            response = call.answer(result, stream=context.answer_held is not None)
+            # The answer holds its share of the process's budget until sent.
+            if context.answer_held is not None:
+                response.call_on_close(context.release_answer)
+            return response
+        except BaseException:
+            context.release_answer()
+            raise
     except errors.A2AError as exc:
         return _refuse(call, _confirmed(app_state, caller, exc))
     except Exception as exc:

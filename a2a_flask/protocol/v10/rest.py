@@ -18,7 +18,7 @@ from ... import errors
 from .. import errors as answers
 from ..call import ProtocolCall
 from ..card_http import card_response
-from ..jsonrpc import Envelope, decode_json
+from ..jsonrpc import Envelope, decode_json, json_chunks
 from ..versions import version_error
 from . import operations as v10
 from . import schemas
@@ -161,7 +161,9 @@ class RestCall(ProtocolCall):
         self.app_state = context.app_state  # the card's ETag names its signing key
         return v10.run(self.route.operation, context, params)
 
-    def answer(self, result: Any) -> Response:
+    def answer(self, result: Any, stream: bool = False) -> Response:
+        if stream:
+            return Response(json_chunks(result), mimetype=MEDIA_TYPE)
         return self.route.respond(self.app_state, result)
 
     def refuse(self, error: "Refusal") -> Response:
