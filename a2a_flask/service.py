@@ -31,7 +31,7 @@ from .waits import settled
 
 if TYPE_CHECKING:  # pragma: no cover
     from .agent.registry import Agent
-    from .answer_budget import Reservation
+    from .answer_budget import AnswerBudget, Reservation
     from .app_state import AppState
     from .auth.callers import Caller
     from .storage.base import Storage
@@ -130,6 +130,16 @@ def _read(context: CallContext, task_id: str, history_length: Optional[int] = No
           remembered_key: Optional[str] = None) -> TaskRecord:
     """The caller's task as an answer shows it."""
     return _answer(context, _stored(context, task_id, history_length, remembered_key))
+
+
+def _wait_for_room(context: CallContext, budget: AnswerBudget,
+                   weight: int) -> Reservation:
+    """``weight`` bytes of the answer budget, once the answers before this
+    one leave room (``ServerBusyError`` after A2A_ANSWER_WAIT_SECONDS). The
+    thread's storage connection goes back to the pool meanwhile: a call
+    waiting here must not keep a small read waiting for a connection."""
+    context.storage.release_connection()
+    return budget.reserve(weight)
 
 
 def _counted(context: CallContext, record: TaskRecord) -> TaskRecord:
@@ -325,7 +335,7 @@ def get(context: CallContext, task_id: str,
     context.answer_held = budget.try_reserve(weight)
     if context.answer_held is None:
         del record
-        context.answer_held = budget.reserve(weight)
+        context.answer_held = _wait_for_room(context, budget, weight)
         record = _read(context, task_id, history_length, remembered_key)
         context.answer_held.resize(sizes.rough_task_size(record))
     return record
@@ -353,7 +363,9 @@ def list_tasks(context: CallContext, context_id: Optional[str] = None,
     budget = _budget(context)
     answers = context.app_state.answer_budget
     if answers is not None:
-        context.answer_held = answers.reserve(context.app_state.settings.max_answer_bytes)
+        most = context.app_state.settings.max_answer_bytes
+        context.answer_held = answers.try_reserve(most) or _wait_for_room(
+            context, answers, most)
     page = context.storage.list_tasks(
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,

@@ -88,6 +88,19 @@ def _confirmed(app_state, caller, error):
     return error
 
 
+def _hold_until_sent(response, release):
+    """The answer holds its share of the process's budget until its last
+    byte is written, or the response is closed (the client went away)."""
+    def sent(chunks):
+        try:
+            yield from chunks
+        finally:
+            release()
+
+    response.response = sent(response.response)
+    response.call_on_close(release)
+
+
 def _answer(app_state, call, agent_name, at_root):
     caller = None
     inbound = Inbound(app_state.settings.max_content_length)
@@ -104,9 +117,8 @@ def _answer(app_state, call, agent_name, at_root):
             result = call.run(context, params)
             access.note_result(result)
             response = call.answer(result, stream=context.answer_held is not None)
-            # The answer holds its share of the process's budget until sent.
             if context.answer_held is not None:
-                response.call_on_close(context.release_answer)
+                _hold_until_sent(response, context.release_answer)
             return response
         except BaseException:
             context.release_answer()
