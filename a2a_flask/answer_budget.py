@@ -9,7 +9,8 @@ for at most A2A_ANSWER_WAIT_SECONDS, then is answered busy
 (``errors.ServerBusyError``: 503 with Retry-After). Answers under
 ``SMALL_ANSWER_BYTES`` are not counted at all, so that the common small get
 costs nothing more. Once the last large answer of a burst is sent, the
-memory it took is handed back to the system (``give_back_memory``).
+memory it took is handed back to the system (``give_back_memory``), once no
+large answer has been in flight for a second.
 """
 
 import ctypes
@@ -23,9 +24,12 @@ from . import errors
 
 #: Answers smaller than this skip the budget.
 SMALL_ANSWER_BYTES = 64 * 1024
-#: After an answer of at least this many bytes, once none is in flight, the
-#: process's free heap goes back to the system.
+#: After an answer of at least this many bytes, once none has been in flight
+#: for GIVE_BACK_IDLE_SECONDS, the process's free heap goes back to the
+#: system: after a burst, not between its answers (trimming takes the heap's
+#: locks for milliseconds, and the next answer would take the pages again).
 GIVE_BACK_AFTER_BYTES = 1024 * 1024
+GIVE_BACK_IDLE_SECONDS = 1.0
 
 
 def _malloc_trim() -> Optional[Callable[[int], Any]]:
@@ -37,7 +41,7 @@ def _malloc_trim() -> Optional[Callable[[int], Any]]:
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
-    return trim  # type: ignore[no-any-return]
+    return trim
 
 
 _TRIM = _malloc_trim()
@@ -67,6 +71,8 @@ class AnswerBudget:
         #: Whether an answer of GIVE_BACK_AFTER_BYTES or more ended since the
         #: memory was last given back.
         self._large_ended = False
+        #: The timer that gives it back once idle, while one is set.
+        self._idle_timer: Optional[threading.Timer] = None
 
     def _weight(self, weight: int) -> int:
         # One answer larger than the whole budget still runs, alone.
@@ -110,17 +116,26 @@ class AnswerBudget:
         return Reservation(self, weight)
 
     def _change(self, old: int, new: int) -> None:
-        give_back = False
         with self._ready:
             self.in_flight += new - old
             if new < old:
                 self._ready.notify_all()
             if old >= GIVE_BACK_AFTER_BYTES and new == 0:
                 self._large_ended = True
-            if self._large_ended and self.in_flight == 0 and not self._queue:
-                self._large_ended, give_back = False, True
-        if give_back:  # outside the lock: trimming a large heap takes ms
-            give_back_memory()
+            if (self._large_ended and self.in_flight == 0 and not self._queue
+                    and self._idle_timer is None):
+                self._idle_timer = threading.Timer(GIVE_BACK_IDLE_SECONDS,
+                                                   self._give_back)
+                self._idle_timer.daemon = True
+                self._idle_timer.start()
+
+    def _give_back(self) -> None:
+        with self._ready:
+            self._idle_timer = None
+            if self.in_flight or self._queue:  # busy again: its end gives back
+                return
+            self._large_ended = False
+        give_back_memory()  # outside the lock: trimming a large heap takes ms
 
 
 class Reservation:
