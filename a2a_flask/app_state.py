@@ -5,6 +5,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 from . import errors
+from .answer_budget import AnswerBudget
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
 from .logs import RefusalBudget
@@ -36,6 +37,11 @@ class AppState:
             settings.login_failures_per_minute,
             name_limit=settings.login_failures_per_name,
             address_limit=settings.login_failures_per_address)
+        #: The bytes of large answers this process builds at once
+        #: (A2A_MAX_ANSWER_BYTES_IN_FLIGHT), else None.
+        self.answer_budget = None if settings.max_answer_bytes_in_flight is None \
+            else AnswerBudget(settings.max_answer_bytes_in_flight,
+                              settings.answer_wait_seconds)
         #: Blocking sends waiting on background turns (one watcher a process).
         self.task_waits = TaskWaits(storage)
         self.session_cookie_name = session_cookie_name

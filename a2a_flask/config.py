@@ -43,6 +43,12 @@ DEFAULTS = {
     # page stops early (nextPageToken); a task's oldest messages are left
     # out (metadata "a2a_flask.historyOmitted" says how many).
     "A2A_MAX_ANSWER_BYTES": 8 * 1024 * 1024,
+    # The most bytes of large answers one process builds at once (answers
+    # under 64 KiB are not counted); 0: no such bound.
+    "A2A_MAX_ANSWER_BYTES_IN_FLIGHT": 32 * 1024 * 1024,
+    # How long a call waits for room in that budget before it is answered
+    # busy (503, Retry-After).
+    "A2A_ANSWER_WAIT_SECONDS": 10,
     # The most bytes one turn may write (status message and artifacts); an
     # agent answering more fails the turn, saying so in its status.
     "A2A_MAX_TURN_OUTPUT_BYTES": 3 * 1024 * 1024,
@@ -225,6 +231,12 @@ class Settings:
         self.history_length_default = _history_length(get("A2A_HISTORY_LENGTH_DEFAULT"))
         self.max_answer_bytes = _at_least(
             "A2A_MAX_ANSWER_BYTES", get("A2A_MAX_ANSWER_BYTES"), 64 * 1024)
+        #: None: no bound (``answer_budget``).
+        self.max_answer_bytes_in_flight = _at_least(
+            "A2A_MAX_ANSWER_BYTES_IN_FLIGHT", get("A2A_MAX_ANSWER_BYTES_IN_FLIGHT"),
+            0) or None
+        self.answer_wait_seconds = _at_least(
+            "A2A_ANSWER_WAIT_SECONDS", get("A2A_ANSWER_WAIT_SECONDS"), 0)
         self.max_turn_output_bytes = _at_least(
             "A2A_MAX_TURN_OUTPUT_BYTES", get("A2A_MAX_TURN_OUTPUT_BYTES"), 1024)
         if self.max_turn_output_bytes * 2 > self.max_answer_bytes:

@@ -341,6 +341,24 @@ class QuotaExceededError(A2AError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
+class ServerBusyError(InternalError):
+    """The process is building as many large answers as it may at once
+    (A2A_MAX_ANSWER_BYTES_IN_FLIGHT) and this one waited its turn
+    A2A_ANSWER_WAIT_SECONDS: HTTP 503 with Retry-After, ``data.retry`` true.
+    Only reads wait so: nothing was done, the call may be retried as it is.
+    -32603 as the other 503s (``ServiceUnavailableError``); the 1.0 reason
+    tells them apart."""
+
+    reason = "SERVER_BUSY"
+    http_status = 503
+    default_message = ("The service is building other large answers: this "
+                       "one waited its turn and was not built. Retry later.")
+
+    def __init__(self, message: Optional[str] = None, retry_after: int = 1) -> None:
+        super().__init__(message, data={"retry": True, "retryAfter": retry_after})
+        self.headers = {"Retry-After": str(retry_after)}
+
+
 class IncompleteBodyError(InvalidRequestError):
     """The body ended before its ``Content-Length``: nothing is run."""
 

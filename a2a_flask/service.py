@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, List, Optional
 
 from . import errors
+from .answer_budget import SMALL_ANSWER_BYTES
 from .agent import Turn, TurnReadFailed, run_turn
 from .agent.engine import store_outcome
 from .auth.callers import KEY_REFUSED
@@ -30,6 +31,7 @@ from .waits import settled
 
 if TYPE_CHECKING:  # pragma: no cover
     from .agent.registry import Agent
+    from .answer_budget import AnswerBudget, Reservation
     from .app_state import AppState
     from .auth.callers import Caller
     from .storage.base import Storage
@@ -41,7 +43,7 @@ class CallContext:
     in which tenant, through which app's A2A state
     (``app.extensions["a2a"]``)."""
 
-    __slots__ = ("app_state", "agent", "caller", "at_root", "tenant")
+    __slots__ = ("app_state", "agent", "caller", "at_root", "tenant", "answer_held")
 
     def __init__(self, app_state: AppState, agent: Agent, caller: Caller,
                  at_root: bool = False, tenant: str = "") -> None:
@@ -53,6 +55,16 @@ class CallContext:
         #: The tenant the call names ('' for none), already checked against
         #: the caller's (``auth.callers.authorize_tenant``).
         self.tenant = tenant
+        #: The bytes of the process's answer budget this call's answer
+        #: holds (A2A_MAX_ANSWER_BYTES_IN_FLIGHT), None for a small answer;
+        #: given back once the answer is sent (``release_answer``).
+        self.answer_held: Optional[Reservation] = None
+
+    def release_answer(self) -> None:
+        """Give back what the answer held of the budget (again: nothing)."""
+        held, self.answer_held = self.answer_held, None
+        if held is not None:
+            held.release()
 
     @property
     def storage(self) -> Storage:
@@ -120,6 +132,28 @@ def _read(context: CallContext, task_id: str, history_length: Optional[int] = No
     return _answer(context, _stored(context, task_id, history_length, remembered_key))
 
 
+def _wait_for_room(context: CallContext, budget: AnswerBudget,
+                   weight: int) -> Reservation:
+    """``weight`` bytes of the answer budget, once the answers before this
+    one leave room (``ServerBusyError`` after A2A_ANSWER_WAIT_SECONDS). The
+    thread's storage connection goes back to the pool meanwhile: a call
+    waiting here must not keep a small read waiting for a connection."""
+    context.storage.release_connection()
+    return budget.reserve(weight)
+
+
+def _counted(context: CallContext, record: TaskRecord) -> TaskRecord:
+    """``record``, its answer counted in the process's budget without
+    waiting: the call's work is done (a send's turn ran, a cancel was
+    stored), so it is never refused for want of room."""
+    budget = context.app_state.answer_budget
+    if budget is not None:
+        weight = sizes.rough_task_size(record)
+        if weight >= SMALL_ANSWER_BYTES:
+            context.answer_held = budget.reserve(weight, wait=False)
+    return record
+
+
 def clamp_history(history: List[Message], limit: Optional[int]) -> List[Message]:
     """The last ``limit`` messages (all of them when ``limit`` is None)."""
     if limit is None:
@@ -145,6 +179,14 @@ def send(context: CallContext, message: dict,
     as the task's next turn (docs/background.md); a caller with
     A2A_QUEUE_LIMIT_PER_CALLER turns queued is refused (``QueueFullError``).
     Any other agent runs inside the call, ``return_immediately`` or not."""
+    return _counted(context, _send(context, message, accepted_output_modes, metadata,
+                                   history_length, return_immediately))
+
+
+def _send(context: CallContext, message: dict,
+          accepted_output_modes: Optional[List[str]],
+          metadata: Optional[dict], history_length: Optional[int],
+          return_immediately: bool) -> TaskRecord:
     context.agent.check_accepts(message, accepted_output_modes)
     owner, agent_name = context.caller.id, context.agent.name
     storage = context.storage
@@ -276,15 +318,33 @@ def _outcome(context: CallContext, task_id: str,
 
 def get(context: CallContext, task_id: str,
         history_length: Optional[int] = None) -> TaskRecord:
+    """The caller's task; an answer of SMALL_ANSWER_BYTES or more holds its
+    size of the process's budget, waiting its turn when there is no room:
+    without the task, read again once there is (a waiting read holds no
+    memory), or ``ServerBusyError`` after A2A_ANSWER_WAIT_SECONDS."""
+    history_length = context.history_length(history_length)
     # A key taken on trust (auth.authenticate) is checked by the read itself.
-    return _read(context, task_id, context.history_length(history_length),
-                 context.caller.remembered_key)
+    remembered_key = context.caller.remembered_key
+    record = _read(context, task_id, history_length, remembered_key)
+    budget = context.app_state.answer_budget
+    if budget is None:
+        return record
+    weight = sizes.rough_task_size(record)
+    if weight < SMALL_ANSWER_BYTES:
+        return record
+    context.answer_held = budget.try_reserve(weight)
+    if context.answer_held is None:
+        del record
+        context.answer_held = _wait_for_room(context, budget, weight)
+        record = _read(context, task_id, history_length, remembered_key)
+        context.answer_held.resize(sizes.rough_task_size(record))
+    return record
 
 
 def cancel(context: CallContext, task_id: str) -> TaskRecord:
     context.storage.cancel_task(task_id, context.caller.id, context.agent.name,
                                 tenant=context.tenant)
-    return _read(context, task_id)
+    return _counted(context, _read(context, task_id))
 
 
 def list_tasks(context: CallContext, context_id: Optional[str] = None,
@@ -294,8 +354,18 @@ def list_tasks(context: CallContext, context_id: Optional[str] = None,
                include_artifacts: bool = False) -> StoredTaskPage:
     """The caller's tasks of this agent only, newest first, one page: it
     ends early at A2A_MAX_ANSWER_BYTES (its first task there whatever its
-    size, its history trimmed to fit: ``fit``)."""
+    size, its history trimmed to fit: ``fit``).
+
+    Any page may be that large: it holds A2A_MAX_ANSWER_BYTES of the
+    process's answer budget before it is read (waiting its turn, or
+    ``ServerBusyError``), then only its size (nothing, under
+    SMALL_ANSWER_BYTES)."""
     budget = _budget(context)
+    answers = context.app_state.answer_budget
+    if answers is not None:
+        most = context.app_state.settings.max_answer_bytes
+        context.answer_held = answers.try_reserve(most) or _wait_for_room(
+            context, answers, most)
     page = context.storage.list_tasks(
         owner=context.caller.id, agent=context.agent.name, context_id=context_id,
         state=state, updated_after=updated_after, limit=limit, cursor=cursor,
@@ -304,6 +374,12 @@ def list_tasks(context: CallContext, context_id: Optional[str] = None,
     for index, task in enumerate(page.tasks):
         if index == 0 or task.history_omitted:
             fit(task, budget)  # the first may be alone over the budget
+    if context.answer_held is not None:
+        weight = sum(sizes.rough_task_size(task) for task in page.tasks)
+        if weight < SMALL_ANSWER_BYTES:
+            context.release_answer()
+        else:
+            context.answer_held.resize(weight)
     return page
 
 

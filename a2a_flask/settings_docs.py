@@ -81,6 +81,22 @@ DOCS = {
         "a ListTasks page ends early with a `nextPageToken`, a task shows its "
         "newest messages that fit (its metadata `a2a_flask.historyOmitted` says "
         "how many were left out); see [Hardening](../hardening.md).",
+    "A2A_MAX_ANSWER_BYTES_IN_FLIGHT": "The most bytes of large answers one "
+        "process builds at once (32 MiB), shared by its threads: each answer of "
+        "64 KiB or more holds its size from before it is read (a ListTasks page "
+        "holds `A2A_MAX_ANSWER_BYTES` until its tasks are read) until its last "
+        "byte is sent; a call finding no room waits its turn, in order of "
+        "arrival, for `A2A_ANSWER_WAIT_SECONDS`. Smaller answers are not "
+        "counted. An answer larger than the whole budget is built alone. `0`: "
+        "no bound (each answer is still bounded by `A2A_MAX_ANSWER_BYTES`). "
+        "See [Hardening](../hardening.md).",
+    "A2A_ANSWER_WAIT_SECONDS": "How long a read (GetTask, ListTasks, "
+        "`tasks/get`) waits for room in `A2A_MAX_ANSWER_BYTES_IN_FLIGHT` "
+        "(10 s) before it is answered busy: HTTP 503 with `Retry-After`, "
+        "JSON-RPC code `-32603` with `data.retry` true (1.0 reason "
+        "`SERVER_BUSY`); nothing was done and the call may be retried as it "
+        "is. A send's or a cancel's answer never waits (its work is done): it "
+        "is counted all the same. `0`: answer busy at once.",
     "A2A_MAX_TURN_OUTPUT_BYTES": "The most bytes one turn may write, its status "
         "message and artifacts together (3 MiB); an agent answering more fails "
         "the turn, saying so. At most half of `A2A_MAX_ANSWER_BYTES`. A task's "

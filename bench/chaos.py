@@ -6,7 +6,8 @@ reproduced against real gunicorn servers, one figure line per finding.
 
 Findings 0-9 are in bench/chaos_unattended.py, 10-16 (a hostile caller's) in
 bench/chaos_hostile.py, C1 (the client against a hostile server) in
-bench/chaos_client.py, what they share in bench/chaos_harness.py.
+bench/chaos_client.py, M1 (concurrent ListTasks, memory per process) in
+bench/chaos_memory.py, what they share in bench/chaos_harness.py.
 
 Runs ``gunicorn wsgi:app`` of the checkout this file is in, with the Python
 environment running it, on 127.0.0.1 only; each server has a fresh temporary
@@ -21,6 +22,7 @@ import subprocess
 from chaos_client import FINDINGS as CLIENT
 from chaos_harness import REPO
 from chaos_hostile import FINDINGS as HOSTILE
+from chaos_memory import FINDINGS as MEMORY
 from chaos_unattended import FINDINGS as UNATTENDED
 
 
@@ -33,7 +35,7 @@ def main(argv=None):
         ["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
         text=True).stdout.strip() or "no git"))
     print("| # | finding | figure |\n|---|---|---|")
-    for number, name, run in UNATTENDED + HOSTILE + CLIENT:
+    for number, name, run in UNATTENDED + HOSTILE + CLIENT + MEMORY:
         if only and number not in only:
             continue
         try:

@@ -90,6 +90,19 @@ def _confirmed(app_state, caller, error):
     return error
 
 
+def _hold_until_sent(response, release):
+    """The answer holds its share of the process's budget until its last
+    byte is written, or the response is closed (the client went away)."""
+    def sent(chunks):
+        try:
+            yield from chunks
+        finally:
+            release()
+
+    response.response = sent(response.response)
+    response.call_on_close(release)
+
+
 def _answer(app_state, call, agent_name, at_root):
     caller = None
     inbound = Inbound(app_state.settings.max_content_length)
@@ -101,10 +114,17 @@ def _answer(app_state, call, agent_name, at_root):
         params = call.params(inbound)
         tenant = call.tenant(params)
         authorize_tenant(app_state, caller, agent, tenant, call.named_task(params))
-        result = call.run(CallContext(app_state, agent, caller, at_root, tenant),
-                          params)
-        access.note_result(result)
-        return call.answer(result)
+        context = CallContext(app_state, agent, caller, at_root, tenant)
+        try:
+            result = call.run(context, params)
+            access.note_result(result)
+            response = call.answer(result, stream=context.answer_held is not None)
+            if context.answer_held is not None:
+                _hold_until_sent(response, context.release_answer)
+            return response
+        except BaseException:
+            context.release_answer()
+            raise
     except (errors.A2AError, StorageError) as exc:
         # A neutral storage outcome (no such task...) too: the call's binding
         # words it for its version (``ProtocolCall.refuse``), here only.

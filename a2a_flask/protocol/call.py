@@ -134,8 +134,9 @@ class ProtocolCall:
         """The result in its wire form (service errors become A2A errors)."""
         raise NotImplementedError
 
-    def answer(self, result: Any) -> "Response":
-        """The HTTP response of a result."""
+    def answer(self, result: Any, stream: bool = False) -> "Response":
+        """The HTTP response of a result; ``stream``: a large one, written
+        as it is sent rather than built whole first."""
         raise NotImplementedError
 
     def refuse(self, error: "Refusal") -> "Response":

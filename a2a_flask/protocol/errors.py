@@ -42,6 +42,7 @@ ANSWERS: Dict[Type[errors.A2AError], ErrorAnswer] = {
     errors.IdentityProviderUnavailableError: ErrorAnswer(503),
     errors.QueueFullError: ErrorAnswer(429),
     errors.QuotaExceededError: ErrorAnswer(429),
+    errors.ServerBusyError: ErrorAnswer(503),
     errors.InternalError: ErrorAnswer(500),
 }
 _DEFAULT = ErrorAnswer(400)

@@ -11,7 +11,7 @@ import json
 import math
 import re
 from itertools import accumulate
-from typing import Any
+from typing import Any, Iterator, List
 
 from flask import Response
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
@@ -205,14 +205,70 @@ class Envelope:
             raise self.error
 
 
-def _json_response(payload, status=200, headers=None):
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+def _dumps(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+#: A streamed answer is written in chunks of about this many bytes.
+CHUNK_BYTES = 256 * 1024
+#: How deep a streamed answer is taken apart (envelope, result, tasks, a
+#: task, its history, a message, its parts, a part): below, values are
+#: written whole.
+_STREAM_DEPTH = 8
+
+
+def _pieces(value: Any, depth: int) -> Iterator[str]:
+    if depth and isinstance(value, dict) and value:
+        before = "{"
+        for key, item in value.items():
+            yield before + _dumps(str(key)) + ":"
+            yield from _pieces(item, depth - 1)
+            before = ","
+        yield "}"
+    elif depth and isinstance(value, list) and value:
+        before = "["
+        for item in value:
+            yield before
+            yield from _pieces(item, depth - 1)
+            before = ","
+        yield "]"
+    else:
+        yield _dumps(value)
+
+
+def json_chunks(value: Any) -> Iterator[bytes]:
+    """``value`` as compact UTF-8 JSON (the bytes ``json.dumps`` writes), in
+    chunks of about CHUNK_BYTES written as they are sent: a large answer is
+    never held whole, as text and again as bytes, besides its values."""
+    pending: List[str] = []
+    size = 0
+    for piece in _pieces(value, _STREAM_DEPTH):
+        if len(piece) >= CHUNK_BYTES:  # a large string: written on its own
+            if pending:
+                yield "".join(pending).encode("utf-8")
+                pending, size = [], 0
+            yield piece.encode("utf-8")
+            continue
+        pending.append(piece)
+        size += len(piece)
+        if size >= CHUNK_BYTES:
+            yield "".join(pending).encode("utf-8")
+            pending, size = [], 0
+    if pending:
+        yield "".join(pending).encode("utf-8")
+
+
+def _json_response(payload, status=200, headers=None, stream=False):
+    body = json_chunks(payload) if stream else _dumps(payload)
     return Response(body, status=status, headers=headers,
                     mimetype="application/json")
 
 
-def result_response(request_id: Any, result: Any) -> Response:
-    return _json_response({"jsonrpc": "2.0", "id": request_id, "result": result})
+def result_response(request_id: Any, result: Any, stream: bool = False) -> Response:
+    """The JSON-RPC answer of ``result``; ``stream``: written as it is sent
+    (``json_chunks``), for a large one."""
+    return _json_response({"jsonrpc": "2.0", "id": request_id, "result": result},
+                          stream=stream)
 
 
 def error_response(exc: errors.A2AError, request_id: Any = None,

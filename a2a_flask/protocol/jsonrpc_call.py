@@ -117,8 +117,8 @@ class JsonRpcCall(ProtocolCall):
     def run(self, context: "CallContext", params: Any) -> Any:
         return self.method.run(context, params)
 
-    def answer(self, result):
-        return result_response(self.envelope.id, result)
+    def answer(self, result, stream=False):
+        return result_response(self.envelope.id, result, stream)
 
     def refuse(self, error: "Refusal") -> "Response":
         return self.binding.error_response(

@@ -37,6 +37,7 @@ ANSWERED_AS = {
     # 0.3 has no ErrorInfo: its 503s are all -32603.
     (errors.ServiceUnavailableError, "0.3"): errors.InternalError,
     (errors.IdentityProviderUnavailableError, "0.3"): errors.InternalError,
+    (errors.ServerBusyError, "0.3"): errors.InternalError,
     # An HTTP+JSON 404 without ErrorInfo is read as a missing task (the
     # other servers' form); ours never answers a missing task so.
     # (A client finds no card of an unknown agent before any such call.)

@@ -19,7 +19,7 @@ from .. import errors as answers
 from ...validation import load_params
 from ..call import ProtocolCall, version_error
 from ..card_http import card_response
-from ..jsonrpc import Envelope, decode_json
+from ..jsonrpc import Envelope, decode_json, json_chunks
 from . import operations as v10
 from . import schemas
 
@@ -154,7 +154,9 @@ class RestCall(ProtocolCall):
         self.app_state = context.app_state  # the card's ETag names its signing key
         return self.route.operation(context, params)
 
-    def answer(self, result: Any) -> Response:
+    def answer(self, result: Any, stream: bool = False) -> Response:
+        if stream:
+            return Response(json_chunks(result), mimetype=MEDIA_TYPE)
         return self.route.respond(self.app_state, result)
 
     def refuse(self, error: "Refusal") -> Response:

@@ -1,0 +1,134 @@
+"""Memory bounded per process (issue 32): the large answers one process
+builds at once share A2A_MAX_ANSWER_BYTES_IN_FLIGHT. An answer of 64 KiB or
+more holds its share from before it is read until its last byte is sent
+(a ListTasks page holds A2A_MAX_ANSWER_BYTES until its tasks are read); a
+read finding no room waits A2A_ANSWER_WAIT_SECONDS (here 0), then is answered
+busy: HTTP 503, Retry-After, -32603 with ``data.retry`` true, 1.0 reason
+SERVER_BUSY. Small answers skip the budget; a send's answer is counted but
+never refused. Through HTTP: an answer not yet read by its caller (the test
+client's ``buffered=False``) keeps its share, as one a slow client reads."""
+
+import json
+
+import pytest
+
+from a2a_flask import Reply
+from a2a_flask.protocol.jsonrpc import json_chunks
+from v1.inprocess import Caller, user_message
+
+BUDGET = 512 * 1024
+IN_FLIGHT = 256 * 1024
+RPC = "/api/v1/agents/big/a2a"
+REST = "/api/v1/agents/big/rest"
+
+
+def register(a2a):
+    # "<KiB>": a reply of that many KiB.
+    a2a.add_agent("big", lambda turn: Reply("y" * (int(turn.text) * 1024)))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def caller(request, make_app):
+    # Room for one page at a time (a page holds A2A_MAX_ANSWER_BYTES first,
+    # here all of the budget).
+    config = dict(A2A_AUTH="required", A2A_MAX_ANSWER_BYTES=BUDGET,
+                  A2A_MAX_TURN_OUTPUT_BYTES=96 * 1024,
+                  A2A_MAX_ANSWER_BYTES_IN_FLIGHT=IN_FLIGHT, A2A_ANSWER_WAIT_SECONDS=0)
+    if request.param == "postgres":
+        config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
+    app, _ = make_app(register, **config)
+    key = app.extensions["a2a"].credentials.create_key(None, "k")[1]
+    return Caller(app.test_client(), agent="big", key=key)
+
+
+def _send(caller, kib):
+    return caller.result("SendMessage", {"message": user_message(str(kib))})["task"]
+
+
+def _rpc(method, params):
+    return {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}
+
+
+def _list_unread(caller):
+    """A ListTasks answer its caller has not read yet: it holds its share."""
+    response = caller.client.post(
+        RPC, headers=caller.headers, buffered=False,
+        json=_rpc("ListTasks", {"pageSize": 100, "includeArtifacts": True,
+                                "historyLength": 0}))
+    assert response.status_code == 200
+    return response
+
+
+def _busy(response, rest=False):
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == "1"
+    body = response.get_json()
+    if rest:
+        error = body["error"]
+        assert error["status"] == "UNAVAILABLE"
+        info = error["details"][0]
+    else:
+        assert body["id"] == 7
+        error = body["error"]
+        assert error["code"] == -32603
+        info = error["data"][0]
+    assert info["reason"] == "SERVER_BUSY"
+    assert info["metadata"] == {"retryAfter": "1"}
+    assert "other large answers" in error["message"]
+
+
+def test_a_large_read_waits_for_the_answers_in_flight_then_is_answered_busy(caller):
+    # Each ~120 KiB as GetTask shows it (the reply in its history, as its
+    # status and as its artifact); ~80 KiB listed without history.
+    big = [_send(caller, 40)["id"] for _ in range(2)]
+    small = _send(caller, 1)["id"]
+    held = _list_unread(caller)  # ~160 KiB of the 256
+
+    # Another page, a large task: no room, and no time to wait (0 s).
+    _busy(caller.client.post(RPC, headers=caller.headers, json=_rpc(
+        "ListTasks", {"pageSize": 100, "includeArtifacts": True})))
+    _busy(caller.client.post(RPC, headers=caller.headers,
+                             json=_rpc("GetTask", {"id": big[0]})))
+    _busy(caller.client.get(REST + "/tasks/" + big[1], headers=caller.headers),
+          rest=True)
+    response = caller.client.post(RPC, headers={"X-API-Key": caller.headers["X-API-Key"]},
+                                  json={"jsonrpc": "2.0", "id": 7, "method": "tasks/get",
+                                        "params": {"id": big[0]}})
+    assert response.status_code == 503 and response.headers["Retry-After"] == "1"
+    assert response.get_json()["error"]["code"] == -32603
+    assert response.get_json()["error"]["data"] == {"retry": True, "retryAfter": 1}
+    # A small answer skips the budget; a send's is counted, never refused.
+    assert caller.result("GetTask", {"id": small})["id"] == small
+    assert _send(caller, 40)["status"]["state"] == "TASK_STATE_COMPLETED"
+
+    # Once the held answer is read to its end and closed, there is room again.
+    page = json.loads(held.get_data())["result"]
+    held.close()
+    assert [task["id"] for task in page["tasks"]] == [small] + big[::-1]
+    assert caller.result("GetTask", {"id": big[0]})["id"] == big[0]
+    assert len(caller.result("ListTasks", {"pageSize": 100, "historyLength": 0}
+                             )["tasks"]) == 4
+
+
+def test_a_large_answer_is_streamed_as_json_dumps_writes_it(caller):
+    task = _send(caller, 40)
+    streamed = caller.client.post(RPC, headers=caller.headers,
+                                  json=_rpc("GetTask", {"id": task["id"]}))
+    assert streamed.status_code == 200
+    assert "Content-Length" not in streamed.headers  # written as it is sent
+    assert streamed.get_json()["result"]["status"] == task["status"]
+    small = _send(caller, 1)
+    answer = caller.client.post(RPC, headers=caller.headers,
+                                json=_rpc("GetTask", {"id": small["id"]}))
+    assert int(answer.headers["Content-Length"]) == len(answer.data)
+
+
+def test_json_chunks_are_the_bytes_json_dumps_writes():
+    value = {"jsonrpc": "2.0", "id": None, "result": {"tasks": [
+        {"id": "t", "history": [{"parts": [{"text": "\u00e9\u2028\"\\" * 100000}]}],
+         "metadata": {"deep": [[[[[[[[[[1, {"a": []}]]]]]]]]]], "empty": {}}},
+        {"id": "u", "artifacts": []}], "nextPageToken": ""}}
+    chunks = list(json_chunks(value))
+    assert len(chunks) > 1
+    assert b"".join(chunks) == json.dumps(
+        value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
