@@ -15,8 +15,8 @@ def service(make_app):
     credentials = app.extensions["a2a"].credentials
     client = app.test_client()
 
-    def key(**options):
-        return credentials.create_key(None, "k", **options)[1]
+    def key(agents=None, **options):
+        return credentials.create_key(agents, "k", **options)[1]
 
     return client, key
 
@@ -40,7 +40,8 @@ def test_the_operators_page_counts_and_cancels_every_tenants_tasks(service,
         _send(caller, tenant)
     waiting = _send(acme, "acme", agent="chat")
     assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    operator = {"X-API-Key": key(operator=True, tenant=operator_tenant)}
+    operator_key = key(operator=True, tenant=operator_tenant, agents=["echo"])
+    operator = {"X-API-Key": operator_key}
 
     page = client.get("/api/v1/dashboard/", headers=dict(JSON, **operator))
     assert page.status_code == 200
@@ -58,4 +59,10 @@ def test_the_operators_page_counts_and_cancels_every_tenants_tasks(service,
     # The tenant's neighbours still do not see it.
     beta.agent = "chat"
     status, _ = beta.rest("GET", "/beta/tasks/" + waiting["id"])
+    assert status == 404
+
+    # Talking to an agent, an operator key is a key of its own tenant.
+    as_caller = Caller(client, key=operator_key)
+    _send(as_caller, operator_tenant)
+    status, _ = as_caller.rest("POST", "/acme/message:send", {"message": user_message()})
     assert status == 404
