@@ -16,5 +16,7 @@ app.config["A2A_DASHBOARD"] = True  # the operator's page: /api/v1/dashboard/
 app.config["A2A_IN_PROCESS_WORKER"] = 4
 app.config.update(config_from_env())
 a2a = A2A(app)
-register_demo_agents(a2a)
+# A2A_CONFORMANCE_AGENT=1: also `conformance`, the conformance kit's test
+# agent (docs/conformance.md).
+register_demo_agents(a2a, conformance_agent=app.config.get("A2A_CONFORMANCE_AGENT", False))
 add_index(app)  # / lists the agents and their URLs

@@ -23,6 +23,7 @@ DEFAULTS = {
     "A2A_DEFAULT_AGENT": None,
     "A2A_ROOT_REST": False,  # A2A 1.0 HTTP+JSON of the default agent at /
     "A2A_STRICT_JSONRPC": False,
+    "A2A_CONFORMANCE_AGENT": False,  # the demo's wsgi.py: the kit's test agent
     "A2A_MAX_CONTENT_LENGTH": 1024 * 1024,
     "A2A_PUBLIC_BASE_URL": None,
     "A2A_AUTH": "required",

@@ -1,5 +1,6 @@
 """The demo agents ``echo``, ``chat`` and ``slow`` (a background agent), as
-registered by ``wsgi.py``, and the demo's index page at ``/``."""
+registered by ``wsgi.py``, the ``conformance`` agent (A2A_CONFORMANCE_AGENT)
+and the demo's index page at ``/``."""
 
 import base64
 import hashlib
@@ -11,7 +12,7 @@ from flask import Flask, Response, request
 from markupsafe import escape
 
 from . import urls
-from .agent import InputRequired, Reply
+from .agent import InputRequired, Reject, Reply
 
 
 def echo(turn):
@@ -70,8 +71,93 @@ def slow(turn):
     return Reply("done after %d s" % seconds)
 
 
-def register_demo_agents(a2a, slow_agent=True):
-    """``echo`` and ``chat``; ``slow`` too unless ``slow_agent`` is False."""
+#: The file the ``conformance`` agent answers with, as its bytes and as a URL.
+CONFORMANCE_FILE_TEXT = b"Generated file content\n"
+CONFORMANCE_FILE_URL = "https://example.com/output.txt"
+#: Seconds the long-running scripted task works before it completes.
+CONFORMANCE_LONG_SECONDS = 4
+
+
+def _file_part(**file):
+    return {"kind": "file", "file": dict(file, name="output.txt", mimeType="text/plain")}
+
+
+def _text_parts(*texts):
+    return [{"kind": "text", "text": text} for text in texts]
+
+
+def _long_running(turn):
+    for second in range(CONFORMANCE_LONG_SECONDS):
+        if not turn.progress("working: %d of %d s" % (second, CONFORMANCE_LONG_SECONDS)):
+            break  # canceled: the outcome would be discarded anyway
+        time.sleep(1)
+    return Reply("Long-running task completed")
+
+
+#: What ``conformance`` does for a messageId starting with each prefix (the
+#: conformance kit's in-band signal, its scenarios/*.feature), longest
+#: first so that ``tck-artifact-file-url`` is not taken for ``tck-artifact-file``.
+#: The streaming scenarios end as their streams would: this service does
+#: not stream, so their messages come by SendMessage, if at all.
+CONFORMANCE_SCRIPT = [
+    ("tck-complete-task", lambda turn: Reply("Hello from TCK")),
+    ("tck-artifact-text", lambda turn: Reply("Generated text content")),
+    ("tck-artifact-file-url", lambda turn: Reply(parts=[
+        _file_part(uri=CONFORMANCE_FILE_URL)])),
+    ("tck-artifact-file", lambda turn: Reply(parts=[
+        _file_part(bytes=base64.b64encode(CONFORMANCE_FILE_TEXT).decode("ascii"))])),
+    ("tck-artifact-data", lambda turn: Reply(parts=[
+        {"kind": "data", "data": {"key": "value", "count": 42}}])),
+    # A2A lets an agent answer a Message instead of a Task; every send here
+    # makes a durable task (docs/conformance.md), so this one completes.
+    ("tck-message-response", lambda turn: Reply("Direct message response")),
+    ("tck-input-required", lambda turn: InputRequired(
+        "Input required: send another message to this task.")),
+    ("tck-reject-task", lambda turn: Reject("rejected")),
+    ("tck-stream-artifact-chunked", lambda turn: Reply(parts=_text_parts(
+        "chunk-1 ", "chunk-2"))),
+    ("tck-stream-artifact-text", lambda turn: Reply("Streamed text content")),
+    ("tck-stream-artifact-file", lambda turn: Reply(parts=[
+        _file_part(bytes=base64.b64encode(CONFORMANCE_FILE_TEXT).decode("ascii"))])),
+    ("tck-stream-ordering-001", lambda turn: Reply("Ordered output")),
+    ("tck-stream-001", lambda turn: Reply("Stream hello from TCK")),
+    ("tck-stream-002", lambda turn: Reply("Stream completed")),
+    ("tck-stream-003", lambda turn: Reply("Stream task lifecycle")),
+    ("test-resubscribe-message-id", _long_running),
+]
+CONFORMANCE_SCRIPT.sort(key=lambda entry: -len(entry[0]))
+
+
+def conformance(turn):
+    """The conformance kit's test agent: what it does is chosen by the
+    prefix of the incoming messageId (``CONFORMANCE_SCRIPT``); any other
+    message completes the task, naming the messageId."""
+    message_id = turn.message["messageId"]
+    for prefix, act in CONFORMANCE_SCRIPT:
+        if message_id.startswith(prefix):
+            return act(turn)
+    return Reply("No scenario for messageId %s: completed." % message_id)
+
+
+def register_conformance_agent(a2a):
+    """``conformance``: a background agent, so that a send with
+    ``returnImmediately`` answers while the turn still runs, as the kit's
+    execution-mode and cancel scenarios expect (the demo's web processes run
+    its turns: A2A_IN_PROCESS_WORKER)."""
+    a2a.add_agent("conformance", conformance, background=True,
+                  description="The A2A conformance kit's test agent: the prefix of "
+                              "the messageId picks a scripted answer.",
+                  output_modes=("text/plain", "application/json"), skills=[{
+        "id": "conformance", "name": "Conformance scenarios",
+        "description": "Answers as the A2A conformance kit's scenarios script, "
+                       "chosen by the messageId's prefix (tck-complete-task, "
+                       "tck-artifact-text, tck-input-required...).",
+        "tags": ["demo", "conformance"], "examples": ["hello"]}])
+
+
+def register_demo_agents(a2a, slow_agent=True, conformance_agent=False):
+    """``echo`` and ``chat``; ``slow`` too unless ``slow_agent`` is False;
+    ``conformance`` when ``conformance_agent`` (A2A_CONFORMANCE_AGENT)."""
     a2a.add_agent("echo", echo, skills=[{
         "id": "echo", "name": "Echo", "description": "Replies with the text it is sent.",
         "tags": ["demo", "echo"], "examples": ["hello"]}])
@@ -92,6 +178,8 @@ def register_demo_agents(a2a, slow_agent=True):
                            "2, at most 60), reporting progress each second; "
                            "send with blocking false and poll tasks/get.",
             "tags": ["demo", "background"], "examples": ["5"]}])
+    if conformance_agent:
+        register_conformance_agent(a2a)
 
 
 _INDEX_STYLE = ("body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;"

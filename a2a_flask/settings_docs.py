@@ -23,6 +23,12 @@ DOCS = {
         "`A2A_DEFAULT_AGENT` (a warning at start says so when it is missing).",
     "A2A_STRICT_JSONRPC": "`True`: a `jsonrpc` member other than the string "
         "`\"2.0\"` is `-32600`. `False`: it must be present, any value is accepted.",
+    "A2A_CONFORMANCE_AGENT": "The demo's `wsgi.py` only: `True` also serves "
+        "`conformance`, the test agent the A2A conformance kit's scenarios "
+        "script (what it answers is chosen by the prefix of the messageId); "
+        "with `A2A_DEFAULT_AGENT=conformance` the kit runs against "
+        "`gunicorn wsgi:app` (see [Conformance](../conformance.md)). Off by "
+        "default; no other app reads it.",
     "A2A_MAX_CONTENT_LENGTH": "Larger request bodies (bytes; the default is "
         "1 MiB) are refused: HTTP 413, `-32600`.",
     "A2A_PUBLIC_BASE_URL": "The base URL the cards advertise; None: taken from "

@@ -38,14 +38,16 @@ def users_create(name: str, password_stdin: bool, operator: bool,
 
 @users_cli.command("list")
 def users_list() -> None:
-    """List the built-in users."""
+    """List the built-in users (an operator's, a tenant's marked so)."""
     credentials = app_state().credentials
     users = credentials.users()
     if not users:
         click.echo("No users. Create one with: flask a2a users create NAME")
     for name, created in users:
-        click.echo("%s  created %s%s" % (name, created, "  operator"
-                                         if credentials.user_is_operator(name) else ""))
+        tenant = credentials.user_tenant(name)
+        click.echo("%s  created %s%s%s" % (
+            name, created, "  operator" if credentials.user_is_operator(name) else "",
+            "  tenant %s" % tenant if tenant else ""))
 
 
 @users_cli.command("delete")

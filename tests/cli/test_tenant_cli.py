@@ -65,6 +65,11 @@ def test_a_user_of_a_tenant_acts_in_it_only(tmp_path, make_app):
     assert_fails(flask_a2a(db, "users", "create", "bob", "--tenant", "zeta",
                            "--password-stdin", input="pw-of-bob\n", env=TENANTS),
                  "unknown tenant 'zeta'")
+    flask_a2a(db, "users", "create", "olga", "--operator", "--password-stdin",
+              input="pw-of-olga\n", env=TENANTS)
+    listed = flask_a2a(db, "users", "list", env=TENANTS).stdout.splitlines()
+    assert [re.split(r"\s{2,}", line)[::2] for line in listed] == [
+        ["ann", "tenant beta"], ["olga", "operator"]]
 
     caller = Caller(_app(make_app, db).test_client())
     caller.headers.update(basic("ann", "pw-of-ann"))
