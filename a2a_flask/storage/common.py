@@ -1,15 +1,29 @@
 """Helpers every backend shares: timestamps, digests, list cursors, the
-rows of a bulk import (ids are ``a2a_flask.ids``'s, re-exported here), and
-statements alike in both backends but for the driver's placeholder."""
+rows of a bulk import (ids are ``a2a_flask.ids``'s, re-exported here), a
+task's record and list filters, the batch and retry sizes, and statements
+alike in both backends but for the driver's placeholder."""
 
 import base64
 import hashlib
 import json
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ids import new_id  # noqa: F401  (the backends' ids)
+from .records import Message, TaskRecord
+
+#: Tasks ``prune`` deletes (and ``cancel_tasks`` cancels) per transaction:
+#: few, so that a deletion is safe while the service runs (a writer waits at
+#: most one batch).
+PRUNE_BATCH = 100
+#: Tries to store a turn's outcome the storage refused (busy, a connection a
+#: restarted server broke: the next try takes a new one).
+FINISH_ATTEMPTS = 3
+#: The columns of an API key, in ``KeyRow``'s order.
+KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
+               " operator, tenant")
+
 
 def now_iso(moment: Optional[datetime] = None) -> str:
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
@@ -88,6 +102,73 @@ def import_rows(records, deliveries=True):
     return tasks, messages, artifacts, retries
 
 
+def user_row(user: Sequence[Any]) -> Tuple[Any, ...]:
+    """An exported user as ``import_credentials`` inserts it: name, password
+    hash, created_at, operator flag, tenant (False and None when an older
+    export has none)."""
+    name, password_hash, created_at = user[:3]
+    return (name, password_hash, created_at, bool(user[3:4] and user[3]),
+            user[4] if len(user) > 4 else None)
+
+
+def task_record(row: Sequence[Any], status_message: Optional[Message],
+                history: Optional[List[Message]] = None,
+                artifacts: Sequence[Dict[str, Any]] = ()) -> TaskRecord:
+    """The record of a task row (id, context_id, agent, owner, state,
+    updated_at, status message, metadata, created_at: both backends select
+    them in this order), its status message already read back from the
+    backend's own stored form."""
+    (task_id, context_id, agent, owner, state, updated_at, _, metadata,
+     created_at) = row[:9]
+    return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
+                      status_message, artifacts, history,
+                      json.loads(metadata) if metadata else None, created_at)
+
+
+def task_filters(named: Callable[[str], str], owner: Optional[str],
+                 agent: Optional[str], context_id: Optional[str],
+                 state: Optional[str], updated_after: Optional[str],
+                 tenant: Optional[str] = None, state_term: str = "state",
+                 task_id: Optional[str] = None) -> Tuple[List[str], Dict[str, Any]]:
+    """The WHERE terms and named parameters of ``list_tasks``' filters (and
+    ``cancel_tasks``', which may name one task).
+    ``named(name)``: the driver's placeholder for a named parameter;
+    ``state_term``: how the state is compared when a context is given (the
+    context's index then serves, not the state's: SQLite's ``+state``)."""
+    where: List[str] = []
+    params: Dict[str, Any] = {}
+    for column, term, value in (
+            ("tenant", "tenant", tenant), ("owner", "owner", owner),
+            ("agent", "agent", agent), ("context_id", "context_id", context_id),
+            ("state", state_term if context_id else "state", state),
+            ("after", "updated_at", updated_after), ("task_id", "id", task_id)):
+        if value is not None:
+            where.append("%s %s %s" % (term, ">" if column == "after" else "=",
+                                       named(column)))
+            params[column] = value
+    return where, params
+
+
+def where_clause(where: Sequence[str]) -> str:
+    """`` WHERE`` and the terms joined by AND, or "" without any."""
+    return " WHERE " + " AND ".join(where) if where else ""
+
+
+def exported_batch(rows: Sequence[Sequence[Any]],
+                   record: Callable[..., TaskRecord],
+                   history: Dict[str, List[Message]],
+                   artifacts: Dict[str, List[Dict[str, Any]]],
+                   tenants: Dict[str, str]) -> List[TaskRecord]:
+    """A batch of ``export_tasks``: the records of task ``rows`` (read by
+    the backend's ``record(row, history, artifacts)``) with their history,
+    artifacts and tenant, by task id."""
+    records = [record(row, history.get(row[0], []), artifacts.get(row[0], []))
+               for row in rows]
+    for task in records:
+        task.tenant = tenants.get(task.id, "")
+    return records
+
+
 def reassign_owner(conn: Any, mark: str, from_owner: str, to_owner: str) -> int:
     """``Storage.reassign_tasks`` in the caller's transaction on ``conn``
     (``mark``: the driver's placeholder); the number of tasks moved. Each
@@ -145,3 +226,61 @@ class WriteHealth:
                 if self._reason(exc) is None:
                     self._at = time.monotonic()  # busy: asked again later
         return self._problem
+
+
+#: The slowest turns of the operator's page are looked for among the newest
+#: this many tasks whose turn ended in the last hour: a bounded read (no
+#: index orders tasks by how long they took, and one would cost every send).
+SLOWEST_SAMPLE = 1000
+#: The slowest turns the operator's page lists.
+SLOWEST_SHOWN = 10
+#: Task states whose turn did not end by itself: not counted as turns' times.
+NOT_ENDED = ("working", "canceled")
+
+
+def _moment(text: str) -> datetime:
+    # fromisoformat: a tenth of strptime's time, for a thousand rows a call.
+    return datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
+
+
+def turn_seconds(created_at: str, updated_at: str) -> float:
+    """Seconds from a task's creation to its last change (ISO texts)."""
+    return max(0.0, (_moment(updated_at) - _moment(created_at)).total_seconds())
+
+
+def slowest_turns(rows: Sequence[Tuple[Any, ...]],
+                  several_turns: Callable[[Sequence[str]], Any],
+                  limit: int = SLOWEST_SHOWN) -> list:
+    """The ``limit`` slowest of ``rows`` ((id, agent, owner, tenant, state,
+    created_at, updated_at)), slowest first, leaving out the tasks
+    ``several_turns(ids)`` names (more than one user message: their
+    creation is not their last turn's start). Asked of the slowest first,
+    a few at a time: most reads stop at the first batch."""
+    ranked = sorted(rows, key=lambda row: (turn_seconds(row[5], row[6]),
+                                           row[6], row[0]), reverse=True)
+    found: list = []
+    step = max(2 * limit, 1)
+    for start in range(0, len(ranked), step):
+        batch = ranked[start:start + step]
+        several = set(several_turns([row[0] for row in batch]))
+        found += [row for row in batch if row[0] not in several]
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+def queue_by_caller(rows: Sequence[Tuple[str, str, int]]) -> Tuple[dict, dict]:
+    """Queued turns per (tenant, owner) rows as ({owner: n}, {tenant:
+    {owner: n}}): the operator's page's queue, across tenants and by one."""
+    callers: Dict[str, int] = {}
+    tenants: Dict[str, Dict[str, int]] = {}
+    for tenant, owner, count in rows:
+        callers[owner] = callers.get(owner, 0) + count
+        tenants.setdefault(tenant, {})[owner] = count
+    return callers, tenants
+
+
+def with_tenant(record: Any, tenant: str) -> Any:
+    """``record`` (a ``TaskRecord``) with its ``tenant`` set."""
+    record.tenant = tenant or ""
+    return record

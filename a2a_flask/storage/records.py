@@ -144,19 +144,31 @@ class OperatorView:
       state other than ``working``) in that minute of the last hour
       (``YYYY-MM-DDTHH:MM``); a task counts once, at its last change.
     - ``queue_depth``, ``queue_oldest`` (when the oldest queued turn was
-      queued, or None), ``queue_callers`` ({owner: turns queued}).
+      queued, or None), ``queue_callers`` ({owner: turns queued}),
+      ``queue_tenants`` ({tenant: {owner: turns queued}}, '' for none).
     - ``leases``: [(worker, its newest lease's expiry, turns it runs)].
+    - ``workers``: [(worker, its last heartbeat)]: the claimers' rows
+      (``note_worker``), idle ones included.
     - ``failures``: the newest failed tasks of the last 24 hours, newest
-      first (``TaskRecord`` with the status message, no history).
+      first (``TaskRecord`` with the status message and ``tenant``, no
+      history).
+    - ``slowest``: [(task_id, agent, owner, tenant, state, created_at,
+      updated_at)], slowest first: the tasks of one turn (one user message)
+      that ended (a state other than ``working`` or ``canceled``) in the
+      last hour, among the newest ``slowest_of`` such tasks
+      (``common.SLOWEST_SAMPLE`` at most); its time is from the task's
+      creation to its end (a follow-up turn's start is not stored).
     - ``storage``: {"backend", "schema_version"} and the backend's sizes
       (SQLite: ``file_bytes``, ``wal_bytes``; PostgreSQL: ``database_bytes``).
     """
 
     __slots__ = ("now", "tasks", "turns", "queue_depth", "queue_oldest",
-                 "queue_callers", "leases", "failures", "storage")
+                 "queue_callers", "leases", "failures", "storage",
+                 "queue_tenants", "workers", "slowest", "slowest_of")
 
     def __init__(self, now, tasks, turns, queue_depth, queue_oldest,
-                 queue_callers, leases, failures, storage=None):
+                 queue_callers, leases, failures, storage=None,
+                 queue_tenants=None, workers=(), slowest=(), slowest_of=0):
         self.now = now
         self.tasks = tasks
         self.turns = turns
@@ -166,3 +178,7 @@ class OperatorView:
         self.leases = leases
         self.failures = failures
         self.storage = storage or {}
+        self.queue_tenants = queue_tenants or {}
+        self.workers = list(workers)
+        self.slowest = list(slowest)
+        self.slowest_of = slowest_of

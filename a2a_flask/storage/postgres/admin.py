@@ -12,32 +12,28 @@ import json
 import os
 import shutil
 import subprocess
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional
 
 import psycopg
 
 from ..base import StoredTaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
+from ..common import (
+    PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, task_record,
+    where_clause,
+)
+from ..listing import TaskListing
 from ..sizes import OVERHEAD
 from .changes import notify_changes
 from .tasks import NOW, TERMINAL_SQL, history_limit
-
-#: Tasks deleted per statement by ``prune`` (canceled by ``cancel_tasks``).
-PRUNE_BATCH = 500
-#: The states a task can be canceled in.
-_OPEN_STATES = ("auth-required", "input-required", "working")
 
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
             " metadata, created_at")
 
 
 def _record(row, history=None, artifacts=()):
-    (task_id, context_id, agent, owner, state, updated_at, status_message,
-     metadata, created_at) = row[:9]
-    return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
-                      json.loads(status_message) if status_message else None,
-                      artifacts, history,
-                      json.loads(metadata) if metadata else None, created_at)
+    """A row of ``_COLUMNS`` as a record (its status message stored whole)."""
+    return task_record(row, json.loads(row[6]) if row[6] else None, history,
+                       artifacts)
 
 
 # The page's tasks with, in the same statement, their artifacts and their
@@ -85,10 +81,8 @@ def _budgeted(where):
     whatever its size, its history only as far as it fits); the last
     columns say how many tasks matched and how many messages each has."""
     sized = ("SELECT t.id, t.updated_at, " + _TASK_BYTES + " AS size"
-             " FROM a2a_tasks t")
-    if where:
-        sized += " WHERE " + " AND ".join(where)
-    sized += " ORDER BY t.updated_at DESC, t.id DESC LIMIT %(limit)s"
+             " FROM a2a_tasks t" + where_clause(where) +
+             " ORDER BY t.updated_at DESC, t.id DESC LIMIT %(limit)s")
     running = ("SELECT id, size, sum(size) OVER (ORDER BY updated_at DESC, id DESC)"
                " AS used, count(*) OVER () AS listed FROM (" + sized + ") p")
     columns = ", ".join("t." + name.strip() for name in _COLUMNS.split(","))
@@ -99,40 +93,16 @@ def _budgeted(where):
             " ORDER BY t.updated_at DESC, t.id DESC")
 
 
-class AdminOperations:
+class AdminOperations(TaskListing):
     """Mixed into ``PostgresStorage``."""
 
-    def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
-                    context_id: Optional[str] = None, state: Optional[str] = None,
-                    updated_after: Optional[str] = None,
-                    tenant: Optional[str] = None) -> int:
-        where, params = _filters(owner, agent, context_id, state, updated_after,
-                                 tenant)
-        sql = "SELECT count(*) FROM a2a_tasks"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        with self.connection() as conn:
-            return conn.execute(sql, params).fetchone()[0]
-
-    def list_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
-                   context_id: Optional[str] = None, state: Optional[str] = None,
-                   updated_after: Optional[str] = None, limit: int = 50,
-                   cursor: Optional[str] = None, history_length: Optional[int] = 0,
-                   include_artifacts: bool = False,
-                   max_bytes: Optional[int] = None,
-                   tenant: Optional[str] = None) -> StoredTaskPage:
-        where, params = _filters(owner, agent, context_id, state, updated_after,
-                                 tenant)
+    def _task_page(self, where, params, limit, history_length, include_artifacts,
+                   max_bytes):
         params.update(artifacts=bool(include_artifacts),
-                      history=history_limit(history_length), limit=limit + 1)
-        if cursor is not None:
-            where.append("(updated_at, id) < (%(c_at)s, %(c_id)s)")
-            params["c_at"], params["c_id"] = decode_cursor(cursor)
+                      history=history_limit(history_length))
         if max_bytes is None:
-            sql = _LIST
-            if where:
-                sql += " WHERE " + " AND ".join(where)
-            sql += " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s"
+            sql = (_LIST + where_clause(where) +
+                   " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s")
         else:
             sql = _budgeted(where)
             params["budget"] = max_bytes
@@ -202,14 +172,8 @@ class AdminOperations:
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
 
-    def cancel_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
-                     task_id: Optional[str] = None, states: Optional[Sequence[str]] = None,
-                     dry_run: bool = False) -> List[TaskRecord]:
-        where, params = _filters(owner, agent, None, None, None)
-        if task_id is not None:
-            where.append("id = %(task_id)s")
-            params["task_id"] = task_id
-        params.update(states=sorted(states or _OPEN_STATES), batch=PRUNE_BATCH)
+    def _cancel_selected(self, where, params, states, dry_run):
+        params.update(states=states, batch=PRUNE_BATCH)
         where.append("state = ANY(%(states)s::text[]) AND id > %(after)s")
         select = ("SELECT " + _COLUMNS + " FROM a2a_tasks WHERE " +
                   " AND ".join(where) + " ORDER BY id LIMIT %(batch)s")
@@ -304,11 +268,7 @@ class AdminOperations:
                     artifacts.setdefault(task_id, []).append(json.loads(body))
                 tenants = dict(conn.execute(
                     "SELECT id, tenant FROM a2a_tasks WHERE id = ANY(%s)", (ids,)))
-            records = [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
-                       for row in rows]
-            for record in records:
-                record.tenant = tenants.get(record.id, "")
-            yield records
+            yield exported_batch(rows, _record, history, artifacts, tenants)
 
     def import_tasks(self, records: Iterable[TaskRecord], deliveries: bool = True) -> int:
         """COPY into the tables, in one transaction; retry records with ON
@@ -333,16 +293,3 @@ class AdminOperations:
                     " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
 
-
-def _filters(owner, agent, context_id, state, updated_after, tenant=None):
-    """The WHERE terms and parameters of ``list_tasks``' filters."""
-    where, params = [], {}
-    for column, value in (("tenant", tenant), ("owner", owner), ("agent", agent),
-                          ("context_id", context_id), ("state", state)):
-        if value is not None:
-            where.append("%s = %%(%s)s" % (column, column))
-            params[column] = value
-    if updated_after is not None:
-        where.append("updated_at > %(after)s")
-        params["after"] = updated_after
-    return where, params

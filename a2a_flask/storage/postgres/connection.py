@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 from contextlib import contextmanager
-from typing import Dict, Hashable, Optional, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Tuple
 
 import psycopg
 import psycopg_pool
@@ -130,6 +130,19 @@ class PostgresConnections:
                     pool.open(wait=False)
                     self._pool, self._pool_pid = pool, pid
         return self._pool
+
+    #: How a statement marks a parameter, positional and named.
+    MARK, NAMED = "%s", "%%(%s)s"
+    #: The state compared when a context is given (the planner picks the index).
+    STATE_TERM = "state"
+
+    def _one(self, sql: str, args: Any = ()) -> Any:
+        with self.connection() as conn:
+            return conn.execute(sql, args).fetchone()
+
+    def _all(self, sql: str, args: Any = ()) -> List[Any]:
+        with self.connection() as conn:
+            return conn.execute(sql, args).fetchall()
 
     @contextmanager
     def connection(self):

@@ -3,24 +3,22 @@ of ``SqliteStorage``. Deletions run in small transactions, so that they are
 safe while the service runs: a worker waits at most one batch for the lock.
 """
 
-import json
 import os
 import sqlite3
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..base import StoredTaskPage, TaskRecord
-from ..common import decode_cursor, encode_cursor, import_rows, reassign_owner
+from ..common import (
+    PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, task_record,
+    where_clause,
+)
+from ..listing import TaskListing
 from ..sizes import page_size
 from .tasks import _TERMINAL_SQL
 from .forms import (
     artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
 )
-
-#: Tasks deleted per transaction by ``prune`` (canceled by ``cancel_tasks``).
-PRUNE_BATCH = 100
-#: The states a task can be canceled in.
-_OPEN_STATES = ("auth-required", "input-required", "working")
 
 # The status message: its copy in the row (one not in the history), else
 # the history message the row points at.
@@ -31,14 +29,10 @@ _COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
 
 
 def _record(row, history=None, artifacts=()):
-    (task_id, context_id, agent, owner, state, updated_at, status_message,
-     metadata, created_at, status_message_id) = row
-    return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
-                      load_message(status_message, task_id, context_id,
-                                   status_message_id)
-                      if status_message else None,
-                      artifacts, history,
-                      json.loads(metadata) if metadata else None, created_at)
+    """A row of ``_COLUMNS`` as a record: its status message in SQLite's
+    stored form (the row's copy, or the history's, with its ids)."""
+    status = load_message(row[6], row[0], row[1], row[9]) if row[6] else None
+    return task_record(row, status, history, artifacts)
 
 
 def _stored_once(records, tasks, messages, artifacts):
@@ -60,26 +54,14 @@ def _stored_once(records, tasks, messages, artifacts):
     return tasks, messages, artifacts, statuses
 
 
-class AdminOperations:
+class AdminOperations(TaskListing):
     """Mixed into ``SqliteStorage``."""
 
-    def list_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
-                   context_id: Optional[str] = None, state: Optional[str] = None,
-                   updated_after: Optional[str] = None, limit: int = 50,
-                   cursor: Optional[str] = None, history_length: Optional[int] = 0,
-                   include_artifacts: bool = False,
-                   max_bytes: Optional[int] = None,
-                   tenant: Optional[str] = None) -> StoredTaskPage:
-        where, args = _filters(owner, agent, context_id, state, updated_after,
-                               tenant)
-        if cursor is not None:
-            where.append("(updated_at, id) < (?, ?)")
-            args.extend(decode_cursor(cursor))
-        sql = "SELECT %s FROM a2a_tasks" % _COLUMNS
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
-        rows = self.connection().execute(sql, args + [limit + 1]).fetchall()
+    def _task_page(self, where, params, limit, history_length, include_artifacts,
+                   max_bytes):
+        sql = ("SELECT %s FROM a2a_tasks%s ORDER BY updated_at DESC, id DESC"
+               " LIMIT :limit" % (_COLUMNS, where_clause(where)))
+        rows = self.connection().execute(sql, params).fetchall()
         more = len(rows) > limit
         rows = rows[:limit]
         tasks, used = [], 0
@@ -103,17 +85,6 @@ class AdminOperations:
             tasks.append(task)
         next_cursor = encode_cursor(rows[-1][5], rows[-1][0]) if more else None
         return StoredTaskPage(tasks, next_cursor)
-
-    def count_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
-                    context_id: Optional[str] = None, state: Optional[str] = None,
-                    updated_after: Optional[str] = None,
-                    tenant: Optional[str] = None) -> int:
-        where, args = _filters(owner, agent, context_id, state, updated_after,
-                               tenant)
-        sql = "SELECT count(*) FROM a2a_tasks"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return self.connection().execute(sql, args).fetchone()[0]
 
     def _artifacts(self, task_id):
         return [load_artifact(*row) for row in self.connection().execute(
@@ -170,30 +141,24 @@ class AdminOperations:
             yield {"tasks": tasks, "messages": messages, "artifacts": artifacts,
                    "deliveries": deliveries}
 
-    def cancel_tasks(self, owner: Optional[str] = None, agent: Optional[str] = None,
-                     task_id: Optional[str] = None, states: Optional[Sequence[str]] = None,
-                     dry_run: bool = False) -> List[TaskRecord]:
-        where, args = _filters(owner, agent, None, None, None)
-        if task_id is not None:
-            where.append("id = ?")
-            args.append(task_id)
-        states = sorted(states or _OPEN_STATES)
-        where.append("state IN (%s)" % ", ".join("?" * len(states)))
-        args.extend(states)
-        select = ("SELECT %s FROM a2a_tasks WHERE %s AND id > ? ORDER BY id"
-                  " LIMIT %d" % (_COLUMNS, " AND ".join(where), PRUNE_BATCH))
-        canceled, after = [], ""
+    def _cancel_selected(self, where, params, states, dry_run):
+        named = ["state_%d" % index for index in range(len(states))]
+        where.append("state IN (%s)" % ", ".join(map(self._named, named)))
+        params.update(zip(named, states))
+        select = ("SELECT %s FROM a2a_tasks WHERE %s AND id > :after_id ORDER BY"
+                  " id LIMIT %d" % (_COLUMNS, " AND ".join(where), PRUNE_BATCH))
+        canceled, params["after_id"] = [], ""
         while True:
             if dry_run:
-                rows = self.connection().execute(select, args + [after]).fetchall()
+                rows = self.connection().execute(select, params).fetchall()
                 canceled += [_record(row) for row in rows]
             else:
                 with self.transaction() as conn:
-                    rows = conn.execute(select, args + [after]).fetchall()
+                    rows = conn.execute(select, params).fetchall()
                     canceled += self._cancel_rows(conn, rows, states)
             if len(rows) < PRUNE_BATCH:
                 return canceled
-            after = rows[-1][0]
+            params["after_id"] = rows[-1][0]
 
     def _cancel_rows(self, conn, rows, states):
         """Cancel the tasks of ``rows`` still in ``states``; their records."""
@@ -276,11 +241,7 @@ class AdminOperations:
                     load_artifact(body, artifact_id))
             tenants = dict(conn.execute(
                 "SELECT id, tenant FROM a2a_tasks WHERE id IN (%s)" % marks, ids))
-            records = [_record(row, history.get(row[0], []), artifacts.get(row[0], []))
-                       for row in rows]
-            for record in records:
-                record.tenant = tenants.get(record.id, "")
-            yield records
+            yield exported_batch(rows, _record, history, artifacts, tenants)
 
     def import_tasks(self, records: Iterable[TaskRecord], deliveries: bool = True) -> int:
         records = list(records)
@@ -310,22 +271,3 @@ class AdminOperations:
                 " ON CONFLICT DO NOTHING", retries)
         return len(tasks)
 
-
-def _filters(owner, agent, context_id, state, updated_after, tenant=None):
-    """The WHERE terms and arguments of ``list_tasks``' filters."""
-    where, args = [], []
-    if tenant is not None:
-        where.append("tenant = ?")
-        args.append(tenant)
-    # With a context, its index (a conversation's few tasks), not the state's
-    # (every task of the caller in that state): "+state" is no index term.
-    for column, value in (("owner", owner), ("agent", agent),
-                          ("context_id", context_id),
-                          ("+state" if context_id else "state", state)):
-        if value is not None:
-            where.append("%s = ?" % column)
-            args.append(value)
-    if updated_after is not None:
-        where.append("updated_at > ?")
-        args.append(updated_after)
-    return where, args
