@@ -135,3 +135,69 @@ def test_a_real_crash_while_the_agent_runs(make_rpc, caplog):
         rpc.app.extensions["a2a"].storage.close()
     finally:
         cluster.stop()
+
+
+@pytest.mark.skipif(bool(unavailable()), reason="no PostgreSQL server binaries")
+def test_a_crash_the_database_stays_down_through_is_answered_as_the_outage(
+        make_rpc):
+    # The start is lost (unflushed, as above) and PostgreSQL stays down
+    # through every try of the outcome's write: whether the task exists is
+    # unknown, so the answer is the outage (retryable), never "task X was
+    # stored" (a task that does not exist).
+    cluster = Cluster(settings=["wal_writer_delay=10000ms"]).start()
+    try:
+        url = cluster.create_db("a2a_down")
+        runs = []
+
+        def agent(turn):
+            runs.append(turn.message["messageId"])
+            if len(runs) == 2:  # the send after the warm-up
+                _kill_cluster(cluster)
+                os.remove(os.path.join(cluster.data, "postmaster.pid"))
+            return "done: " + turn.text
+
+        rpc = make_rpc(lambda a2a: a2a.add_agent("crashing", agent),
+                       agent="crashing", A2A_DATABASE=url)
+        rpc.send("warm up")
+        cluster.query("CHECKPOINT", db="a2a_down")
+        sent = message("crash, stay down")
+        _, answer = rpc.call("message/send", {"message": sent})
+        error = answer["error"]
+        assert error["code"] == -32603
+        assert error["data"]["retry"] is True
+        assert "the task may not have been either" in error["message"]
+        assert "nothing acknowledged is ever lost" in error["message"]
+        assert "was stored" not in error["message"]
+        cluster.resume()  # crash recovery: the start is gone
+        assert len(_task_ids(url)) == 1  # only the warm-up's task
+        # The retry the answer invites runs the turn (it was never acknowledged).
+        task = rpc.result("message/send", {"message": sent})
+        assert task["status"]["state"] == "completed"
+        assert runs.count(sent["messageId"]) == 2
+        again = rpc.result("message/send", {"message": sent})
+        assert again["id"] == task["id"] and runs.count(sent["messageId"]) == 2
+        rpc.app.extensions["a2a"].storage.close()
+    finally:
+        cluster.stop()
+
+
+def _task_ids(url):
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [row[0] for row in conn.execute(
+            "SELECT id FROM a2a_tasks ORDER BY created_at")]
+
+
+def test_an_outcome_refused_while_the_start_is_readable_names_the_task(
+        make_rpc, postgres_url, monkeypatch):
+    # PostgreSQL is up, but every try of the outcome's write fails (its
+    # connection is ended under it): the start is read back, so the answer
+    # says the task was stored and stays working.
+    from a2a_flask.storage.postgres import tasks
+    monkeypatch.setattr(tasks, "_FINISH", "SELECT pg_terminate_backend("
+                        "pg_backend_pid()) WHERE %(state)s::text IS NOT NULL")
+    rpc = make_rpc(agent="echo", A2A_DATABASE=postgres_url)
+    _, answer = rpc.call("message/send", {"message": message("refused")})
+    error = answer["error"]
+    assert error["data"]["retry"] is False
+    assert error["data"]["state"] == "working"
+    assert "task %s was stored" % error["data"]["taskId"] in error["message"]

@@ -18,7 +18,7 @@ from ..base import (
     MessageIdReusedError, QuotaReachedError, TaskEndedError, NoSuchTaskError,
     TaskNotWaitingError, TurnStart,
 )
-from ..common import delivery_fingerprint, dumps, new_id
+from ..common import FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .changes import notify_changes
@@ -59,6 +59,15 @@ def history_limit(history_length: Optional[int]) -> Optional[int]:
 # (A start acknowledged by itself, e.g. a queued background turn, must not
 # take this path.)
 _UNFLUSHED = "SET LOCAL synchronous_commit TO off"
+
+#: The last failure of a request turn's outcome when PostgreSQL could not
+#: say whether the unflushed start survived (``_say_what_was_stored``).
+START_UNKNOWN = (
+    "%s: the agent's answer could not be stored, and the task may not have "
+    "been either (a crash of the database may have lost its start); nothing "
+    "acknowledged is ever lost. The call may be retried once the storage "
+    "works again, with the same messageId: a task that was kept is answered, "
+    "not run twice.")
 
 # The caller's API key taken on trust (``remembered_key``, auth.authenticate) is
 # still live: NULL when there is none to check.
@@ -177,10 +186,6 @@ def task_for_message(conn: Any, owner: str, agent: str, task_id: str,
 class TaskOperations:
     """Mixed into ``PostgresStorage`` (needs ``connection``/``transaction``)."""
 
-    #: Tries to store a turn's outcome (a restarted server breaks the pooled
-    #: connections: the next try takes a new one).
-    FINISH_ATTEMPTS = 3
-
     def _task_sql(self):
         cutoff = stale_cutoff_sql(self.stale_turn_seconds)
         self._fail_stale_sql = (
@@ -298,7 +303,7 @@ class TaskOperations:
                       state=state, body=body, owner=owner, agent=agent,
                       role=status_message["role"] if status_message else None,
                       mid=status_message["messageId"] if status_message else None)
-        for attempt in range(1, self.FINISH_ATTEMPTS + 1):
+        for attempt in range(1, FINISH_ATTEMPTS + 1):
             try:
                 with self.connection() as conn:
                     row = conn.execute(_FINISH, params).fetchone()
@@ -311,11 +316,41 @@ class TaskOperations:
                 cause = exc.__cause__
                 if not is_storage_failure(cause):
                     raise
-                if attempt == self.FINISH_ATTEMPTS:
-                    # The task's start is committed: not "nothing was stored".
-                    exc.stored_task = task_id, "working"
+                if attempt == FINISH_ATTEMPTS:
+                    self._say_what_was_stored(exc, task_id, start)
                     raise
                 time.sleep(0.1 * attempt)
+
+    def _say_what_was_stored(self, exc: Exception, task_id: str,
+                             start: Optional[TurnStart]) -> None:
+        """Make ``exc``, the last failure of an outcome's write, true about
+        the task. Its start was committed, but unflushed (_UNFLUSHED) when
+        the turn ran in a request (``start``): a crash may have lost it, and
+        "task X was stored" would then answer a task that does not exist.
+        A read that finds its retry record says it is there (flushed by now:
+        the WAL writer's delay is far below the retries' pauses); a read
+        that fails too (PostgreSQL still down) leaves it unknown: the outage,
+        retryable, a retry of the same messageId answered with the task if
+        it was kept, else run as new (it was never acknowledged)."""
+        if start is None:  # a background turn's start is flushed (queue.py)
+            exc.stored_task = task_id, "working"
+            return
+        try:
+            with self.connection() as conn:
+                found = conn.execute(
+                    "SELECT 1 FROM a2a_deliveries WHERE task_id = %s AND"
+                    " message_id = %s", (task_id, start.message["messageId"])
+                ).fetchone() is not None
+        except Exception as read_failure:
+            if not is_storage_failure(read_failure.__cause__):
+                raise
+            found = None
+        if found:
+            exc.stored_task = task_id, "working"
+            return
+        what = getattr(exc, "what", "The storage is unavailable")
+        exc.message = START_UNKNOWN % what
+        exc.args = (exc.message,)
 
     def _finish_lost_start(self, start: TurnStart, owner: str, agent: str,
                            params: Dict[str, Any]) -> Optional[str]:
