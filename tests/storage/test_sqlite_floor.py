@@ -10,7 +10,7 @@ from flask import Flask
 
 from a2a_flask import A2A
 from a2a_flask.storage.errors import UnsupportedSqliteError
-from a2a_flask.storage.sqlite import connection
+from a2a_flask.storage.sqlite import library
 
 # On the matrix too: its legs load Ubuntu 20.04's and Debian 11's SQLite.
 pytestmark = pytest.mark.compat
@@ -24,7 +24,7 @@ def _app(tmp_path):
 
 
 def test_a_sqlite_below_the_floor_is_refused_at_start(tmp_path, monkeypatch):
-    monkeypatch.setattr(connection.sqlite3, "sqlite_version_info", (3, 30, 1))
+    monkeypatch.setattr(library.sqlite3, "sqlite_version_info", (3, 30, 1))
     with pytest.raises(UnsupportedSqliteError) as refused:
         _app(tmp_path)
     assert str(refused.value) == (
@@ -35,7 +35,7 @@ def test_a_sqlite_below_the_floor_is_refused_at_start(tmp_path, monkeypatch):
 
 
 def test_the_floor_itself_is_served(tmp_path, monkeypatch):
-    monkeypatch.setattr(connection.sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(library.sqlite3, "sqlite_version_info", (3, 31, 1))
     answer = _app(tmp_path).test_client().get("/api/v1/health")
     assert answer.status_code == 200
 
@@ -58,7 +58,7 @@ def test_a_sqlite_without_the_json_functions_is_refused_at_start(tmp_path, monke
     def connect(database, *args, **kwargs):
         return _NoJson() if database == ":memory:" else real_connect(database, *args, **kwargs)
 
-    monkeypatch.setattr(connection.sqlite3, "connect", connect)
+    monkeypatch.setattr(library.sqlite3, "connect", connect)
     with pytest.raises(UnsupportedSqliteError) as refused:
         _app(tmp_path)
     assert str(refused.value) == (
@@ -70,5 +70,5 @@ def test_a_sqlite_without_the_json_functions_is_refused_at_start(tmp_path, monke
 
 
 def test_the_loaded_sqlite_passes_the_check():
-    connection.check_sqlite_library()  # the library this run loads
-    assert sqlite3.sqlite_version_info >= connection.SQLITE_FLOOR
+    library.check_sqlite_library()  # the library this run loads
+    assert sqlite3.sqlite_version_info >= library.SQLITE_FLOOR

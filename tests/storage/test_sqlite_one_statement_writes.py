@@ -15,12 +15,14 @@ from a2a_flask.storage.base import (
 )
 from storage_helpers import agent_reply, finished, msg
 
+#: SQLite's write path only: the backend fixture taken with its SQLite
+#: parameter alone, so that no PostgreSQL run is collected only to skip.
+pytestmark = pytest.mark.parametrize("make_storage", ["sqlite"], indirect=True)
+
+
 @pytest.fixture
-def sqlite_storage(make_storage, request):
-    storage = make_storage()
-    if type(storage).__name__ != "SqliteStorage":
-        pytest.skip("SQLite's write path")
-    return storage
+def sqlite_storage(make_storage):
+    return make_storage()
 
 
 class _Recording:

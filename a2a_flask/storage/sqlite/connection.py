@@ -23,16 +23,16 @@ import time
 import urllib.parse
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
-
-from ..errors import StorageUnavailableError, UnsupportedSqliteError
+from ..errors import StorageUnavailableError
 from ..common import WriteHealth, now_iso
 from .file import (
-    KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure, rollback,
-    storage_failure, write_failure,
+    READ_ONLY, KeptOutcomes, ProcessWriteLock, file_identity, is_storage_failure,
+    rollback, storage_failure, write_failure,
 )
 from . import migrations
+from .library import check_sqlite_library
 from .migrations import stored_version
 from .pool import ConnectionPool, Lease
 
@@ -41,38 +41,6 @@ log = logging.getLogger("a2a_flask")
 
 def _utc_now():
     return datetime.now(timezone.utc)
-
-
-#: The oldest SQLite served (Ubuntu 20.04's); every statement of this backend
-#: runs on it, and the compatibility matrix loads it (docs/compatibility.md).
-SQLITE_FLOOR = (3, 31, 1)
-
-
-def check_sqlite_library(version_info: Optional[Sequence[int]] = None,
-                         probe: Optional[sqlite3.Connection] = None) -> None:
-    """Refuse, at start, a SQLite below ``SQLITE_FLOOR`` or built without the
-    JSON functions (JSON1; in every build from 3.38, an option before):
-    otherwise the first statement that needs them fails a caller's call.
-    ``version_info`` and ``probe`` (a connection) are for tests."""
-    found = sqlite3.sqlite_version_info if version_info is None else version_info
-    if tuple(found) < SQLITE_FLOOR:
-        raise UnsupportedSqliteError(
-            "Python loads SQLite %s; a2a_flask needs SQLite %s or later. "
-            "Upgrade the system's libsqlite3, or use a Python linked against "
-            "a newer one." % (".".join(map(str, found)),
-                              ".".join(map(str, SQLITE_FLOOR))))
-    conn = sqlite3.connect(":memory:") if probe is None else probe
-    try:
-        conn.execute("SELECT json_remove('{\"a\": 1}', '$.a')").fetchone()
-    except sqlite3.OperationalError as exc:
-        raise UnsupportedSqliteError(
-            "Python loads SQLite %s built without the JSON functions (%s); "
-            "a2a_flask needs them. Debian's and Ubuntu's libsqlite3 have them; "
-            "a SQLite built from source needs -DSQLITE_ENABLE_JSON1."
-            % (".".join(map(str, found)), exc)) from exc
-    finally:
-        if probe is None:
-            conn.close()
 
 
 def _close(conn):
@@ -132,11 +100,26 @@ class SqliteConnections:
         self._ready = False
         self._last_attempt = (0.0, None)  # (monotonic time, error) of migrate
         self._writes = WriteHealth(write_failure)
+        #: Bumped when a write finds the file read-only: every connection
+        #: opened before is closed at its thread's next use (see ``retire``).
+        self._generation = 0
         #: A2A_MIN_FREE_DISK_BYTES: under it new sends are refused and
         #: ``writes_problem`` says so (0: no reserve).
         self.min_free_disk_bytes = int(min_free_disk_bytes)
 
     # -- connections and transactions ----------------------------------
+
+    #: How a statement marks a parameter, positional and named.
+    MARK, NAMED = "?", ":%s"
+    #: The state compared when a context is given: its index (a conversation's
+    #: few tasks) serves, not the state's; "+state" is no index term.
+    STATE_TERM = "+state"
+
+    def _one(self, sql: str, args: Any = ()) -> Any:
+        return self.connection().execute(sql, args).fetchone()
+
+    def _all(self, sql: str, args: Any = ()) -> List[Any]:
+        return self.connection().execute(sql, args).fetchall()
 
     def _open(self, create):
         if create:
@@ -166,6 +149,10 @@ class SqliteConnections:
         """
         local = self._local
         conn = getattr(local, "conn", None)
+        if conn is not None and local.generation != self._generation \
+                and local.pid == os.getpid() and not conn.in_transaction:
+            self.drop_connection()  # opened before a read-only write: retired
+            conn = None
         if conn is None or local.pid != os.getpid():
             local.conn = None
             pool = self._connection_pool()
@@ -178,6 +165,7 @@ class SqliteConnections:
             lease.pool, lease.entry = pool, pool.take(deadline)
             conn, local.identity = lease.entry
             local.conn, local.pid = conn, os.getpid()
+            local.generation = self._generation
         return conn
 
     def _connection_pool(self):
@@ -215,7 +203,8 @@ class SqliteConnections:
         conn, pool = self._end_lease()
         if conn is None:
             return
-        if conn.in_transaction:  # a transaction left open: never shared
+        if conn.in_transaction or self._local.generation != self._generation:
+            # A transaction left open: never shared. Retired: never reused.
             _close(conn)
             pool.closed()
         else:
@@ -231,9 +220,27 @@ class SqliteConnections:
     def failed(self, exc):
         """The ``StorageUnavailableError`` for ``exc`` (logged with the path);
         this thread's connection is dropped: a connection that met a
-        read-only or vanished file stays so, a new one sees the file as it is."""
+        read-only or vanished file stays so, a new one sees the file as it is.
+        A read-only file retires every connection of the process (``retire``)."""
         self.drop_connection()
+        if write_failure(exc) == READ_ONLY:
+            self.retire()
         return storage_failure(exc, self.path)
+
+    def retire(self) -> None:
+        """Close every connection of this process: the idle ones now, the
+        ones threads hold at their next use or hand-back. SQLite shares a
+        file's shared memory (``-shm``) between the connections of a process
+        that have read it; opened while the file was read-only it stays
+        read-only until the last of them closes, and every write of the
+        process, on new connections too, then fails with "attempt to write a
+        readonly database" long after the file is writable again (a claimer
+        loop's connection, which only reads between heartbeats, held it for
+        up to a heartbeat, 10 s)."""
+        self._generation += 1
+        pool = self._pool
+        if pool is not None and pool.pid == os.getpid():
+            pool.close_idle()
 
     def failure(self, exc: BaseException) -> Optional[Exception]:
         """See ``Storage.failure``."""
@@ -310,8 +317,14 @@ class SqliteConnections:
         return self._writes.problem(self._probe_write)
 
     def _probe_write(self):
-        with self.transaction() as conn:
-            conn.execute("UPDATE a2a_schema_version SET version = version")
+        try:
+            with self.transaction() as conn:
+                conn.execute("UPDATE a2a_schema_version SET version = version")
+        except Exception as exc:
+            if write_failure(exc) == READ_ONLY:  # as a caller's write would
+                self.drop_connection()
+                self.retire()
+            raise
 
     @contextmanager
     def _transaction(self):

@@ -70,6 +70,10 @@ def storage_failure(exc: BaseException, path: str) -> StorageUnavailableError:
     return error
 
 
+#: What ``write_failure`` says of a write the file refused as read-only.
+READ_ONLY = "the database file is read-only"
+
+
 def write_failure(exc: BaseException) -> Optional[str]:
     """The few words ``/health`` gives for a write that failed with ``exc``;
     None when ``exc`` says nothing about writes (busy, our own error)."""
@@ -90,7 +94,7 @@ def write_failure(exc: BaseException) -> Optional[str]:
         return None
     if (name.startswith("SQLITE_READONLY") or "readonly" in text
             or code in (errno.EROFS, errno.EACCES, errno.EPERM)):
-        return "the database file is read-only"
+        return READ_ONLY
     if (name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_CORRUPT",
                          "SQLITE_NOTADB"))
             or "disk I/O error" in text or "unable to open" in text

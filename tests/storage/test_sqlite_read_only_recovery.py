@@ -1,0 +1,78 @@
+"""A SQLite file made read-only (immutable) while another process holds it,
+then writable again: a process whose connections met it read-only writes
+again at once, even while one of its threads kept reading all along (as an
+in-process claimer's loop does between its heartbeats)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from a2a_flask.storage.sqlite import SqliteStorage
+
+HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("SELECT count(*) FROM a2a_tasks").fetchone()
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def _chattr(flag, paths):
+    return subprocess.run(["chattr", flag] + paths, capture_output=True).returncode
+
+
+def test_writes_work_again_once_the_file_is_writable(tmp_path):
+    if shutil.which("chattr") is None or os.geteuid() != 0:
+        pytest.skip("needs chattr and root to make the files immutable")
+    path = str(tmp_path / "ro.sqlite3")
+    storage = SqliteStorage(path)
+    storage.note_worker("w1")
+    storage.close()  # this process maps nothing of the file from here
+    # Another process (a sibling worker) keeps -wal and -shm in place.
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, path],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    files = []
+    try:
+        assert holder.stdout.readline() == b"holding\n"
+        files = [path + s for s in ("", "-wal", "-shm", "-lock")
+                 if os.path.exists(path + s)]
+        assert path + "-shm" in files
+        if _chattr("+i", files) != 0:
+            pytest.skip("chattr +i does not work on this file system")
+        storage = SqliteStorage(path)
+        reads = threading.Event()
+        looked, stop = [], threading.Event()
+
+        def claimer_loop():  # reads, never hands its connection back
+            while not stop.is_set():
+                looked.append(storage.change_marker())
+                reads.set()
+                stop.wait(0.01)
+
+        loop = threading.Thread(target=claimer_loop, daemon=True)
+        loop.start()
+        assert reads.wait(10)
+        with pytest.raises(Exception) as refused:
+            storage.note_worker("w2")
+        assert storage.failure(refused.value) is not None
+        assert "readonly" in str(refused.value.__context__ or refused.value) \
+            or "read-only" in str(refused.value)
+        assert _chattr("-i", files) == 0
+        files = []
+        seen = len(looked)
+        while len(looked) < seen + 3:  # the loop looked again meanwhile
+            stop.wait(0.01)
+        assert storage.note_worker("w2") is True
+        stop.set()
+        loop.join(10)
+        storage.close()
+    finally:
+        if files:
+            _chattr("-i", files)
+        holder.stdin.close()
+        holder.wait(10)
