@@ -1,4 +1,5 @@
-"""Finding an agent's card from the URL a user gives, and the interface to
+"""Finding an agent's card from the URL a user gives (``find_card``), the
+origin its credentials may go to (``origin``), and the interface to
 call from what the card lists.
 
 URL forms (``card_urls``): the card's own URL (``...json``); a base the
@@ -13,13 +14,20 @@ resolves to another agent's card.
 
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 # what a2a_flask's own cards declare (re-exported: a2a_flask.client's)
 from ..protocol.cards import MESSAGE_ID_ONCE as MESSAGE_ID_ONCE
 from .errors import CardError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .transport import Answer
+
 JSONObject = Dict[str, Any]
+#: What a far side's malformed answer or card makes the readers raise.
+MALFORMED = (AttributeError, KeyError, TypeError, ValueError, RecursionError)
+#: (scheme, host, port): where credentials may go.
+Origin = Tuple[str, str, int]
 
 CARD_PATHS = (".well-known/agent-card.json", ".well-known/agent.json")
 #: (version, binding) pairs this client speaks, in no order of preference:
@@ -55,6 +63,43 @@ def card_urls(url: str) -> List[str]:
         folders.append("")
     return ["%s%s/%s" % (origin, folder, name) for folder in folders
             for name in CARD_PATHS]
+
+
+def find_card(url: str, get: Callable[[str], "Answer"]) -> Tuple[JSONObject, str]:
+    """The card of ``url`` and where it was found, trying ``card_urls(url)``
+    in order with ``get`` (a card URL -> its answer); ``CardError`` saying
+    what each place answered when none has it."""
+    tried = []
+    for index, card_url in enumerate(card_urls(url)):
+        answer = get(card_url)
+        body = answer.json()
+        if answer.status != 200:
+            why = _said(body)
+        elif not isinstance(body, dict):
+            why = "not JSON" if body is None else "not a JSON object"
+        elif "name" not in body:
+            why = "not an Agent Card: no name"
+        elif index < len(CARD_PATHS) or _lists(body, url):
+            return body, card_url
+        else:  # a card further up, e.g. the host's default agent's
+            why = "the card of %s, which does not list %s" % (
+                _printable(body.get("name")), url)
+        tried.append("%s (HTTP %d%s)" % (card_url, answer.status,
+                                         ": " + why if why else ""))
+    raise CardError("No Agent Card for %s; tried %s." % (url, "; ".join(tried)))
+
+
+def origin(url: str) -> Origin:
+    """(scheme, host, port) of ``url``, the port filled in, as a browser
+    compares origins."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return (scheme, (parts.hostname or "").lower(),
+            port or {"http": 80, "https": 443}.get(scheme, 0))
 
 
 def major_minor(version: Any) -> str:
@@ -126,3 +171,28 @@ def runs_message_id_once(card: JSONObject) -> bool:
     extensions = (card.get("capabilities") or {}).get("extensions") or ()
     return any(isinstance(e, dict) and e.get("uri") == MESSAGE_ID_ONCE
                for e in extensions)
+
+
+def _printable(value: Any, most: int = 160) -> str:
+    """A server's text, fit for an error message on a terminal: no control
+    characters (escape sequences), not too long."""
+    text = "".join(c if c.isprintable() else " " for c in str(value))
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def _lists(card: JSONObject, url: str) -> bool:
+    """Whether ``card`` lists ``url`` among its interfaces; a malformed card
+    lists nothing."""
+    try:
+        return bool(lists_url(card, url))
+    except MALFORMED:
+        return False
+
+
+def _said(body: Any) -> str:
+    """The sentence of an error answer (a bare error object, a JSON-RPC or
+    HTTP+JSON error), or ""."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    message = body.get("message") if isinstance(body, dict) else None
+    return _printable(message) if isinstance(message, str) and message else ""

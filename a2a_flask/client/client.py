@@ -29,11 +29,11 @@ import random
 import secrets
 import threading
 import time
-import urllib.parse
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from ..protocol.v10 import convert as convert_v10
 from . import cards, protocols, shapes
+from .cards import MALFORMED
 from .auth import Auth, auth_from
 from .errors import (
     AmbiguousOutcome, CardError, TokenError, TransportError, WaitTimeout,
@@ -45,22 +45,6 @@ from .transport import MAX_ANSWER_BYTES, Answer, Http, Lost, NotSent
 JSONObject = Dict[str, Any]
 #: Reads and cancels: sending them again changes nothing.
 _REPLAYABLE = frozenset({"get", "list", "cancel", "extended_card"})
-#: What a far side's malformed answer or card makes the readers raise.
-_MALFORMED = (AttributeError, KeyError, TypeError, ValueError, RecursionError)
-Origin = Tuple[str, str, int]
-
-
-def origin(url: str) -> Origin:
-    """(scheme, host, port) of ``url``, the port filled in, as a browser
-    compares origins."""
-    parts = urllib.parse.urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return (scheme, (parts.hostname or "").lower(),
-            port or {"http": 80, "https": 443}.get(scheme, 0))
 
 
 class Client:
@@ -108,10 +92,10 @@ class Client:
         self.url = url
         self.http = Http(connect_timeout, timeout, verify_tls, ca_certs, pool_size,
                          max_answer_bytes)
-        self.allow_origins = frozenset(origin(o) for o in allow_origins or ())
+        self.allow_origins = frozenset(cards.origin(o) for o in allow_origins or ())
         #: The origin the card came from; None: a card given without a URL
         #: (the caller's own choice of where to call).
-        self._home: Optional[Origin] = origin(url) if url else None
+        self._home: Optional[cards.Origin] = cards.origin(url) if url else None
         self._given_auth = auth_from(key, token, basic, auth)
         #: A token endpoint the caller named is trusted; one the card names
         #: is checked like any other origin.
@@ -152,7 +136,7 @@ class Client:
                     card, card_url = self._fetch_card(deadline)
                 try:
                     self._card, self._protocol = self._take_card(card, card_url)
-                except _MALFORMED as exc:
+                except MALFORMED as exc:
                     raise CardError("The card of %s is malformed (%s: %s)." % (
                         card_url or "given", type(exc).__name__, exc)) from exc
             return self._card, self._protocol
@@ -187,7 +171,7 @@ class Client:
         (or one the caller allowed), as a browser keeps them to their origin."""
         if self._home is None or not self._has_credentials():
             return
-        there = origin(url)
+        there = cards.origin(url)
         if there != self._home and there not in self.allow_origins:
             raise CardError(
                 "The card names %s for %s, not on the origin it came from "
@@ -198,24 +182,7 @@ class Client:
 
     def _fetch_card(self, deadline: float) -> Tuple[JSONObject, str]:
         assert self.url is not None
-        tried = []
-        for index, card_url in enumerate(cards.card_urls(self.url)):
-            answer = self._get_card(card_url, deadline)
-            body = answer.json()
-            if answer.status != 200:
-                why = _said(body)
-            elif not isinstance(body, dict):
-                why = "not JSON" if body is None else "not a JSON object"
-            elif "name" not in body:
-                why = "not an Agent Card: no name"
-            elif index < len(cards.CARD_PATHS) or _lists(body, self.url):
-                return body, card_url
-            else:  # a card further up, e.g. the host's default agent's
-                why = "the card of %s, which does not list %s" % (
-                    _printable(body.get("name")), self.url)
-            tried.append("%s (HTTP %d%s)" % (card_url, answer.status,
-                                             ": " + why if why else ""))
-        raise CardError("No Agent Card for %s; tried %s." % (self.url, "; ".join(tried)))
+        return cards.find_card(self.url, lambda card_url: self._get_card(card_url, deadline))
 
     def _get_card(self, card_url: str, deadline: float) -> Answer:
         # The newest version's card: a server that serves a card per version
@@ -330,7 +297,7 @@ class Client:
         answer = self._request(call, replayable, message_id, deadline)
         try:
             return read(protocol.result(call, answer))
-        except _MALFORMED as exc:
+        except MALFORMED as exc:
             raise TransportError("Not an A2A answer from %s (HTTP %d; %s: %s)" % (
                 call.url, answer.status, type(exc).__name__, str(exc)[:200]),
                 answer.status) from exc
@@ -435,31 +402,6 @@ def _card_object(result: Any) -> JSONObject:
     if not isinstance(result, dict):
         raise TypeError("the extended card is not an object")
     return result
-
-
-def _printable(value: Any, most: int = 160) -> str:
-    """A server's text, fit for an error message on a terminal: no control
-    characters (escape sequences), not too long."""
-    text = "".join(c if c.isprintable() else " " for c in str(value))
-    return text if len(text) <= most else text[:most - 3] + "..."
-
-
-def _lists(card: JSONObject, url: str) -> bool:
-    """Whether ``card`` lists ``url`` among its interfaces; a malformed card
-    lists nothing."""
-    try:
-        return bool(cards.lists_url(card, url))
-    except _MALFORMED:
-        return False
-
-
-def _said(body: Any) -> str:
-    """The sentence of an error answer (a bare error object, a JSON-RPC or
-    HTTP+JSON error), or ""."""
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        body = body["error"]
-    message = body.get("message") if isinstance(body, dict) else None
-    return _printable(message) if isinstance(message, str) and message else ""
 
 
 def _a2a_error(answer: Answer) -> bool:

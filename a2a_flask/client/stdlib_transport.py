@@ -21,18 +21,17 @@ import ssl
 import threading
 import time
 import urllib.parse
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from .errors import AnswerTooLarge
 from .transport import (
-    _CHUNK, MAX_ANSWER_BYTES, USER_AGENT, Answer, Lost, NotSent, _DeadlineResponse,
-    _exchange,
+    MAX_ANSWER_BYTES, Answer, BaseHttp, Lost, NotSent, _DeadlineResponse, _exchange,
 )
 
 _Origin = Tuple[str, str, int]
 
 
-class Http:
+class Http(BaseHttp):
     """Keep-alive connections per origin; safe to share between threads.
 
     The arguments are ``transport.Http``'s: ``connect_timeout`` in seconds;
@@ -44,8 +43,7 @@ class Http:
     def __init__(self, connect_timeout: float = 5.0, timeout: float = 60.0,
                  verify: bool = True, ca_certs: Optional[str] = None,
                  maxsize: int = 10, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
-        self.connect_timeout, self.total_timeout = connect_timeout, timeout
-        self.max_answer_bytes = max_answer_bytes
+        super().__init__(connect_timeout, timeout, max_answer_bytes)
         self.maxsize = maxsize
         if verify:
             self.tls = ssl.create_default_context(cafile=ca_certs)
@@ -56,18 +54,8 @@ class Http:
         self._idle: Dict[_Origin, List[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
 
-    def deadline(self) -> float:
-        """The deadline of an exchange (or call) starting now."""
-        return time.monotonic() + self.total_timeout
-
-    def request(self, method: str, url: str, body: Union[bytes, None] = None,
-                headers: Optional[Mapping[str, str]] = None,
-                deadline: Optional[float] = None) -> Answer:
-        """One exchange, over by ``deadline`` (``time.monotonic()``; default:
-        ``timeout`` from now); raises ``NotSent`` or ``Lost`` when there is
-        no answer, ``AnswerTooLarge`` for a body over ``max_answer_bytes``."""
-        if deadline is None:
-            deadline = self.deadline()
+    def _send(self, method: str, url: str, body: Union[bytes, None],
+              headers: Dict[str, str], deadline: float) -> Answer:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise NotSent("not an http(s) URL: %s" % url)
@@ -79,8 +67,6 @@ class Http:
         target = parts.path or "/"
         if parts.query:
             target += "?" + parts.query
-        all_headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
-        all_headers.update(headers or {})
         connection = self._take(origin)
         if connection is None:
             connection = self._connect(origin, url, deadline)
@@ -90,7 +76,7 @@ class Http:
             if left <= 0:
                 raise socket.timeout("timed out (the call's timeout ran out)")
             connection.sock.settimeout(left)  # the send
-            connection.request(method, target, body=body, headers=all_headers)
+            connection.request(method, target, body=body, headers=headers)
             response = connection.getresponse()
             data = self._body(response, url)
         except (OSError, http.client.HTTPException) as exc:
@@ -107,22 +93,6 @@ class Http:
             self._give_back(origin, connection)
         # HTTPMessage: its get() ignores case, as urllib3's headers do.
         return Answer(response.status, response.msg, data)  # type: ignore[arg-type]
-
-    def _body(self, response: http.client.HTTPResponse, url: str) -> bytes:
-        limit = self.max_answer_bytes
-        declared = response.getheader("Content-Length")
-        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-            raise AnswerTooLarge(url, limit, response.status, int(declared))
-        chunks: List[bytes] = []
-        size = 0
-        while True:
-            chunk = response.read(_CHUNK)
-            if not chunk:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > limit:
-                raise AnswerTooLarge(url, limit, response.status)
-            chunks.append(chunk)
 
     def close(self) -> None:
         with self._lock:

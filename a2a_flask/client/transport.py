@@ -69,6 +69,60 @@ class Answer:
             return None
 
 
+class BaseHttp:
+    """What both transports' ``Http`` share: the timeouts, the headers of
+    every request, the bounded read of a body. Each sends one exchange its
+    own way (``_send``).
+
+    ``connect_timeout`` in seconds; ``timeout``: the whole exchange, connect
+    to last byte; ``max_answer_bytes``: the largest body read.
+    """
+
+    def __init__(self, connect_timeout: float, timeout: float,
+                 max_answer_bytes: int) -> None:
+        self.connect_timeout, self.total_timeout = connect_timeout, timeout
+        self.max_answer_bytes = max_answer_bytes
+
+    def deadline(self) -> float:
+        """The deadline of an exchange (or call) starting now."""
+        return time.monotonic() + self.total_timeout
+
+    def request(self, method: str, url: str, body: Union[bytes, None] = None,
+                headers: Optional[Mapping[str, str]] = None,
+                deadline: Optional[float] = None) -> Answer:
+        """One exchange, over by ``deadline`` (``time.monotonic()``; default:
+        ``timeout`` from now); raises ``NotSent`` or ``Lost`` when there is
+        no answer, ``AnswerTooLarge`` for a body over ``max_answer_bytes``."""
+        all_headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        all_headers.update(headers or {})
+        return self._send(method, url, body, all_headers,
+                          self.deadline() if deadline is None else deadline)
+
+    def _send(self, method: str, url: str, body: Union[bytes, None],
+              headers: Dict[str, str], deadline: float) -> Answer:
+        raise NotImplementedError  # pragma: no cover
+
+    def _body(self, response: Any, url: str) -> bytes:
+        """The body of ``response`` (either library's: ``headers``, ``read``,
+        ``close``), ``AnswerTooLarge`` as soon as it is over the bound."""
+        limit = self.max_answer_bytes
+        declared = response.headers.get("Content-Length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+            response.close()  # not drained: the rest is never read
+            raise AnswerTooLarge(url, limit, response.status, int(declared))
+        chunks: List[bytes] = []
+        size = 0
+        while True:
+            chunk = response.read(_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                response.close()
+                raise AnswerTooLarge(url, limit, response.status)
+            chunks.append(chunk)
+
+
 class _DeadlineReader(io.RawIOBase):
     """A socket's reader giving each read only the time left until the
     exchange's deadline: http.client reads a line or a body with as many
@@ -120,8 +174,9 @@ class _TlsPool(HTTPSConnectionPool):
     ConnectionCls = _TlsConnection
 
 
-class Http:
-    """A pool of keep-alive connections; safe to share between threads.
+class Http(BaseHttp):
+    """A pool of keep-alive connections (urllib3's); safe to share between
+    threads.
 
     ``connect_timeout`` in seconds; ``timeout``: the whole exchange, connect
     to last byte; ``verify``: check TLS certificates (``ca_certs``: a CA
@@ -132,8 +187,7 @@ class Http:
     def __init__(self, connect_timeout: float = 5.0, timeout: float = 60.0,
                  verify: bool = True, ca_certs: Optional[str] = None,
                  maxsize: int = 10, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
-        self.connect_timeout, self.total_timeout = connect_timeout, timeout
-        self.max_answer_bytes = max_answer_bytes
+        super().__init__(connect_timeout, timeout, max_answer_bytes)
         options: Dict[str, Any] = {"cert_reqs": "CERT_REQUIRED" if verify else "CERT_NONE"}
         if ca_certs:
             options["ca_certs"] = ca_certs
@@ -141,27 +195,15 @@ class Http:
                                         retries=False, **options)
         self.pool.pool_classes_by_scheme = {"http": _Pool, "https": _TlsPool}
 
-    def deadline(self) -> float:
-        """The deadline of an exchange (or call) starting now."""
-        return time.monotonic() + self.total_timeout
-
-    def request(self, method: str, url: str, body: Union[bytes, None] = None,
-                headers: Optional[Mapping[str, str]] = None,
-                deadline: Optional[float] = None) -> Answer:
-        """One exchange, over by ``deadline`` (``time.monotonic()``; default:
-        ``timeout`` from now); raises ``NotSent`` or ``Lost`` when there is
-        no answer, ``AnswerTooLarge`` for a body over ``max_answer_bytes``."""
-        if deadline is None:
-            deadline = self.deadline()
+    def _send(self, method: str, url: str, body: Union[bytes, None],
+              headers: Dict[str, str], deadline: float) -> Answer:
         left = deadline - time.monotonic()
         if left <= 0:
             raise NotSent("not sent to %s: the call's timeout ran out" % url)
         timeout = urllib3.Timeout(connect=min(self.connect_timeout, left), read=left)
-        all_headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
-        all_headers.update(headers or {})
         _exchange.deadline = deadline
         try:
-            response = self.pool.request(method, url, body=body, headers=all_headers,
+            response = self.pool.request(method, url, body=body, headers=headers,
                                          timeout=timeout, retries=False,
                                          redirect=False, preload_content=False)
             try:
@@ -175,24 +217,6 @@ class Http:
         finally:
             _exchange.deadline = None
         return Answer(response.status, response.headers, data)
-
-    def _body(self, response: Any, url: str) -> bytes:
-        limit = self.max_answer_bytes
-        declared = response.headers.get("Content-Length")
-        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-            response.close()  # not drained: the rest is never read
-            raise AnswerTooLarge(url, limit, response.status, int(declared))
-        chunks: List[bytes] = []
-        size = 0
-        while True:
-            chunk = response.read(_CHUNK)
-            if not chunk:
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > limit:
-                response.close()
-                raise AnswerTooLarge(url, limit, response.status)
-            chunks.append(chunk)
 
     def close(self) -> None:
         self.pool.clear()
