@@ -9,6 +9,7 @@ JSON object per line.
 
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -24,8 +25,8 @@ FORMATS = ("plain", "json")
 FIELD_CHARS = 200
 #: What would break a line or fool a terminal: C0/C1 controls, DEL, the
 #: Unicode line and paragraph separators, bidirectional overrides.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f"
-                     "\u202a-\u202e\u2066-\u2069]")
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f"
+                    "\u202a-\u202e\u2066-\u2069]")
 #: What JSON may carry raw but a log reader may take for a line break.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f"
                           "\u202a-\u202e\u2066-\u2069]")
@@ -39,7 +40,7 @@ def _escaped(match):
 def escape(text: str) -> str:
     """``text`` with every control character written as an escape: one
     record is one line, whatever a caller sent."""
-    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
+    return UNSAFE.sub(_escaped, text) if UNSAFE.search(text) else text
 
 
 def clean(value: Any, limit: int = FIELD_CHARS) -> Any:
@@ -269,3 +270,75 @@ def route_to_gunicorn(error_log: logging.Logger, log_format: str = "plain") -> N
     for stderr in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
         logger.removeHandler(stderr)  # gunicorn's error log is stderr's place
     logger.setLevel(LEVEL)
+
+
+_stamp: list = [None, ""]  # (second, text): moves once a second, read per record
+
+
+def _plain_stamp(created: float) -> str:
+    """``PLAIN_DATEFMT`` of ``created`` (local time, as ``logging``
+    formats it), made once a second."""
+    second = int(created)
+    if _stamp[0] != second:
+        _stamp[:] = [second, time.strftime(PLAIN_DATEFMT, time.localtime(second))]
+    return _stamp[1]
+
+
+def _plain_handlers(logger: logging.Logger) -> Optional[list]:
+    """The handlers that would write a record of ``logger`` (a child of
+    ``a2a_flask`` with no handler or filter of its own) when they are all
+    ours in the plain format and no other handler takes it, else None."""
+    if logger.handlers or logger.filters or not logger.propagate:
+        return None
+    parent: Optional[logging.Logger] = logger.parent
+    if parent is None or parent.name != "a2a_flask" or not parent.handlers:
+        return None
+    handlers = []
+    for handler in parent.handlers:
+        fmt = handler.formatter
+        if (type(handler) not in (_StderrHandler, _SameStreamHandler)
+                or handler.filters or type(fmt) is not PlainFormatter
+                or fmt._fmt != PLAIN_FORMAT or fmt.datefmt != PLAIN_DATEFMT):
+            return None
+        if logging.INFO >= handler.level:
+            handlers.append(handler)
+    if not parent.propagate:
+        return handlers
+    above: Optional[logging.Logger] = parent.parent
+    while above is not None:  # as _taken_elsewhere: any other handler takes it
+        for handler in above.handlers:
+            if not isinstance(handler, _Fallback) and logging.INFO >= handler.level:
+                return None
+        if not above.propagate:
+            break
+        above = above.parent
+    return handlers
+
+
+def write_record(logger: logging.Logger, text: str, fields: dict, path: str) -> None:
+    """An INFO record of ``text`` (already escaped) with ``fields`` as its
+    extra attributes, on ``logger``. When only our own handlers in the plain
+    format would show it, its line is written as they would write it, with
+    no ``LogRecord`` made (a record on every call); else it goes through
+    ``logging`` as usual."""
+    handlers = _plain_handlers(logger)
+    if handlers is None:
+        # log.info() less its search of the stack for the caller's source
+        # line, which no format here shows.
+        logger.handle(logger.makeRecord(logger.name, logging.INFO, path, 0,
+                                        text, (), None, extra=fields))
+        return
+    now = time.time()
+    line = "%s [%d] [INFO] %s: %s\n" % (_plain_stamp(now), os.getpid(), logger.name, text)
+    for handler in handlers:
+        target = handler.target if isinstance(handler, _SameStreamHandler) else handler
+        try:
+            target.acquire()
+            try:
+                target.stream.write(line)
+                target.stream.flush()
+            finally:
+                target.release()
+        except Exception:  # a log line must never break a request
+            handler.handleError(logger.makeRecord(logger.name, logging.INFO, path, 0,
+                                                  text, (), None, extra=fields))

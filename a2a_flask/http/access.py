@@ -5,19 +5,20 @@ The record names the agent, the method, the task and context, the caller's id
 (an API key's id or a user name: never a key or a password), the outcome (the
 task's state, or the JSON-RPC error code), the duration in milliseconds and
 the protocol version of the call (0.3 or 1.0).
-``http/pipeline.py`` notes what it read (``note``); ``logged_call`` wraps it and
+``http/pipeline.py`` notes what it read (``Notes``); ``logged_call`` wraps it and
 reads the outcome from the answer it made.
 """
 
 import json
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
-from flask import g, request
+from flask import request
 
 from ..auth.proxies import client_address
-from ..logs import clean
+from ..logs import FIELD_CHARS, UNSAFE, clean, write_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Response
@@ -28,24 +29,29 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("a2a_flask.access")
 
 
-def note(envelope: Optional["Envelope"], caller: Optional["Caller"],
-         version: str = "0.3") -> None:
-    """What the call was, in which protocol version, and who made it, as far
-    as ``_rpc`` got."""
-    g.a2a_call = (envelope, caller)
-    g.a2a_version = version
+class Notes:
+    """What ``http/pipeline.py`` noted of one call for its record: a plain
+    object handed to the answer, not attributes of Flask's ``g`` (each
+    read or write of ``g`` goes through a context-local proxy)."""
 
+    __slots__ = ("envelope", "caller", "version", "result", "error_code")
 
-def note_error(code: Optional[int]) -> None:
-    """The A2A (JSON-RPC) code of the error a call answers with: an
-    HTTP+JSON error body holds the HTTP status as its ``code``."""
-    g.a2a_error_code = code
+    def __init__(self) -> None:
+        self.envelope: Optional[Envelope] = None
+        self.caller: Optional[Caller] = None
+        self.version = "0.3"
+        #: The result a call answers with (its JSON-RPC ``result``): the
+        #: record reads it rather than parsing the answer's body again.
+        self.result: Any = None
+        #: The A2A (JSON-RPC) code of the error a call answers with: an
+        #: HTTP+JSON error body holds the HTTP status as its ``code``.
+        self.error_code: Optional[int] = None
 
-
-def note_result(result: Any) -> None:
-    """The result a call answers with (its JSON-RPC ``result``): the record
-    reads it rather than parsing the answer's body again (~10-30 us)."""
-    g.a2a_result = result
+    def note(self, envelope: Optional["Envelope"], caller: Optional["Caller"],
+             version: str = "0.3") -> None:
+        """What the call was, in which protocol version, and who made it, as
+        far as the pipeline got."""
+        self.envelope, self.caller, self.version = envelope, caller, version
 
 
 def _task_from_params(params):
@@ -58,49 +64,54 @@ def _task_from_params(params):
     return task_id if isinstance(task_id, str) else None
 
 
-def call_fields(agent: Optional[str], envelope: Optional["Envelope"], caller: Optional["Caller"],
-                response: "Response", result: Any = None) -> Dict[str, Any]:
-    """The fields of the access record of one answered call (``result``: its
-    JSON-RPC result when noted, else read from the response)."""
+def call_fields(agent: Optional[str], notes: Notes, response: "Response") -> Dict[str, Any]:
+    """The fields of the access record of one answered call (its JSON-RPC
+    result when noted, else read from the response)."""
+    envelope, caller = notes.envelope, notes.caller
     fields = {"agent": agent,
               "method": envelope.method if envelope is not None else None,
-              "version": g.get("a2a_version", "0.3"),
+              "version": notes.version,
               "taskId": None, "contextId": None,
               "caller": caller.id if caller is not None else None,
               "state": None, "code": None, "status": response.status_code}
-    if result is not None:
-        body = {"result": result}
-    else:
+    result, error = notes.result, None
+    if result is None:
         try:
             body = json.loads(response.get_data())
         except ValueError:  # not ours to judge: the record says what is known
             body = {}
-    result, error = body.get("result"), body.get("error")
-    if error is None and "code" in body:
-        error = body  # a bare error object (401)
-    if result is None and error is None:
-        result = body  # an HTTP+JSON answer
+        result, error = body.get("result"), body.get("error")
+        if error is None and "code" in body:
+            error = body  # a bare error object (401)
+        if result is None and error is None:
+            result = body  # an HTTP+JSON answer
     if error is None and isinstance(result, dict) and "task" in result:
         result = result["task"]  # A2A 1.0 SendMessageResponse
     if isinstance(result, dict) and (result.get("kind") == "task" or (
             "status" in result and "id" in result)):
-        fields.update(taskId=result.get("id"), contextId=result.get("contextId"),
-                      state=(result.get("status") or {}).get("state"))
+        fields["taskId"] = result.get("id")
+        fields["contextId"] = result.get("contextId")
+        fields["state"] = (result.get("status") or {}).get("state")
     elif isinstance(error, dict):
-        fields["code"] = g.get("a2a_error_code") or error.get("code")
+        fields["code"] = notes.error_code or error.get("code")
         data = error.get("data")
         if isinstance(data, dict) and isinstance(data.get("taskId"), str):
             fields["taskId"] = data["taskId"]
     if fields["taskId"] is None and envelope is not None:
         fields["taskId"] = _task_from_params(envelope.params)
     for name in _CALLER_SENT:
-        fields[name] = clean(fields[name])
+        value = fields[name]
+        # clean() only where it changes something: most fields are short ids.
+        if isinstance(value, str) and (len(value) > FIELD_CHARS or UNSAFE.search(value)):
+            fields[name] = clean(value)
     return fields
 
 
 #: The fields a caller may have written (a method name, ids, a state read
 #: back from its own answer): escaped and cut before any record holds them.
 _CALLER_SENT = ("agent", "method", "taskId", "contextId", "caller", "state")
+#: What makes a value of the plain record quoted.
+_QUOTED = re.compile('[ ="]')
 
 
 def _value(value):
@@ -108,8 +119,8 @@ def _value(value):
     quote, so no value reads as another ``key=value``."""
     if value is None:
         return "-"
-    text = str(value)
-    if not text or " " in text or "=" in text or '"' in text:
+    text = value if isinstance(value, str) else str(value)
+    if not text or _QUOTED.search(text):
         return '"%s"' % text.replace('"', '\\"')  # escaped already: no controls
     return text
 
@@ -128,18 +139,16 @@ def _text(fields):
     return text
 
 
-
-
 def _anonymous_refusal(fields, caller):
     return caller is None and (fields["status"] >= 400
                                or fields["code"] is not None)
 
 
-def logged_call(agent: Optional[str], answer: Callable[[], "Response"],
+def logged_call(agent: Optional[str], answer: Callable[[Notes], "Response"],
                 observe: Optional[Callable[[Dict[str, Any]], None]] = None, tracing: Any = None,
                 refusals: Any = None) -> "Response":
-    """``answer()``, the call's response, with its access record logged (and
-    passed to ``observe(fields)``, the metrics, when given); with
+    """``answer(notes)``, the call's response, with its access record logged
+    (and passed to ``observe(fields)``, the metrics, when given); with
     ``tracing``, inside the call's server span, described by the record; an
     anonymous refusal only as far as ``refusals`` (a ``logs.RefusalBudget``)
     admits."""
@@ -152,29 +161,22 @@ def logged_call(agent: Optional[str], answer: Callable[[], "Response"],
 
 
 def _logged_call(agent, answer, observe=None, describe=None, refusals=None):
-    g.a2a_call = (None, None)
-    g.a2a_version = "0.3"
-    g.a2a_result = None
-    g.a2a_error_code = None
+    notes = Notes()
     started = time.perf_counter()
-    response = answer()
+    response = answer(notes)
     elapsed_ms = (time.perf_counter() - started) * 1000.0
-    if observe is None and describe is None and not log.isEnabledFor(logging.INFO):
+    logged = log.isEnabledFor(logging.INFO)
+    if observe is None and describe is None and not logged:
         return response
-    envelope, caller = g.a2a_call
-    fields = call_fields(agent, envelope, caller, response, g.a2a_result)
+    fields = call_fields(agent, notes, response)
     fields["ms"] = round(elapsed_ms, 1)
     if describe is not None:
-        describe(fields, caller)
-    logged = log.isEnabledFor(logging.INFO)
-    if logged and refusals is not None and _anonymous_refusal(fields, caller):
+        describe(fields, notes.caller)
+    if logged and refusals is not None and _anonymous_refusal(fields, notes.caller):
         logged, fields["dropped"] = refusals.admit(
             client_address(refusals.trusted_proxies, request.environ))
     if logged:
-        # log.info() less its search of the stack for the caller's source
-        # line, which no format here shows: a record on every call.
-        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0,
-                                  _text(fields), None, None, extra=fields))
+        write_record(log, _text(fields), fields, __file__)
     if observe is not None:
         observe(fields)
     return response

@@ -103,7 +103,7 @@ def _hold_until_sent(response, release):
     response.call_on_close(release)
 
 
-def _answer(app_state, call, agent_name, at_root):
+def _answer(app_state, call, agent_name, at_root, notes):
     caller = None
     inbound = Inbound(app_state.settings.max_content_length)
     try:
@@ -117,7 +117,7 @@ def _answer(app_state, call, agent_name, at_root):
         context = CallContext(app_state, agent, caller, at_root, tenant)
         try:
             result = call.run(context, params)
-            access.note_result(result)
+            notes.result = result
             response = call.answer(result, stream=context.answer_held is not None)
             if context.answer_held is not None:
                 _hold_until_sent(response, context.release_answer)
@@ -128,20 +128,20 @@ def _answer(app_state, call, agent_name, at_root):
     except (errors.A2AError, StorageError) as exc:
         # A neutral storage outcome (no such task...) too: the call's binding
         # words it for its version (``ProtocolCall.refuse``), here only.
-        return _refuse(call, _confirmed(app_state, caller, exc))
+        return _refuse(call, _confirmed(app_state, caller, exc), notes)
     except Exception as exc:
         failure = app_state.storage.failure(exc)
         if failure is not None:
-            return _refuse(call, failure)
+            return _refuse(call, failure, notes)
         log.exception("internal error answering agent %r", agent_name)
-        return _refuse(call, errors.service_failed())
+        return _refuse(call, errors.service_failed(), notes)
     finally:
-        access.note(call.record, caller, call.version)
+        notes.note(call.record, caller, call.version)
 
 
-def _refuse(call, exc):
+def _refuse(call, exc, notes):
     """The call's error answer, its A2A code noted for the access record."""
-    access.note_error(as_a2a_error(exc).code)
+    notes.error_code = as_a2a_error(exc).code
     return call.refuse(exc)
 
 
@@ -150,11 +150,11 @@ def answer_call(call, agent_name, at_root=False):
     ``agent_name``, with its access record; refused while the schema is old."""
     app_state = current_app_state()
 
-    def answer():
+    def answer(notes):
         problem = app_state.schema_problem()
         if problem is not None:
-            return _refuse(call, problem)
-        return _answer(app_state, call, agent_name, at_root)
+            return _refuse(call, problem, notes)
+        return _answer(app_state, call, agent_name, at_root, notes)
 
     return access.logged_call(
         agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None,
