@@ -3,20 +3,22 @@ PREFIX/dashboard/`` answers as JSON, built from the storage's one read
 (``Storage.operator_view``), the keys and the process's settings; and its
 two actions. Version-neutral: states by their stored (A2A 0.3) names.
 
-Workers are the claimers holding a lease on a running turn (there is no
-heartbeat of their own in storage): a worker that runs nothing is not seen,
-and its last sign of life is its newest lease's renewal (the expiry less
-``A2A_WORKER_LEASE_SECONDS``).
+Workers are the claimers of background turns (``flask a2a worker``, the
+in-process claimers of ``A2A_IN_PROCESS_WORKER``): each one's heartbeat row
+(written at each of its upkeeps, idle or not) and the leases it holds (its
+newest lease's renewal: the expiry less ``A2A_WORKER_LEASE_SECONDS``).
 """
 
 import logging
 import os
+import time
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .errors import OperatorActionError
 from .logs import clean
 from .storage.base import TaskRecord
+from .storage.common import turn_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app_state import AppState
@@ -61,6 +63,50 @@ def _turns_per_minute(view, now: datetime, agents) -> Dict[str, List[int]]:
     return counts
 
 
+def _workers(view, now: datetime, lease: float) -> List[Dict[str, Any]]:
+    """Every claimer with a heartbeat row or a lease, by id."""
+    beats = dict(view.workers)
+    leases = {worker: (expires, running) for worker, expires, running in view.leases}
+    workers = []
+    for worker in sorted(set(beats) | set(leases)):
+        heartbeat = _seconds(now, beats.get(worker))
+        renewed = None
+        if worker in leases:
+            renewed = round(max(0.0, (now - parse_time(leases[worker][0])
+                                      + timedelta(seconds=lease)).total_seconds()), 1)
+        workers.append({
+            "id": worker,
+            # InProcessWorker's ids end so (worker.py).
+            "in_process": worker.endswith(":web"),
+            "running": leases[worker][1] if worker in leases else 0,
+            "last_seen_seconds": min(seen for seen in (heartbeat, renewed)
+                                     if seen is not None),
+            "heartbeat_seconds": heartbeat,
+            "lease_renewed_seconds": renewed})
+    return workers
+
+
+def _unseen(app_state, workers, lease) -> Optional[int]:
+    """What ``/health`` says: seconds for which no claimer was seen, when
+    background agents exist and none was within twice the lease; else None."""
+    if not any(agent.background for agent in app_state.reachable_agents()):
+        return None
+    seen = min((w["last_seen_seconds"] for w in workers), default=None)
+    if seen is not None and seen <= 2 * lease:
+        return None
+    if seen is None:  # none ever: for as long as this app knows
+        seen = time.monotonic() - app_state.started
+    return int(seen)
+
+
+def _slow(row) -> Dict[str, Any]:
+    task_id, agent, owner, tenant, state, created_at, updated_at = row
+    return {"task_id": task_id, "agent": agent, "caller": owner,
+            "tenant": tenant or "", "state": state,
+            "seconds": round(turn_seconds(created_at, updated_at), 3),
+            "at": updated_at}
+
+
 def _settings(app_state, environ) -> Dict[str, Any]:
     s = app_state.settings
     return {
@@ -91,12 +137,7 @@ def dashboard_data(app_state: "AppState", environ: Mapping[str, Any]) -> Dict[st
     names = sorted(set(agents) | set(view.tasks))
     per_minute = _turns_per_minute(view, now, names)
     lease = app_state.settings.worker_lease_seconds
-    workers = []
-    for worker, expires, running in view.leases:
-        renewed = parse_time(expires) - timedelta(seconds=lease)
-        workers.append({"id": worker, "running": running,
-                        "last_seen_seconds": round(max(
-                            0.0, (now - renewed).total_seconds()), 1)})
+    workers = _workers(view, now, lease)
     return {
         "now": view.now,
         "agents": {name: {"tasks": dict(sorted(view.tasks.get(name, {}).items())),
@@ -106,16 +147,24 @@ def dashboard_data(app_state: "AppState", environ: Mapping[str, Any]) -> Dict[st
                    for name in names},
         "queue": {"depth": view.queue_depth,
                   "oldest_seconds": _seconds(now, view.queue_oldest),
-                  "callers": dict(sorted(view.queue_callers.items()))},
+                  "callers": dict(sorted(view.queue_callers.items())),
+                  "tenants": {tenant: dict(sorted(callers.items()))
+                              for tenant, callers in sorted(view.queue_tenants.items())}},
         "workers": workers,
-        # What "workers" is made of: claimers holding a lease right now.
-        "workers_from": "leases",
+        # What "workers" is made of: the claimers' heartbeat rows and leases.
+        "workers_from": "heartbeats and leases",
+        "workers_unseen_seconds": _unseen(app_state, workers, lease),
         "failures": [{"task_id": task.id, "agent": task.agent,
-                      "caller": task.owner, "at": task.updated_at,
-                      "text": status_text(task)} for task in view.failures],
+                      "caller": task.owner, "tenant": task.tenant,
+                      "at": task.updated_at, "text": status_text(task)}
+                     for task in view.failures],
+        "slowest": [_slow(row) for row in view.slowest],
+        "slowest_of": view.slowest_of,
+        "tenants": sorted(app_state.known_tenants()),
         "keys": [{"id": key.id, "label": key.label, "scope": key.scope_text,
-                  "operator": key.operator, "created_at": key.created_at,
-                  "last_used_at": key.last_used_at, "revoked_at": key.revoked_at}
+                  "operator": key.operator, "tenant": key.tenant,
+                  "created_at": key.created_at, "last_used_at": key.last_used_at,
+                  "revoked_at": key.revoked_at}
                  for key in app_state.credentials.keys()],
         "storage": view.storage,
         "settings": _settings(app_state, environ),

@@ -206,8 +206,11 @@ def index_body() -> Dict[str, Any]:
     app_state = current_app_state()
     settings = app_state.settings
     base = base_url(settings)
+    # The operator's page, when it is on (its data needs an operator).
+    dashboard = base + urls.dashboard_path(settings) if settings.dashboard else None
     if not settings.public_cards:
-        return {"agents": None, "list": base + urls.agents_tree(settings)}
+        return {"agents": None, "list": base + urls.agents_tree(settings),
+                "dashboard": dashboard}
     agents = []
     for agent in app_state.reachable_agents():
         client_url = base + urls.agent_base_path(settings, agent.name)
@@ -217,7 +220,7 @@ def index_body() -> Dict[str, Any]:
             "card": base + urls.card_path(settings, agent.name),
             "endpoint": base + urls.agent_path(settings, agent.name),
             "tryPage": client_url if settings.try_page else None})
-    return {"agents": agents}
+    return {"agents": agents, "dashboard": dashboard}
 
 
 def _index_html(body):
@@ -243,6 +246,10 @@ def _index_html(body):
                     escape(agent["tryPage"]), escape(agent["name"])))
             parts.append("".join(item) + "</li>")
         parts.append("</ul>")
+    if body["dashboard"]:
+        parts.append('<p>Operators: <a href="%s">the operator\'s page</a> (an '
+                     'operator key, <code>flask a2a keys create --operator</code>).'
+                     '</p>' % escape(body["dashboard"]))
     parts.append("</body></html>")
     return "".join(parts)
 

@@ -138,54 +138,99 @@
     $("queue-oldest").textContent = queue.depth ? "oldest waiting " + seconds(queue.oldest_seconds) : "";
     var body = $("queue");
     clear(body);
-    var callers = Object.keys(queue.callers).sort();
-    $("queue-empty").hidden = callers.length > 0;
-    $("queue-table").hidden = callers.length === 0;
-    callers.forEach(function (caller) {
+    // One row per tenant and caller ("" is no tenant's).
+    var rows = [];
+    Object.keys(queue.tenants).sort().forEach(function (tenant) {
+      Object.keys(queue.tenants[tenant]).sort().forEach(function (caller) {
+        rows.push([tenant, caller, queue.tenants[tenant][caller]]);
+      });
+    });
+    $("queue-empty").hidden = rows.length > 0;
+    $("queue-table").hidden = rows.length === 0;
+    rows.forEach(function (item) {
       var row = el("tr");
-      cell(row, caller, "mono");
-      cell(row, queue.callers[caller], "num");
+      cell(row, item[0] || "-", "tenant");
+      cell(row, item[1], "mono");
+      cell(row, item[2], "num");
       var button = el("button", "Cancel its working tasks");
       button.type = "button";
-      button.addEventListener("click", function () { cancelCaller(caller); });
+      button.addEventListener("click", function () { cancelCaller(item[1]); });
       cell(row, "").appendChild(button);
       body.appendChild(row);
     });
   }
 
+  function ago(value) {
+    return value === null || value === undefined ? "-" : seconds(value) + " ago";
+  }
+
   function showWorkers(data) {
     var workers = data.workers;
-    var background = Object.keys(data.agents).some(function (n) { return data.agents[n].background; });
+    var unseen = data.workers_unseen_seconds;
     var body = $("workers");
     clear(body);
     $("worker-count").textContent = String(workers.length);
     var note = $("worker-note");
     note.className = "muted";
     note.textContent = "";
+    // Red as /health's "degraded": background agents exist and no claimer
+    // was seen within twice the lease.
+    if (unseen !== null && unseen !== undefined) {
+      note.className = "bad";
+      note.textContent = "none seen for " + unseen + " s";
+    }
     if (!workers.length) {
       var row = el("tr");
-      var waited = data.queue.depth ? data.queue.oldest_seconds : null;
-      var text = waited === null ? "none seen (an idle worker holds no lease)"
-        : "none seen for " + Math.round(waited) + " s";
-      var td = cell(row, text);
-      td.colSpan = 3;
-      // Red when turns of background agents wait and no worker took one
-      // within twice the lease.
-      if (background && waited !== null && waited > 2 * lease) {
-        td.className = "bad";
-        note.className = "bad";
-      }
-      note.textContent = text;
+      var td = cell(row, note.textContent || "none seen", note.textContent ? "bad" : "muted");
+      td.colSpan = 5;
       body.appendChild(row);
     }
     workers.forEach(function (worker) {
       var row = el("tr");
       var late = worker.last_seen_seconds > 2 * lease;
-      cell(row, worker.id, "mono");
+      cell(row, worker.id + (worker.in_process ? " (in-process)" : ""), "mono");
       cell(row, worker.running, "num");
+      cell(row, ago(worker.heartbeat_seconds), "num");
+      cell(row, ago(worker.lease_renewed_seconds), "num");
       cell(row, late ? "none seen for " + Math.round(worker.last_seen_seconds) + " s"
-        : seconds(worker.last_seen_seconds) + " ago", late ? "num bad" : "num");
-      if (late) { note.className = "bad"; note.textContent = "a worker is silent"; }
+        : ago(worker.last_seen_seconds), late ? "num bad" : "num");
+      if (late && !note.textContent) { note.className = "bad"; note.textContent = "a worker is silent"; }
+      body.appendChild(row);
+    });
+  }
+
+  function taskLink(taskId) {
+    var link = el("a", taskId, "mono");
+    // Where the operator finds it all: its row here, and the command.
+    link.href = "#task-" + encodeURIComponent(taskId);
+    link.title = "flask a2a tasks show " + taskId;
+    return link;
+  }
+
+  function when(at) {
+    return at.replace("T", " ").replace(/\.\d+Z$/, "Z");
+  }
+
+  function showSlowest(data) {
+    var slowest = data.slowest;
+    var body = $("slowest");
+    clear(body);
+    $("slowest-table").hidden = slowest.length === 0;
+    $("slowest-note").textContent = slowest.length
+      ? "Tasks of one turn, from their first message to their end (queue wait included), among the newest " + data.slowest_of + " that ended in the hour."
+      : "No turn ended in the last hour.";
+    slowest.forEach(function (turn) {
+      var row = el("tr");
+      cell(row, turn.seconds < 1 ? Math.round(turn.seconds * 1000) + " ms"
+        : turn.seconds < 10 ? turn.seconds.toFixed(1) + " s" : seconds(turn.seconds), "num");
+      cell(row, when(turn.at), "mono");
+      cell(row, turn.agent);
+      cell(row, turn.tenant || "-", "tenant");
+      cell(row, turn.caller, "mono");
+      cell(row, "").appendChild(taskLink(turn.task_id));
+      var state = el("span", turn.state, "tag");
+      state.setAttribute("data-state", turn.state);
+      cell(row, "").appendChild(state);
       body.appendChild(row);
     });
   }
@@ -199,14 +244,11 @@
     failures.forEach(function (failure) {
       var row = el("tr");
       row.id = "task-" + failure.task_id;
-      cell(row, failure.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), "mono");
+      cell(row, when(failure.at), "mono");
       cell(row, failure.agent);
+      cell(row, failure.tenant || "-", "tenant");
       cell(row, failure.caller, "mono");
-      var link = el("a", failure.task_id, "mono");
-      // Where the operator finds it all: its row here, and the command.
-      link.href = "#task-" + encodeURIComponent(failure.task_id);
-      link.title = "flask a2a tasks show " + failure.task_id;
-      cell(row, "").appendChild(link);
+      cell(row, "").appendChild(taskLink(failure.task_id));
       cell(row, failure.text);
       body.appendChild(row);
     });
@@ -219,6 +261,7 @@
       var row = el("tr");
       cell(row, k.id + (k.operator ? " (operator)" : "") + (k.revoked_at ? " (revoked)" : ""), "mono");
       cell(row, k.label || "-");
+      cell(row, k.tenant || "-", "tenant");
       cell(row, k.scope);
       cell(row, k.last_used_at || "never", "mono");
       body.appendChild(row);
@@ -248,10 +291,13 @@
 
   function show(data) {
     lease = data.settings.worker_lease_seconds || lease;
+    // The tenant columns only where the service has tenants.
+    document.body.className = data.tenants.length ? "" : "no-tenants";
     showAgents(data.agents);
     showQueue(data.queue);
     showWorkers(data);
     showFailures(data.failures);
+    showSlowest(data);
     showKeys(data.keys);
     showSettings(data);
     $("view").hidden = false;

@@ -5,6 +5,7 @@ failure), on SQLite and PostgreSQL; who may see it; its two actions."""
 import logging
 import os
 import re
+from datetime import datetime, timedelta
 
 import pytest
 from flask import session
@@ -40,6 +41,28 @@ def dash(make_app, backend):
     return app, a2a, operator_key, plain_key
 
 
+def _sql(storage, statement, *args):
+    """``statement`` (with ``?`` marks) run on either backend."""
+    if not storage.__class__.__name__.startswith("Sqlite"):
+        statement = statement.replace("?", "%s")
+    with storage.transaction() as conn:
+        conn.execute(statement, args)
+
+
+def _ago(text, seconds):
+    """The ISO timestamp ``seconds`` before ``text``."""
+    moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ") - timedelta(seconds=seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (moment.microsecond // 1000)
+
+
+def _created_before_end(storage, task_id, seconds):
+    """Make ``task_id``'s creation ``seconds`` before its last change."""
+    ended = storage.show_task(task_id).updated_at
+    _sql(storage, "UPDATE a2a_tasks SET created_at = ? WHERE id = ?",
+         _ago(ended, seconds), task_id)
+    return ended
+
+
 def _made(storage):
     """The database's contents, with what each should count as."""
     made = {}
@@ -71,10 +94,55 @@ def _made(storage):
     return made
 
 
+def _made_more(storage):
+    """Heartbeats, tenants and slow turns, beside ``_made``'s."""
+    made = {}
+    for worker in ("host:1:dead", "host:2:alive", "host:3:idle", "host:4:ab12:web"):
+        assert storage.note_worker(worker)
+    # The dead one's heartbeat stopped 200 s ago.
+    _sql(storage, "UPDATE a2a_workers SET seen_at = ? WHERE id = ?",
+         _ago(storage.operator_view().now, 200), "host:1:dead")
+    # Tenant acme: a failure and a queued turn of its caller.
+    failed = storage.start_turn("key:acme", "echo", message("hi"), tenant="acme")
+    storage.finish_turn(failed.task_id, "key:acme", "echo", "failed",
+                        _reply("acme's failure", 20, failed))
+    made["acme_failed"] = failed.task_id
+    made["acme_queued"] = storage.enqueue_turn("key:acme", "slow", message("w"),
+                                               tenant="acme").task_id
+    # Slow turns: 90 s (tenant acme), 30 s; a task of two turns created long
+    # ago, a canceled one and a still working one are no turn's time.
+    slow = storage.start_turn("key:acme", "echo", message("hi"), tenant="acme")
+    storage.finish_turn(slow.task_id, "key:acme", "echo", "completed",
+                        _reply("late", 21, slow))
+    made["slow_90"] = (slow.task_id, _created_before_end(storage, slow.task_id, 90))
+    slower = storage.start_turn("user:bob", "chat", message("hi"))
+    storage.finish_turn(slower.task_id, "user:bob", "chat", "input-required",
+                        _reply("which?", 22, slower))
+    made["slow_30"] = (slower.task_id, _created_before_end(storage, slower.task_id, 30))
+    twice = storage.start_turn("user:bob", "chat", message("hi"))
+    storage.finish_turn(twice.task_id, "user:bob", "chat", "input-required",
+                        _reply("which?", 23, twice))
+    again = storage.start_turn("user:bob", "chat", message("that one"),
+                               task_id=twice.task_id)
+    storage.finish_turn(again.task_id, "user:bob", "chat", "completed",
+                        _reply("done", 24, again))
+    _created_before_end(storage, twice.task_id, 600)
+    made["not_turns"] = {twice.task_id}
+    canceled = storage.start_turn("user:bob", "echo", message("hi"))
+    storage.cancel_tasks(task_id=canceled.task_id)
+    _created_before_end(storage, canceled.task_id, 900)
+    working = storage.start_turn("user:bob", "echo", message("hi"))
+    _created_before_end(storage, working.task_id, 1200)
+    made["not_turns"] |= {canceled.task_id, working.task_id}
+    return made
+
+
 def test_the_numbers_are_the_database_s(dash):
     app, _, operator_key, _ = dash
     storage = app.extensions["a2a"].storage
     made = _made(storage)
+    # Claimers with no heartbeat row: seen by their leases only.
+    _sql(storage, "DELETE FROM a2a_workers")
     response = app.test_client().get(URL, headers=dict(JSON, **bearer(operator_key)))
     assert response.status_code == 200, response.get_data(as_text=True)
     assert response.headers["Cache-Control"] == "no-store"
@@ -101,11 +169,17 @@ def test_the_numbers_are_the_database_s(dash):
     assert workers["host:2:alive"]["running"] == 1
     assert workers["host:2:alive"]["last_seen_seconds"] < 10
     assert 129 <= workers["host:1:dead"]["last_seen_seconds"] < 160
-    assert body["workers_from"] == "leases"
+    assert workers["host:1:dead"]["lease_renewed_seconds"] == (
+        workers["host:1:dead"]["last_seen_seconds"])
+    assert workers["host:1:dead"]["heartbeat_seconds"] is None
+    assert body["workers_from"] == "heartbeats and leases"
+    # No background agent registered here: nobody is missed.
+    assert body["workers_unseen_seconds"] is None
 
     [failure] = body["failures"]
     assert failure == {"task_id": made["failed"], "agent": "echo", "caller": "key:a",
-                       "at": failure["at"], "text": "boom: the agent raised"}
+                       "tenant": "", "at": failure["at"],
+                       "text": "boom: the agent raised"}
     assert RFC3339.match(failure["at"]) and RFC3339.match(body["now"])
 
     stored = body["storage"]
@@ -118,8 +192,100 @@ def test_the_numbers_are_the_database_s(dash):
     assert keys["ops"]["operator"] is True and keys["ops"]["scope"] == "(no agent)"
     assert keys["plain"]["operator"] is False and keys["plain"]["scope"] == "*"
     assert keys["ops"]["last_used_at"] is not None  # this request
+    assert keys["ops"]["tenant"] is None
+    assert body["tenants"] == []
+    # Every ended turn is just as old as its task here: a few ms each.
+    assert body["slowest_of"] == 5  # the 2020 failure is not of the hour
+    assert [(t["state"], t["seconds"] < 5) for t in body["slowest"]].count(
+        ("input-required", True)) == 1
     assert body["settings"]["worker_lease_seconds"] == 30
     assert body["settings"]["auth"] == "required"
+
+
+def test_workers_tenants_and_the_slowest_turns(make_app, backend):
+    """Each claimer with its heartbeat and its leases (an idle one, an
+    in-process one, a dead one); with tenants, each row's tenant; the
+    slowest turns of one turn, slowest first."""
+    app, _ = make_app(A2A_AUTH="required", A2A_DASHBOARD=True, A2A_TENANTS="acme",
+                      **backend)
+    credentials = app.extensions["a2a"].credentials
+    _, operator_key = credentials.create_key(set(), "ops", operator=True)
+    credentials.create_key(None, "acme's", tenant="acme")
+    storage = app.extensions["a2a"].storage
+    made = dict(_made(storage), **_made_more(storage))
+    response = app.test_client().get(URL, headers=dict(JSON, **bearer(operator_key)))
+    assert response.status_code == 200, response.get_data(as_text=True)
+    body = response.get_json()
+
+    workers = {w.pop("id"): w for w in body["workers"]}
+    assert sorted(workers) == ["host:1:dead", "host:2:alive", "host:3:idle",
+                               "host:4:ab12:web"]
+    dead, alive = workers["host:1:dead"], workers["host:2:alive"]
+    assert (dead["running"], dead["in_process"]) == (1, False)
+    assert 199 <= dead["heartbeat_seconds"] < 230
+    assert 129 <= dead["lease_renewed_seconds"] < 160
+    assert dead["last_seen_seconds"] == dead["lease_renewed_seconds"]
+    assert (alive["running"], alive["in_process"]) == (1, False)
+    assert alive["heartbeat_seconds"] < 10 and alive["lease_renewed_seconds"] < 10
+    for name, in_process in (("host:3:idle", False), ("host:4:ab12:web", True)):
+        idle = workers[name]
+        assert idle == {"in_process": in_process, "running": 0,
+                        "last_seen_seconds": idle["heartbeat_seconds"],
+                        "heartbeat_seconds": idle["heartbeat_seconds"],
+                        "lease_renewed_seconds": None}
+        assert idle["heartbeat_seconds"] < 10
+    assert body["workers_unseen_seconds"] is None
+
+    assert body["tenants"] == ["acme"]
+    assert body["queue"]["depth"] == 2
+    assert body["queue"]["callers"] == {made["queued_caller"]: 1, "key:acme": 1}
+    assert body["queue"]["tenants"] == {"": {made["queued_caller"]: 1},
+                                        "acme": {"key:acme": 1}}
+    failures = [(f["task_id"], f["tenant"], f["caller"], f["text"])
+                for f in body["failures"]]
+    assert failures == [(made["acme_failed"], "acme", "key:acme", "acme's failure"),
+                        (made["failed"], "", "key:a", "boom: the agent raised")]
+    keys = {k["label"]: k["tenant"] for k in body["keys"]}
+    assert keys == {"ops": None, "acme's": "acme"}
+
+    (slow_id, slow_at), (slower_id, slower_at) = made["slow_90"], made["slow_30"]
+    assert body["slowest"][:2] == [
+        {"task_id": slow_id, "agent": "echo", "caller": "key:acme", "tenant": "acme",
+         "state": "completed", "seconds": 90.0, "at": slow_at},
+        {"task_id": slower_id, "agent": "chat", "caller": "user:bob", "tenant": "",
+         "state": "input-required", "seconds": 30.0, "at": slower_at}]
+    # The rest are the turns of a few ms (none of the two-turn, canceled or
+    # working tasks); the newest ended tasks of the hour were looked at:
+    # _made's 5, the acme failure, the two slow ones and the two-turn one.
+    assert all(t["seconds"] < 5 for t in body["slowest"][2:])
+    assert not made["not_turns"] & {t["task_id"] for t in body["slowest"]}
+    assert len(body["slowest"]) == 8 and body["slowest_of"] == 9
+    assert all(RFC3339.match(t["at"]) for t in body["slowest"])
+
+
+def test_none_seen_when_background_agents_wait(make_app, backend):
+    """With a background agent and no claimer seen within twice the lease,
+    ``workers_unseen_seconds`` says for how long, as /health does."""
+    def register(a2a):
+        a2a.add_agent("later", lambda turn: "done", background=True)
+
+    app, _ = make_app(register, A2A_AUTH="required", A2A_DASHBOARD=True, **backend)
+    _, key = app.extensions["a2a"].credentials.create_key(set(), operator=True)
+    storage = app.extensions["a2a"].storage
+    client = app.test_client()
+
+    def unseen():
+        body = client.get(URL, headers=dict(JSON, **bearer(key))).get_json()
+        return body["workers_unseen_seconds"]
+
+    assert isinstance(unseen(), int)  # none ever: since the app started
+    storage.note_worker("host:9:w")
+    assert unseen() is None
+    _sql(storage, "UPDATE a2a_workers SET seen_at = ? WHERE id = ?",
+         _ago(storage.operator_view().now, 61), "host:9:w")  # lease 30 s
+    assert 61 <= unseen() < 90
+    storage.note_worker("host:9:w", alive=False)  # a claimer that stopped
+    assert isinstance(unseen(), int)
 
 
 def test_an_empty_database(dash):
@@ -127,8 +293,11 @@ def test_an_empty_database(dash):
     body = app.test_client().get(URL, headers=dict(JSON, **bearer(operator_key))).get_json()
     assert body["agents"]["echo"] == {"tasks": {}, "turns_per_minute": [0] * 60,
                                       "background": False}
-    assert body["queue"] == {"depth": 0, "oldest_seconds": None, "callers": {}}
+    assert body["queue"] == {"depth": 0, "oldest_seconds": None, "callers": {},
+                             "tenants": {}}
     assert body["workers"] == [] and body["failures"] == []
+    assert body["slowest"] == [] and body["slowest_of"] == 0
+    assert body["workers_unseen_seconds"] is None and body["tenants"] == []
 
 
 def test_only_operators_see_the_data(dash):

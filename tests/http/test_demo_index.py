@@ -42,7 +42,8 @@ def test_json_names_each_agent_with_its_urls(demo):
     assert response.headers["Vary"] == "Accept"
     assert response.get_json() == {"agents": [
         dict(name="chat", description=_described("chat"), **_urls("chat")),
-        dict(name="echo", description=_described("echo"), **_urls("echo"))]}
+        dict(name="echo", description=_described("echo"), **_urls("echo"))],
+        "dashboard": None}
 
 
 def test_the_page_names_each_agent_with_its_urls_and_try_link(demo):
@@ -102,7 +103,7 @@ def test_where_cards_are_not_public_it_names_only_the_list(make_app):
     add_index(app)
     client = app.test_client()
     assert client.get("/", headers=JSON).get_json() == {
-        "agents": None, "list": "http://localhost/api/v1/agents"}
+        "agents": None, "list": "http://localhost/api/v1/agents", "dashboard": None}
     html = client.get("/", headers=BROWSER).get_data(as_text=True)
     assert "echo" not in html and "chat" not in html
     assert "<code>http://localhost/api/v1/agents</code>" in html
@@ -114,3 +115,16 @@ def test_the_public_base_url_is_the_one_shown(make_app):
     [chat, _] = app.test_client().get("/", headers=JSON).get_json()["agents"]
     assert chat["card"] == "https://a2a.example.com/api/v1/agents/chat" + CARD
 
+
+
+def test_it_links_to_the_operator_s_page_when_that_is_on(make_app):
+    app = make_app(A2A_DASHBOARD=True)[0]
+    add_index(app)
+    client = app.test_client()
+    url = "http://localhost/api/v1/dashboard/"
+    assert client.get("/", headers=JSON).get_json()["dashboard"] == url
+    html = client.get("/", headers=BROWSER).get_data(as_text=True)
+    assert '<a href="%s">the operator\'s page</a>' % url in html
+    off = make_app()[0]
+    add_index(off)
+    assert "operator" not in off.test_client().get("/", headers=BROWSER).get_data(as_text=True)

@@ -3,12 +3,15 @@ driven by Playwright, against the demo (``wsgi:app``, where A2A_DASHBOARD is
 on) under gunicorn, with no worker: the queued turns of ``slow`` wait.
 
 The test makes the database's contents itself (a completed echo task, a
-failure, queued turns, an operator key) on the demo's SQLite file, types the
-key, sees the counts and the failure, cancels a queued task. Screenshots
+failure, a slow turn and a failure of tenant acme, queued turns, a dead
+worker and an idle in-process one, an operator key) on the demo's SQLite
+file, types the key, sees the counts, the failures, the slowest turns, the
+workers and the tenants, cancels a queued task. Screenshots
 under build/test-artifacts/dashboard/ (or $A2A_TEST_ARTIFACTS/dashboard/).
 Never skipped: without /usr/bin/chromium these fail."""
 
 import os
+from datetime import datetime, timedelta
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
@@ -40,7 +43,8 @@ class _Settings:
 def demo(tmp_path_factory):
     # No in-process claimers: the page must show turns that wait in the queue.
     server = GunicornServer(tmp_path_factory.mktemp("dashboard"), app="wsgi:app",
-                            workers=2, auth="key", env={"A2A_IN_PROCESS_WORKER": "0"})
+                            workers=2, auth="key", env={"A2A_IN_PROCESS_WORKER": "0",
+                                                        "A2A_TENANTS": "acme"})
     try:
         yield server.start()
     finally:
@@ -59,15 +63,31 @@ def made(demo):
         failed = storage.start_turn("key:someone", "chat", message("hi"))
         storage.finish_turn(failed.task_id, "key:someone", "chat", "failed",
                             _reply(failed, "The agent raised: ValueError"))
+        # Tenant acme's failure, and its turn that took 75 s.
+        acme = storage.start_turn("key:acme-ci", "echo", message("hi"), tenant="acme")
+        storage.finish_turn(acme.task_id, "key:acme-ci", "echo", "failed",
+                            _reply(acme, "The upstream API refused: 429"))
+        slow = storage.start_turn("key:acme-ci", "echo", message("hi"), tenant="acme")
+        storage.finish_turn(slow.task_id, "key:acme-ci", "echo", "completed",
+                            _reply(slow, "late"))
+        ended = datetime.strptime(storage.show_task(slow.task_id).updated_at,
+                                  "%Y-%m-%dT%H:%M:%S.%fZ")
+        with storage.transaction() as conn:
+            conn.execute("UPDATE a2a_tasks SET created_at = ? WHERE id = ?", (
+                (ended - timedelta(seconds=75)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+                + "Z", slow.task_id))
         # A worker that took a turn and went silent (its lease renewed
-        # 130 s ago), then two turns no worker takes.
+        # 130 s ago, its heartbeat as old), then two turns no worker takes;
+        # an idle in-process claimer seen just now.
         storage.enqueue_turn("key:stuck", "slow", message("w"))
         [_] = storage.claim_turns("host-b:4242:dead", 1, -100)
+        storage.note_worker("host-c:77:ab12cd:web")
         queued = [storage.enqueue_turn("key:runaway", "slow", message("w")).task_id
                   for _ in range(2)]
         _, key = Credentials(storage).create_key(set(), "on call", operator=True)
+        Credentials(storage).create_key(None, "acme ci", tenant="acme")
         yield {"key": key, "failed": failed.task_id, "queued": queued,
-               "storage": storage}
+               "storage": storage, "slow": slow.task_id}
     finally:
         storage.close()
 
@@ -120,19 +140,32 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         expect(page.locator("#status")).to_contain_text("Updated")
         expect(page.locator("#error")).to_be_hidden()
         echo = page.locator('#agents tr[data-agent="echo"]')
-        expect(echo).to_contain_text("completed 1")
-        expect(echo).to_contain_text("1 in the hour")
+        expect(echo).to_contain_text("completed 2")
+        expect(echo).to_contain_text("3 in the hour")
         expect(page.locator('#agents tr[data-agent="chat"]')).to_contain_text("failed 1")
         expect(page.locator('#agents tr[data-agent="slow"]')).to_contain_text("working 3")
         expect(page.locator('#agents tr[data-agent="echo"] svg.chart rect')).to_have_count(1)
         expect(page.locator("#queue-depth")).to_have_text("2")
         expect(page.locator("#queue")).to_contain_text("key:runaway")
-        failure = page.locator("#failures tr")
-        expect(failure).to_have_count(1)
+        expect(page.locator("#failures tr")).to_have_count(2)
+        failure = page.locator("#failures tr", has_text="The agent raised")
         expect(failure).to_contain_text("The agent raised: ValueError")
         expect(failure.locator("a")).to_have_text(made["failed"])
+        # With tenants, each row's tenant shows.
+        expect(page.locator("#failures tr", has_text="key:acme-ci")
+               .locator("td.tenant")).to_have_text("acme")
+        expect(page.locator("#keys tr", has_text="acme ci")
+               .locator("td.tenant")).to_have_text("acme")
+        expect(failure.locator("td.tenant")).to_be_visible()
+        slowest = page.locator("#slowest tr").first
+        expect(slowest).to_contain_text("75 s")
+        expect(slowest.locator("td.tenant")).to_have_text("acme")
+        expect(slowest.locator("a")).to_have_text(made["slow"])
         dead = page.locator("#workers tr", has_text="host-b:4242:dead")
         expect(dead.locator("td.bad")).to_contain_text("none seen for 1")  # 130 s or so
+        idle = page.locator("#workers tr", has_text="host-c:77:ab12cd:web")
+        expect(idle).to_contain_text("(in-process)")
+        expect(idle.locator("td.bad")).to_have_count(0)
         expect(page.locator("#worker-note")).to_have_class("bad")
         expect(page.locator("#keys")).to_contain_text("on call")
         expect(page.locator("#settings")).to_contain_text("schema version")

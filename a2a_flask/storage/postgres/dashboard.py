@@ -2,13 +2,18 @@
 
 What it costs: the counts are one pass over the tasks' state index (an
 index-only scan where the visibility map allows); the turns per minute and
-the failures are ranges of ``a2a_tasks_updated`` (the tasks changed in the
-last hour, and in the last 24 hours newest first until enough failures are
-found). The queue and the workers read ``a2a_turns``, which holds live
-turns only. All in one read-only REPEATABLE READ transaction: one moment.
+the failures and the candidates for the slowest turns are ranges of
+``a2a_tasks_updated`` (the tasks changed in the last hour, and in the last
+24 hours newest first until enough are found); the user messages of the
+slowest few are counted (``a2a_messages_task``). The queue and the workers
+read ``a2a_turns``, which holds live turns only, and ``a2a_workers``, one
+row per claimer. All in one read-only REPEATABLE READ transaction: one
+moment.
 """
 
 from ..base import OperatorView
+from ..common import (
+    NOT_ENDED, SLOWEST_SAMPLE, queue_by_caller, slowest_turns, with_tenant)
 from .admin import _COLUMNS, _record
 
 
@@ -40,22 +45,38 @@ class DashboardOperations:
                     " FROM a2a_tasks WHERE updated_at >= %s AND state <> 'working'"
                     " GROUP BY agent, minute ORDER BY agent, minute", (hour_ago,))]
                 failures = conn.execute(
-                    "SELECT " + _COLUMNS + " FROM a2a_tasks WHERE updated_at >= %s"
-                    " AND state = 'failed' ORDER BY updated_at DESC, id DESC"
-                    " LIMIT %s", (day_ago, failure_limit)).fetchall()
+                    "SELECT " + _COLUMNS + ", tenant FROM a2a_tasks WHERE"
+                    " updated_at >= %s AND state = 'failed'"
+                    " ORDER BY updated_at DESC, id DESC LIMIT %s",
+                    (day_ago, failure_limit)).fetchall()
+                ended = [tuple(row) for row in conn.execute(
+                    "SELECT id, agent, owner, tenant, state, created_at, updated_at"
+                    " FROM a2a_tasks WHERE updated_at >= %s AND state <> ALL(%s)"
+                    " ORDER BY updated_at DESC, id DESC LIMIT %s",
+                    (hour_ago, list(NOT_ENDED), SLOWEST_SAMPLE))]
+                slowest = slowest_turns(ended, lambda batch: [
+                    row[0] for row in conn.execute(
+                        "SELECT task_id FROM a2a_messages WHERE task_id = ANY(%s)"
+                        " AND role = 'user' GROUP BY task_id HAVING count(*) > 1",
+                        (list(batch),))])
                 depth, oldest = conn.execute(
                     "SELECT count(*), min(queued_at) FROM a2a_turns"
                     " WHERE worker IS NULL").fetchone()
-                callers = dict(conn.execute(
-                    "SELECT owner, count(*) FROM a2a_turns WHERE worker IS NULL"
-                    " GROUP BY owner").fetchall())
+                queued = conn.execute(
+                    "SELECT tenant, owner, count(*) FROM a2a_turns WHERE worker IS NULL"
+                    " GROUP BY tenant, owner").fetchall()
                 leases = [tuple(row) for row in conn.execute(
                     "SELECT worker, max(lease_expires), count(*) FROM a2a_turns"
                     " WHERE worker IS NOT NULL GROUP BY worker ORDER BY worker")]
+                workers = [tuple(row) for row in conn.execute(
+                    "SELECT id, seen_at FROM a2a_workers ORDER BY id")]
                 version, size = conn.execute(
                     "SELECT (SELECT max(version) FROM a2a_schema_version),"
                     " pg_database_size(current_database())").fetchone()
+        callers, by_tenant = queue_by_caller(queued)
         return OperatorView(now, tasks, turns, depth, oldest, callers, leases,
-                            [_record(row) for row in failures],
+                            [with_tenant(_record(row), row[-1]) for row in failures],
                             {"backend": "postgresql", "schema_version": version,
-                             "database_bytes": size})
+                             "database_bytes": size},
+                            queue_tenants=by_tenant, workers=workers,
+                            slowest=slowest, slowest_of=len(ended))

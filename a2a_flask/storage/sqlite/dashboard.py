@@ -8,17 +8,26 @@ counted as index ranges by ``updated_at``: older than the last hour, each
 minute of it, later. So the counts and the turns per minute are one pass,
 with no sort (a ``GROUP BY`` on the minute's text sorts every row it
 counts). The failures are the newest keys of each failed group (the same
-index, newest first); only the rows shown are read. The queue and the
-workers read ``a2a_turns``, which holds live turns only. No index is added:
-each would cost every send.
+index, newest first); only the rows shown are read. The slowest turns are
+looked for among the newest ``SLOWEST_SAMPLE`` keys of the last hour of
+the groups that have some (the same index), whose rows are then read for
+their ``created_at``; the user messages of the slowest few are counted
+(``a2a_messages_task``). The queue and the workers read ``a2a_turns``,
+which holds live turns only, and ``a2a_workers``, one row per claimer. No
+index is added: each would cost every send.
 """
 
+import heapq
 import os
 from datetime import timedelta
 
 from ..base import OperatorView
-from ..common import now_iso
+from ..common import (
+    NOT_ENDED, SLOWEST_SAMPLE, now_iso, queue_by_caller, slowest_turns, with_tenant)
 from .admin import _COLUMNS, _record
+
+#: Ids per ``IN (...)``: SQLite 3.31 takes 999 variables a statement.
+_CHUNK = 500
 
 #: "YYYY-MM-DDTHH:MM": a timestamp's minute, as text.
 _MINUTE = 16
@@ -90,13 +99,24 @@ class DashboardOperations:
             tasks = {}
             turns = {}
             newest_failed = []
+            newest_ended = []
             for owner, agent, state in _groups(conn):
                 states = tasks.setdefault(agent, {})
+                recent = 0
                 for minute, count in conn.execute(
                         count_slots, bounds + [owner, agent, state]):
                     states[state] = states.get(state, 0) + count
                     if count and minute is not None and state != "working":
                         turns[agent, minute] = turns.get((agent, minute), 0) + count
+                        recent += count
+                if recent and state not in NOT_ENDED:
+                    # Index keys only; the group's count says there are some.
+                    newest_ended = heapq.nlargest(SLOWEST_SAMPLE, newest_ended + [
+                        tuple(row) for row in conn.execute(
+                            "SELECT updated_at, id FROM a2a_tasks WHERE owner = ?"
+                            " AND agent = ? AND state = ? AND updated_at >= ?"
+                            " ORDER BY updated_at DESC, id DESC LIMIT ?",
+                            (owner, agent, state, slots[0][2], SLOWEST_SAMPLE))])
                 if state == "failed":
                     newest_failed += conn.execute(
                         "SELECT updated_at, id FROM a2a_tasks WHERE owner = ?"
@@ -106,31 +126,48 @@ class DashboardOperations:
             newest_failed.sort(reverse=True)
             shown = [task_id for _, task_id in newest_failed[:failure_limit]]
             failures = sorted(
-                conn.execute("SELECT %s FROM a2a_tasks WHERE id IN (%s)" % (
+                conn.execute("SELECT %s, tenant FROM a2a_tasks WHERE id IN (%s)" % (
                     _COLUMNS, ", ".join("?" * len(shown))), shown).fetchall()
                 if shown else [],
                 key=lambda row: (row[5], row[0]), reverse=True)
+            ended = []
+            ids = [task_id for _, task_id in newest_ended]
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start:start + _CHUNK]
+                ended += [tuple(row) for row in conn.execute(
+                    "SELECT id, agent, owner, tenant, state, created_at, updated_at"
+                    " FROM a2a_tasks WHERE id IN (%s)" % ", ".join("?" * len(chunk)),
+                    chunk)]
+            slowest = slowest_turns(ended, lambda batch: [row[0] for row in conn.execute(
+                "SELECT task_id FROM a2a_messages WHERE role = 'user' AND task_id"
+                " IN (%s) GROUP BY task_id HAVING count(*) > 1"
+                % ", ".join("?" * len(batch)), batch)])
             depth, oldest = conn.execute(
                 "SELECT count(*), min(queued_at) FROM a2a_turns"
                 " WHERE worker IS NULL").fetchone()
-            callers = dict(conn.execute(
-                "SELECT owner, count(*) FROM a2a_turns WHERE worker IS NULL"
-                " GROUP BY owner").fetchall())
+            queued = conn.execute(
+                "SELECT tenant, owner, count(*) FROM a2a_turns WHERE worker IS NULL"
+                " GROUP BY tenant, owner").fetchall()
             leases = [tuple(row) for row in conn.execute(
                 "SELECT worker, max(lease_expires), count(*) FROM a2a_turns"
                 " WHERE worker IS NOT NULL GROUP BY worker ORDER BY worker")]
+            workers = [tuple(row) for row in conn.execute(
+                "SELECT id, seen_at FROM a2a_workers ORDER BY id")]
             version = conn.execute(
                 "SELECT version FROM a2a_schema_version").fetchone()
         finally:
             if conn.in_transaction:
                 conn.execute("COMMIT")
+        callers, by_tenant = queue_by_caller(queued)
         return OperatorView(
             now_iso(now), tasks,
             sorted((agent, minute, count) for (agent, minute), count in turns.items()),
             depth, oldest, callers, leases,
-            [_record(row) for row in failures],
+            [with_tenant(_record(row[:-1]), row[-1]) for row in failures],
             {"backend": "sqlite", "schema_version": version[0] if version else None,
-             "file_bytes": _size(self.path), "wal_bytes": _size(self.path + "-wal")})
+             "file_bytes": _size(self.path), "wal_bytes": _size(self.path + "-wal")},
+            queue_tenants=by_tenant, workers=workers, slowest=slowest,
+            slowest_of=len(ended))
 
 
 def _size(path):
