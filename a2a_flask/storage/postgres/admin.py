@@ -24,7 +24,8 @@ from ..common import (
 from ..listing import TaskListing
 from ..sizes import OVERHEAD
 from .changes import notify_changes
-from .tasks import NOW, TERMINAL_SQL, history_limit
+from ..states import TERMINAL_SQL
+from .tasks import NOW, history_limit
 
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
             " metadata, created_at")

@@ -9,10 +9,10 @@ with ``synchronous_commit`` on (unlike the start of a turn run in a request).
 """
 
 import json
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
+    WAITING_STATES, ClaimedTurn,
     QueueLimitReachedError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
 )
 from ..common import WORKER_ROWS_KEPT_SECONDS, delivery_fingerprint, dumps, new_id
@@ -22,6 +22,7 @@ from .tasks import (
     _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
     check_artifacts_fit, check_quota, task_for_message,
 )
+from ..turns import TurnWrites
 from ..records import Artifact, Message
 
 
@@ -50,9 +51,23 @@ _ROUND = (
 ENDING_STATES = ("failed", "rejected")
 
 
-class QueueOperations:
+class QueueOperations(TurnWrites):
     """Mixed into ``PostgresStorage`` (needs ``TaskOperations`` and the
     connections)."""
+
+    # The dialect of ``TurnWrites``.
+    STATUS_CLEARED = "status_message = NULL"
+    LOCKED_TURNS = " FOR UPDATE SKIP LOCKED"  # another worker is on those
+
+    def _now_term(self, params: Dict[str, Any]) -> str:
+        return NOW
+
+    def _write_one(self, sql: str, params: Dict[str, Any]) -> int:
+        with self.connection() as conn:  # autocommit: its own transaction
+            return conn.execute(sql, params).rowcount
+
+    def _changed(self, conn: Any) -> None:
+        notify_changes(conn)
 
     def enqueue_turn(self, owner: str, agent: str, message: Message,
                      context_id: Optional[str] = None, task_id: Optional[str] = None,
@@ -257,38 +272,6 @@ class QueueOperations:
         return self._give_up("worker = %s AND task_id = ANY(%s)",
                              (worker, task_ids), max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts, failed_text=None):
-        """Re-queue (retry agents with attempts left) or fail the turns
-        matching ``where``; rows locked (SKIP LOCKED: another worker is on
-        them), each change conditional on the row as read."""
-        done = []
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT task_id, worker, owner, agent, retry, attempts FROM"
-                " a2a_turns WHERE " + where + " ORDER BY seq FOR UPDATE SKIP LOCKED",
-                args).fetchall()
-            for task_id, worker, owner, agent, retry, attempts in rows:
-                if retry and attempts < max_attempts:
-                    if conn.execute(
-                            "UPDATE a2a_turns SET worker = NULL, lease_expires ="
-                            " NULL WHERE task_id = %s AND worker = %s",
-                            (task_id, worker)).rowcount:
-                        done.append((task_id, "requeued"))
-                    continue
-                if not conn.execute(
-                        "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
-                        (task_id, worker)).rowcount:
-                    continue
-                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
-                        else failed_text or LEASE_EXPIRED_TEXT)
-                if self._fail_working(conn, task_id, owner, agent, text):
-                    done.append((task_id, "failed"))
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
-                             " worker IS NULL", (task_id,))  # its follow-ups
-            if done:
-                notify_changes(conn)  # failed, or claimable again
-        return done
-
     @staticmethod
     def _fail_working(conn, task_id, owner, agent, text):
         message = agent_message([text_part(text)], task_id)
@@ -302,19 +285,6 @@ class QueueOperations:
         conn.execute(_INSERT_MESSAGE, (task_id, row[0], owner, agent, "agent",
                                        message["messageId"], row[1]))
         return True
-
-    def progress(self, task_id: str, status_message: Message) -> bool:
-        with self.connection() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET status_message = %s, updated_at = " + NOW +
-                " WHERE id = %s AND state = 'working'",
-                (dumps(status_message), task_id)).rowcount)
-
-    def note_metadata(self, task_id: str, metadata: dict) -> bool:
-        with self.connection() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET metadata = %s WHERE id = %s AND state = 'working'",
-                (dumps(metadata), task_id)).rowcount)
 
     def note_worker(self, worker: str, alive: bool = True) -> bool:
         with self.connection() as conn:

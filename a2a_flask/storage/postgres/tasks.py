@@ -15,13 +15,12 @@ from typing import Any, Dict, Optional, Sequence
 
 from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError,
-    MessageIdReusedError, QuotaReachedError, TaskEndedError, NoSuchTaskError,
+    MessageIdReusedError, QuotaReachedError, NoSuchTaskError,
     TaskNotWaitingError, TurnStart,
 )
 from ..common import FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
-from .changes import notify_changes
 from .connection import is_storage_failure
 from ..records import Artifact, Message
 
@@ -34,7 +33,6 @@ class _NotLost(Exception):
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
 NOW = """to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
-TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 WAITING_SQL = "('auth-required', 'input-required')"
 BIGINT_MAX = 2 ** 63 - 1
 
@@ -424,27 +422,3 @@ class TaskOperations:
             return conn.execute(self._fail_stale_sql, {
                 "id": task_id, "mid": message["messageId"],
                 "body": dumps(message)}).fetchone() is not None
-
-    # -- cancel ------------------------------------------------------------------
-
-    def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
-        with self.transaction() as conn:
-            if conn.execute(
-                    "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
-                    " updated_at = " + NOW + " WHERE id = %s AND owner = %s AND"
-                    " agent = %s AND tenant = %s AND state NOT IN " + TERMINAL_SQL,
-                    (task_id, owner, agent, tenant)).rowcount:
-                # A queued background turn never starts (a claim drops it
-                # anyway); a running one sees turn.canceled.
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
-                             " worker IS NULL", (task_id,))
-                notify_changes(conn)  # its blocking sends answer
-                return
-            # a new statement: the state as it is now, after whoever won
-            row = conn.execute(
-                "SELECT state FROM a2a_tasks WHERE id = %s AND owner = %s"
-                " AND agent = %s AND tenant = %s",
-                (task_id, owner, agent, tenant)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        raise TaskEndedError(task_id, row[0])

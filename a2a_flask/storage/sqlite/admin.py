@@ -14,7 +14,7 @@ from ..common import (
 )
 from ..listing import TaskListing
 from ..sizes import page_size
-from .tasks import _TERMINAL_SQL
+from ..states import TERMINAL_SQL
 from .forms import (
     artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
@@ -105,14 +105,14 @@ class AdminOperations(TaskListing):
     def prunable_tasks(self, cutoff: str) -> List[TaskRecord]:
         return [_record(row) for row in self.connection().execute(
             "SELECT %s FROM a2a_tasks WHERE state IN %s AND updated_at < ?"
-            " ORDER BY id" % (_COLUMNS, _TERMINAL_SQL), (cutoff,))]
+            " ORDER BY id" % (_COLUMNS, TERMINAL_SQL), (cutoff,))]
 
     def prune(self, cutoff: str) -> Iterator[Dict[str, int]]:
         while True:
             with self.transaction() as conn:
                 ids = [row[0] for row in conn.execute(
                     "SELECT id FROM a2a_tasks WHERE state IN %s AND updated_at < ?"
-                    " LIMIT ?" % _TERMINAL_SQL, (cutoff, PRUNE_BATCH))]
+                    " LIMIT ?" % TERMINAL_SQL, (cutoff, PRUNE_BATCH))]
                 if not ids:
                     return
                 marks = ", ".join("?" * len(ids))
@@ -124,7 +124,7 @@ class AdminOperations(TaskListing):
                 conn.execute(
                     "INSERT INTO a2a_pruned SELECT id FROM a2a_tasks WHERE id IN"
                     " (%s) AND state IN %s AND updated_at < ?"
-                    % (marks, _TERMINAL_SQL), ids + [cutoff])
+                    % (marks, TERMINAL_SQL), ids + [cutoff])
                 # Retry records are keyed by (caller, agent, messageId): found
                 # through the task's user messages, by that key.
                 deliveries = conn.execute(

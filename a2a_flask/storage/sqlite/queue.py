@@ -8,15 +8,16 @@ that idle workers never take the write lock.
 
 import json
 from datetime import datetime, timedelta, timezone
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueLimitReachedError,
+    ClaimedTurn, QueueLimitReachedError,
     RememberedKeyRevokedError,
 )
 from ..common import WORKER_ROWS_KEPT_SECONDS, dumps, now_iso
 from ...messages import agent_message, text_part
 from .forms import load_message
+from ..turns import TurnWrites
 from ..records import Artifact, Message, TurnStart
 
 
@@ -82,9 +83,24 @@ class _Enqueue:
                             contextId=start.context_id)), start.task_id))
 
 
-class QueueOperations:
+class QueueOperations(TurnWrites):
     """Mixed into ``SqliteStorage`` (needs ``TaskOperations`` and the
     connections)."""
+
+    # The dialect of ``TurnWrites``.
+    STATUS_CLEARED = "status_message = NULL, status_seq = NULL"
+    LOCKED_TURNS = ""  # a write transaction holds the file's write lock
+
+    def _now_term(self, params: Dict[str, Any]) -> str:
+        params["now"] = self._now()  # the process's clock: SQLite has none
+        return self.NAMED % "now"
+
+    def _write_one(self, sql: str, params: Dict[str, Any]) -> int:
+        with self.transaction() as conn:
+            return conn.execute(sql, params).rowcount
+
+    def _changed(self, conn: Any) -> None:
+        """Nothing to send: waiters see the file's ``data_version`` change."""
 
     def _lease_end(self, lease_seconds):
         return now_iso(self.clock() + timedelta(seconds=lease_seconds))
@@ -212,34 +228,6 @@ class QueueOperations:
             "worker = ? AND task_id IN (%s)" % _placeholders(task_ids),
             [worker] + task_ids, max_attempts, failed_text)
 
-    def _give_up(self, where, args, max_attempts, failed_text=None):
-        """Re-queue (retry agents with attempts left) or fail the turns
-        matching ``where``; each change conditional on the row as read."""
-        done = []
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT task_id, worker, owner, agent, retry, attempts FROM"
-                " a2a_turns WHERE " + where, args).fetchall()
-            for task_id, worker, owner, agent, retry, attempts in rows:
-                if retry and attempts < max_attempts:
-                    if conn.execute(
-                            "UPDATE a2a_turns SET worker = NULL, lease_expires ="
-                            " NULL WHERE task_id = ? AND worker = ?",
-                            (task_id, worker)).rowcount:
-                        done.append((task_id, "requeued"))
-                    continue
-                if not conn.execute(
-                        "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
-                        (task_id, worker)).rowcount:
-                    continue
-                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
-                        else failed_text or LEASE_EXPIRED_TEXT)
-                if self._fail_working(conn, task_id, owner, agent, text):
-                    done.append((task_id, "failed"))
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
-                             " worker IS NULL", (task_id,))  # its follow-ups
-        return done
-
     def _fail_working(self, conn, task_id, owner, agent, text):
         context_id = conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
                                   (task_id,)).fetchone()[0]
@@ -252,19 +240,6 @@ class QueueOperations:
             return False
         self._insert_message(conn, task_id, context_id, owner, agent, message, seq)
         return True
-
-    def progress(self, task_id: str, status_message: Message) -> bool:
-        with self.transaction() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET status_message = ?, updated_at = ?"
-                " WHERE id = ? AND state = 'working'",
-                (dumps(status_message), self._now(), task_id)).rowcount)
-
-    def note_metadata(self, task_id: str, metadata: dict) -> bool:
-        with self.transaction() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET metadata = ? WHERE id = ? AND state = 'working'",
-                (dumps(metadata), task_id)).rowcount)
 
     def note_worker(self, worker: str, alive: bool = True) -> bool:
         with self.transaction() as conn:

@@ -22,8 +22,7 @@ from ..errors import StorageBusyError, StorageUnavailableError
 from ..base import (
     ARTIFACTS_FULL_TEXT, STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError,
     MessageIdReusedError, NoSuchTaskError, QuotaReachedError,
-    RememberedKeyRevokedError, StorageReserveError, TaskEndedError,
-    TaskNotWaitingError, TurnStart,
+    RememberedKeyRevokedError, StorageReserveError, TaskNotWaitingError, TurnStart,
 )
 from ..common import delivery_fingerprint, dumps, new_id
 from ..sizes import OVERHEAD, stored_artifact_bytes
@@ -49,7 +48,6 @@ _OUTCOME_SQL = "INSERT INTO a2a_outcome_rows (%s) VALUES (%s)" % (
 # Each artifact's row after the outcome's: task_id, body, artifact_id.
 _ARTIFACT_ROW = ", (?, %s?, ?)" % ("NULL, " * (len(OUTCOME_COLUMNS) - 3))
 
-_TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
 # What a task's stored artifacts count against its allowance, as
 # sizes.stored_artifact_bytes counts one.
@@ -495,25 +493,3 @@ class TaskOperations:
             self._insert_message(conn, task_id, context_id, owner, agent,
                                  message, seq)
         return True
-
-    # -- cancel --------------------------------------------------------------
-
-    def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
-        with self.transaction() as conn:
-            if conn.execute(
-                    "UPDATE a2a_tasks SET state = 'canceled', status_message ="
-                    " NULL, status_seq = NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
-                    " agent = ? AND tenant = ? AND state NOT IN %s" % _TERMINAL_SQL,
-                    (self._now(), task_id, owner, agent, tenant)).rowcount:
-                # A queued background turn never starts; a running one sees
-                # turn.canceled and its outcome is discarded.
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
-                             " worker IS NULL", (task_id,))
-                return
-            row = conn.execute(
-                "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ?"
-                " AND agent = ? AND tenant = ?",
-                (task_id, owner, agent, tenant)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        raise TaskEndedError(task_id, row[0])

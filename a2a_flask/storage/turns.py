@@ -1,0 +1,112 @@
+"""The writes of a task's turn written once for both backends: a turn's
+progress and metadata notes, a cancel, and giving up on background turns
+(``release_turns``, ``expire_leases``). Each backend gives only its
+dialect: how it marks a parameter (``MARK``, ``NAMED``), its clock
+(``_now_term``), what clears a status message (``STATUS_CLEARED``), how it
+locks the turns it reads (``LOCKED_TURNS``), one statement as its own write
+(``_write_one``), what a committed change tells waiters (``_changed``) and
+how it fails a working task (``_fail_working``)."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .common import dumps
+from .errors import NoSuchTaskError, TaskEndedError
+from .records import Message
+from .states import ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, TERMINAL_SQL
+
+
+class TurnWrites:
+    """Mixed into each backend's ``TaskOperations``."""
+
+    # The backend's (its connections class, later in the storage's bases).
+    MARK: str
+    NAMED: str
+    #: The assignments that leave a task without a status message.
+    STATUS_CLEARED: str
+    #: What the SELECT of the turns given up on adds to lock them.
+    LOCKED_TURNS: str
+
+    # transaction(); _now_term(params): the storage's clock in a statement
+    # of named ``params`` (it may add one for it); _write_one(sql, params):
+    # one statement, its own transaction, its row count; _changed(conn):
+    # tells the waiters of other processes once ``conn`` commits;
+    # _fail_working(conn, task_id, owner, agent, text): True when it did.
+    transaction: Callable[[], Any]
+    _now_term: Callable[[Dict[str, Any]], str]
+    _write_one: Callable[[str, Dict[str, Any]], int]
+    _changed: Callable[[Any], None]
+    _fail_working: Callable[[Any, str, str, str, str], bool]
+
+    def _marked(self, sql: str) -> str:
+        return sql.replace("?", self.MARK)
+
+    def progress(self, task_id: str, status_message: Message) -> bool:
+        params = {"id": task_id, "body": dumps(status_message)}
+        return bool(self._write_one(
+            "UPDATE a2a_tasks SET status_message = %s, updated_at = %s WHERE id = %s"
+            " AND state = 'working'" % (self.NAMED % "body", self._now_term(params),
+                                        self.NAMED % "id"), params))
+
+    def note_metadata(self, task_id: str, metadata: dict) -> bool:
+        return bool(self._write_one(
+            "UPDATE a2a_tasks SET metadata = %s WHERE id = %s AND state = 'working'"
+            % (self.NAMED % "metadata", self.NAMED % "id"),
+            {"id": task_id, "metadata": dumps(metadata)}))
+
+    def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
+        params = {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant}
+        mine = " AND ".join("%s = %s" % (name, self.NAMED % column) for name, column in (
+            ("id", "id"), ("owner", "owner"), ("agent", "agent"), ("tenant", "tenant")))
+        with self.transaction() as conn:
+            if conn.execute(
+                    "UPDATE a2a_tasks SET state = 'canceled', %s, updated_at = %s"
+                    " WHERE %s AND state NOT IN %s" % (
+                        self.STATUS_CLEARED, self._now_term(params), mine,
+                        TERMINAL_SQL), params).rowcount:
+                # A queued background turn never starts (a claim drops it
+                # anyway); a running one sees turn.canceled and its outcome
+                # is discarded.
+                conn.execute(self._marked("DELETE FROM a2a_turns WHERE task_id = ?"
+                                          " AND worker IS NULL"), (task_id,))
+                self._changed(conn)  # its blocking sends answer
+                return
+            # A new statement: the state as it is now, after whoever won.
+            row = conn.execute("SELECT state FROM a2a_tasks WHERE " + mine,
+                               params).fetchone()
+        if row is None:
+            raise NoSuchTaskError(task_id)
+        raise TaskEndedError(task_id, row[0])
+
+    def _give_up(self, where: str, args: Sequence[Any], max_attempts: int,
+                 failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
+        """Re-queue (retry agents with attempts left) or fail the turns
+        matching ``where`` (in the backend's marks); rows locked
+        (``LOCKED_TURNS``: PostgreSQL skips those another worker is on),
+        each change conditional on the row as read."""
+        done = []
+        with self.transaction() as conn:
+            rows = conn.execute(
+                "SELECT task_id, worker, owner, agent, retry, attempts FROM"
+                " a2a_turns WHERE " + where + " ORDER BY seq" + self.LOCKED_TURNS,
+                args).fetchall()
+            for task_id, worker, owner, agent, retry, attempts in rows:
+                if retry and attempts < max_attempts:
+                    if conn.execute(self._marked(
+                            "UPDATE a2a_turns SET worker = NULL, lease_expires ="
+                            " NULL WHERE task_id = ? AND worker = ?"),
+                            (task_id, worker)).rowcount:
+                        done.append((task_id, "requeued"))
+                    continue
+                if not conn.execute(self._marked(
+                        "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?"),
+                        (task_id, worker)).rowcount:
+                    continue
+                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
+                        else failed_text or LEASE_EXPIRED_TEXT)
+                if self._fail_working(conn, task_id, owner, agent, text):
+                    done.append((task_id, "failed"))
+                conn.execute(self._marked("DELETE FROM a2a_turns WHERE task_id = ?"
+                                          " AND worker IS NULL"), (task_id,))  # its follow-ups
+            if done:
+                self._changed(conn)  # failed, or claimable again
+        return done
