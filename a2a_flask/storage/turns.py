@@ -1,11 +1,12 @@
 """The writes of a task's turn written once for both backends: a turn's
-progress and metadata notes, a cancel, and giving up on background turns
-(``release_turns``, ``expire_leases``). Each backend gives only its
-dialect: how it marks a parameter (``MARK``, ``NAMED``), its clock
-(``_now_term``), what clears a status message (``STATUS_CLEARED``), how it
-locks the turns it reads (``LOCKED_TURNS``), one statement as its own write
-(``_write_one``), what a committed change tells waiters (``_changed``) and
-how it fails a working task (``_fail_working``)."""
+progress and metadata notes, a withdrawal, a cancel, and giving up on
+background turns (``release_turns``, ``expire_leases``). Each backend gives
+only its dialect: how it marks a parameter (``MARK``, ``NAMED``, a list:
+``_among``), its clock (``_now_term``), what clears a status message
+(``STATUS_CLEARED``), how it locks the rows it reads (``LOCKED_TASK``,
+``LOCKED_TURNS``), one statement as its own write (``_write_one``), what a
+committed change tells waiters (``_changed``) and how it fails a working
+task (``_fail_working``)."""
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -23,15 +24,21 @@ class TurnWrites:
     NAMED: str
     #: The assignments that leave a task without a status message.
     STATUS_CLEARED: str
-    #: What the SELECT of the turns given up on adds to lock them.
+    #: What a SELECT adds to lock the task it reads, and the turns given up
+    #: on (those another worker holds locked are skipped).
+    LOCKED_TASK: str
     LOCKED_TURNS: str
 
     # transaction(); _now_term(params): the storage's clock in a statement
     # of named ``params`` (it may add one for it); _write_one(sql, params):
     # one statement, its own transaction, its row count; _changed(conn):
     # tells the waiters of other processes once ``conn`` commits;
-    # _fail_working(conn, task_id, owner, agent, text): True when it did.
+    # _fail_working(conn, task_id, owner, agent, text): True when it did;
+    # _among(column, values, params): "column is one of values", its
+    # parameters added to the named ``params``.
     transaction: Callable[[], Any]
+    _one: Callable[..., Any]
+    _among: Callable[[str, List[Any], Dict[str, Any]], str]
     _now_term: Callable[[Dict[str, Any]], str]
     _write_one: Callable[[str, Dict[str, Any]], int]
     _changed: Callable[[Any], None]
@@ -77,7 +84,46 @@ class TurnWrites:
             raise NoSuchTaskError(task_id)
         raise TaskEndedError(task_id, row[0])
 
-    def _give_up(self, where: str, args: Sequence[Any], max_attempts: int,
+    def withdraw_turn(self, task_id: str, owner: str, agent: str,
+                      message_id: str) -> bool:
+        """See ``Storage.withdraw_turn``."""
+        with self.transaction() as conn:
+            if conn.execute(self._marked(
+                    "SELECT 1 FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?"
+                    " AND state = 'working'" + self.LOCKED_TASK),
+                    (task_id, owner, agent)).fetchone() is None:
+                return False  # the row is locked: it stays so below
+            # Before the task: SQLite's triggers read its owner (stored bytes).
+            for table in ("a2a_artifacts", "a2a_messages"):
+                conn.execute(self._marked("DELETE FROM " + table + " WHERE task_id = ?"),
+                             (task_id,))
+            conn.execute(self._marked("DELETE FROM a2a_tasks WHERE id = ?"), (task_id,))
+            conn.execute(self._marked(
+                "DELETE FROM a2a_deliveries WHERE owner = ? AND agent = ?"
+                " AND message_id = ? AND task_id = ?"), (owner, agent, message_id, task_id))
+        return True
+
+    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
+        params: Dict[str, Any] = {}
+        expired = "worker IS NOT NULL AND lease_expires < " + self._now_term(params)
+        # A plain read first: idle workers take no write lock.
+        if self._one("SELECT 1 FROM a2a_turns WHERE " + expired + " LIMIT 1",
+                     params) is None:
+            return []
+        return self._give_up(expired, params, max_attempts)
+
+    def release_turns(self, worker: str, task_ids: Sequence[str],
+                      max_attempts: int = 3,
+                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
+        task_ids = list(task_ids)
+        if not task_ids:
+            return []
+        params = {"worker": worker}
+        return self._give_up("worker = %s AND %s" % (
+            self.NAMED % "worker", self._among("task_id", task_ids, params)),
+            params, max_attempts, failed_text)
+
+    def _give_up(self, where: str, args: Dict[str, Any], max_attempts: int,
                  failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
         """Re-queue (retry agents with attempts left) or fail the turns
         matching ``where`` (in the backend's marks); rows locked

@@ -9,7 +9,7 @@ with ``synchronous_commit`` on (unlike the start of a turn run in a request).
 """
 
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import (
     WAITING_STATES, ClaimedTurn,
@@ -57,7 +57,12 @@ class QueueOperations(TurnWrites):
 
     # The dialect of ``TurnWrites``.
     STATUS_CLEARED = "status_message = NULL"
+    LOCKED_TASK = " FOR UPDATE"
     LOCKED_TURNS = " FOR UPDATE SKIP LOCKED"  # another worker is on those
+
+    def _among(self, column: str, values: List[Any], params: Dict[str, Any]) -> str:
+        params[column] = values
+        return "%s = ANY(%s)" % (column, self.NAMED % column)
 
     def _now_term(self, params: Dict[str, Any]) -> str:
         return NOW
@@ -254,23 +259,6 @@ class QueueOperations(TurnWrites):
                              " worker IS NULL", (task_id,))
             notify_changes(conn)  # the task settled, or its next turn is claimable
         return row[0]
-
-    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
-        expired = "worker IS NOT NULL AND lease_expires < " + NOW
-        with self.connection() as conn:
-            if conn.execute("SELECT FROM a2a_turns WHERE " + expired +
-                            " LIMIT 1").fetchone() is None:
-                return []
-        return self._give_up(expired, (), max_attempts)
-
-    def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3,
-                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
-        return self._give_up("worker = %s AND task_id = ANY(%s)",
-                             (worker, task_ids), max_attempts, failed_text)
 
     @staticmethod
     def _fail_working(conn, task_id, owner, agent, text):

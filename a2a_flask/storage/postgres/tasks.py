@@ -400,22 +400,6 @@ class TaskOperations:
                     start.task_id)
         return row[0]
 
-    def withdraw_turn(self, task_id: str, owner: str, agent: str,
-                      message_id: str) -> bool:
-        """See ``Storage.withdraw_turn``."""
-        with self.transaction() as conn:
-            if not conn.execute(
-                    "DELETE FROM a2a_tasks WHERE id = %s AND owner = %s AND"
-                    " agent = %s AND state = 'working'",
-                    (task_id, owner, agent)).rowcount:
-                return False
-            conn.execute("DELETE FROM a2a_messages WHERE task_id = %s", (task_id,))
-            conn.execute("DELETE FROM a2a_artifacts WHERE task_id = %s", (task_id,))
-            conn.execute("DELETE FROM a2a_deliveries WHERE owner = %s AND agent = %s"
-                         " AND message_id = %s AND task_id = %s",
-                         (owner, agent, message_id, task_id))
-        return True
-
     def fail_stale_turn(self, task_id: str) -> bool:
         message = agent_message([text_part(STALE_TURN_TEXT)], task_id)
         with self.connection() as conn:

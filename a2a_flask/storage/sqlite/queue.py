@@ -8,7 +8,7 @@ that idle workers never take the write lock.
 
 import json
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import (
     ClaimedTurn, QueueLimitReachedError,
@@ -89,7 +89,13 @@ class QueueOperations(TurnWrites):
 
     # The dialect of ``TurnWrites``.
     STATUS_CLEARED = "status_message = NULL, status_seq = NULL"
-    LOCKED_TURNS = ""  # a write transaction holds the file's write lock
+    # A write transaction holds the file's write lock: no row locks.
+    LOCKED_TASK = LOCKED_TURNS = ""
+
+    def _among(self, column: str, values: List[Any], params: Dict[str, Any]) -> str:
+        names = ["%s_%d" % (column, i) for i in range(len(values))]
+        params.update(zip(names, values))
+        return "%s IN (%s)" % (column, ", ".join(self.NAMED % name for name in names))
 
     def _now_term(self, params: Dict[str, Any]) -> str:
         params["now"] = self._now()  # the process's clock: SQLite has none
@@ -208,25 +214,6 @@ class QueueOperations(TurnWrites):
                 conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
                              " worker IS NULL", (task_id,))
         return now
-
-    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
-        now = self._now()
-        if self.connection().execute(
-                "SELECT 1 FROM a2a_turns WHERE worker IS NOT NULL AND"
-                " lease_expires < ? LIMIT 1", (now,)).fetchone() is None:
-            return []
-        return self._give_up("worker IS NOT NULL AND lease_expires < ?", [now],
-                             max_attempts)
-
-    def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3,
-                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
-        return self._give_up(
-            "worker = ? AND task_id IN (%s)" % _placeholders(task_ids),
-            [worker] + task_ids, max_attempts, failed_text)
 
     def _fail_working(self, conn, task_id, owner, agent, text):
         context_id = conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",

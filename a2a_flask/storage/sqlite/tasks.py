@@ -323,23 +323,6 @@ class TaskOperations:
                     failure.stored_task = task_id, self._fail_in_place(task_id)
                 raise failure from exc
 
-    def withdraw_turn(self, task_id: str, owner: str, agent: str,
-                      message_id: str) -> bool:
-        """See ``Storage.withdraw_turn``."""
-        with self.transaction() as conn:
-            if conn.execute(
-                    "SELECT 1 FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?"
-                    " AND state = 'working'", (task_id, owner, agent)).fetchone() is None:
-                return False  # the write lock is ours: it stays so below
-            # Before the task: their triggers read its owner (stored bytes).
-            conn.execute("DELETE FROM a2a_artifacts WHERE task_id = ?", (task_id,))
-            conn.execute("DELETE FROM a2a_messages WHERE task_id = ?", (task_id,))
-            conn.execute("DELETE FROM a2a_tasks WHERE id = ?", (task_id,))
-            conn.execute("DELETE FROM a2a_deliveries WHERE owner = ? AND agent = ?"
-                         " AND message_id = ? AND task_id = ?",
-                         (owner, agent, message_id, task_id))
-        return True
-
     def _fail_in_place(self, task_id):
         """The task's state once its outcome could be neither stored nor kept:
         ``failed`` by an update of its row alone (no new page: it may succeed
