@@ -8,12 +8,31 @@ only its dialect: how it marks a parameter (``MARK``, ``NAMED``, a list:
 committed change tells waiters (``_changed``) and how it fails a working
 task (``_fail_working``)."""
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .common import dumps
 from .errors import NoSuchTaskError, TaskEndedError
-from .records import Message
+from .records import Artifact, Message, TurnStart
 from .states import ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, TERMINAL_SQL
+
+
+class QueuedTurn(NamedTuple):
+    """What ``enqueue_turn`` was given (see ``QueueStorage.enqueue_turn``)."""
+
+    owner: str
+    agent: str
+    message: Message
+    context_id: Optional[str]
+    task_id: Optional[str]
+    metadata: Optional[dict]
+    retry: bool
+    status_message: Optional[Message]
+    queue_limit: Optional[int]
+    trace_context: Optional[str]
+    live_key: Optional[str]
+    max_stored_bytes: Optional[int]
+    #: A caller of two tenants is two callers: its own quota and turns.
+    tenant: str
 
 
 class TurnWrites:
@@ -43,9 +62,39 @@ class TurnWrites:
     _write_one: Callable[[str, Dict[str, Any]], int]
     _changed: Callable[[Any], None]
     _fail_working: Callable[[Any, str, str, str, str], bool]
+    # _enqueue(turn): ``enqueue_turn``; _settle_turn(conn, task_id, owner,
+    # agent, state, status_message, artifacts, max_artifact_bytes): the
+    # outcome of a dequeued turn, its timestamp or None (not working).
+    _enqueue: Callable[[QueuedTurn], TurnStart]
+    _settle_turn: Callable[..., Optional[str]]
 
     def _marked(self, sql: str) -> str:
         return sql.replace("?", self.MARK)
+
+    def enqueue_turn(self, owner: str, agent: str, message: Message,
+                     context_id: Optional[str] = None, task_id: Optional[str] = None,
+                     metadata: Optional[dict] = None, retry: bool = False,
+                     status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
+                     trace_context: Optional[str] = None,
+                     live_key: Optional[str] = None,
+                     max_stored_bytes: Optional[int] = None,
+                     tenant: str = "") -> TurnStart:
+        return self._enqueue(QueuedTurn(
+            owner, agent, message, context_id, task_id, metadata, retry,
+            status_message, queue_limit, trace_context, live_key,
+            max_stored_bytes, tenant))
+
+    def finish_queued_turn(self, task_id: str, worker: str, owner: str, agent: str, state: str,
+                           status_message: Optional[Message] = None,
+                           artifacts: Sequence[Artifact] = (),
+                           max_artifact_bytes: Optional[int] = None) -> Optional[str]:
+        with self.transaction() as conn:
+            if not conn.execute(self._marked(
+                    "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?"),
+                    (task_id, worker)).rowcount:
+                return None  # the lease was lost: another outcome stands
+            return self._settle_turn(conn, task_id, owner, agent, state,
+                                     status_message, artifacts, max_artifact_bytes)
 
     def progress(self, task_id: str, status_message: Message) -> bool:
         params = {"id": task_id, "body": dumps(status_message)}

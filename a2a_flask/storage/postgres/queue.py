@@ -22,7 +22,7 @@ from .tasks import (
     _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
     check_artifacts_fit, check_quota, task_for_message,
 )
-from ..turns import TurnWrites
+from ..turns import QueuedTurn, TurnWrites
 from ..records import Artifact, Message
 
 
@@ -74,14 +74,10 @@ class QueueOperations(TurnWrites):
     def _changed(self, conn: Any) -> None:
         notify_changes(conn)
 
-    def enqueue_turn(self, owner: str, agent: str, message: Message,
-                     context_id: Optional[str] = None, task_id: Optional[str] = None,
-                     metadata: Optional[dict] = None, retry: bool = False,
-                     status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
-                     trace_context: Optional[str] = None,
-                     live_key: Optional[str] = None,
-                     max_stored_bytes: Optional[int] = None,
-                     tenant: str = "") -> TurnStart:
+    def _enqueue(self, turn: QueuedTurn) -> TurnStart:
+        owner, agent, message, task_id, context_id, tenant = (
+            turn.owner, turn.agent, turn.message, turn.task_id, turn.context_id,
+            turn.tenant)
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -94,20 +90,20 @@ class QueueOperations(TurnWrites):
             # The key's row, share-locked until this commits: a revocation
             # committed before refuses the turn; one after waits for this
             # commit, so that its cancel of the key's turns sees this one.
-            if live_key is not None and conn.execute(
+            if turn.live_key is not None and conn.execute(
                     "SELECT FROM a2a_api_keys WHERE key_hash = %s AND"
-                    " revoked_at IS NULL FOR SHARE", (live_key,)).fetchone() is None:
+                    " revoked_at IS NULL FOR SHARE", (turn.live_key,)).fetchone() is None:
                 raise RememberedKeyRevokedError()
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id, tenant)
             if replayed is not None:
                 return replayed
-            if queue_limit and conn.execute(
+            if turn.queue_limit and conn.execute(
                     "SELECT count(*) FROM (SELECT FROM a2a_turns WHERE owner = %s"
                     " AND tenant = %s AND worker IS NULL LIMIT %s) q",
-                    (owner, tenant, queue_limit)).fetchone()[0] >= queue_limit:
-                raise QueueLimitReachedError(owner, queue_limit)
-            check_quota(conn, owner, max_stored_bytes)
+                    (owner, tenant, turn.queue_limit)).fetchone()[0] >= turn.queue_limit:
+                raise QueueLimitReachedError(owner, turn.queue_limit)
+            check_quota(conn, owner, turn.max_stored_bytes)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -115,7 +111,7 @@ class QueueOperations(TurnWrites):
                     " updated_at, created_at, metadata, tenant) VALUES (%s, %s,"
                     " %s, %s, 'working', " + NOW + ", " + NOW + ", %s, %s)",
                     (task_id, agent, owner, context_id,
-                     dumps(metadata) if metadata else None, tenant))
+                     dumps(turn.metadata) if turn.metadata else None, tenant))
             else:
                 context_id, follow_up = self._take_task(conn, owner, agent,
                                                         task_id, context_id, tenant)
@@ -130,10 +126,10 @@ class QueueOperations(TurnWrites):
                 " %(owner)s, %(agent)s, %(seq)s, %(retry)s, " + NOW + ", (" +
                 _ROUND + "), %(trace)s, %(tenant)s)",
                 {"id": task_id, "owner": owner, "agent": agent, "seq": seq,
-                 "retry": bool(retry), "trace": trace_context, "tenant": tenant})
-            if status_message is not None and not follow_up:
+                 "retry": bool(turn.retry), "trace": turn.trace_context, "tenant": tenant})
+            if turn.status_message is not None and not follow_up:
                 conn.execute("UPDATE a2a_tasks SET status_message = %s WHERE id = %s",
-                             (dumps(dict(status_message, taskId=task_id,
+                             (dumps(dict(turn.status_message, taskId=task_id,
                                          contextId=context_id)), task_id))
             notify_changes(conn)  # a turn to claim
         return TurnStart(task_id, context_id, stored, seq, created=created)
@@ -209,55 +205,49 @@ class QueueOperations(TurnWrites):
         held = {task_id for (task_id,) in rows}
         return [task_id for task_id in task_ids if task_id in held]
 
-    def finish_queued_turn(self, task_id: str, worker: str, owner: str, agent: str, state: str,
-                           status_message: Optional[Message] = None,
-                           artifacts: Sequence[Artifact] = (),
-                           max_artifact_bytes: Optional[int] = None) -> Optional[str]:
-        with self.transaction() as conn:
-            if not conn.execute(
-                    "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
-                    (task_id, worker)).rowcount:
-                return None  # the lease was lost: another outcome stands
-            # The task row first (a follow-up's enqueue locks it too), then
-            # the follow-ups as committed by then.
-            if conn.execute("SELECT FROM a2a_tasks WHERE id = %s AND state ="
-                            " 'working' FOR UPDATE", (task_id,)).fetchone() is None:
-                return None  # canceled meanwhile (the turn row goes all the same)
-            follow_ups = conn.execute(
-                "SELECT seq, message_seq FROM a2a_turns WHERE task_id = %s"
-                " ORDER BY seq", (task_id,)).fetchall()
-            going_on = bool(follow_ups) and state not in ENDING_STATES
-            body = dumps(status_message) if status_message else None
-            params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
-                          state="working" if going_on else state, body=body)
-            row = conn.execute(
-                "UPDATE a2a_tasks SET state = %(state)s, status_message = %(body)s,"
-                " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
-                " AND " + ARTIFACTS_FIT + " RETURNING updated_at, context_id",
-                params).fetchone()
-            if row is None:
-                check_artifacts_fit(conn, params)  # rolls the turn row back
-                return None
-            if status_message is not None:
-                conn.execute(_INSERT_MESSAGE, (
-                    task_id, row[1], owner, agent, status_message["role"],
-                    status_message["messageId"], body))
-            for artifact_id, artifact_body in zip(params["aids"], params["abodies"]):
-                conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                             " VALUES (%s, %s, %s)", (task_id, artifact_id, artifact_body))
-            if going_on:
-                # The follow-ups' messages move after this turn's answer: a
-                # turn's history is what came before its message.
-                for turn_seq, message_seq in follow_ups:
-                    conn.execute(
-                        "WITH m AS (UPDATE a2a_messages SET seq = DEFAULT WHERE"
-                        " seq = %s RETURNING seq) UPDATE a2a_turns SET message_seq"
-                        " = (SELECT seq FROM m) WHERE seq = %s",
-                        (message_seq, turn_seq))
-            elif follow_ups:  # the task ended: they never start
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
-                             " worker IS NULL", (task_id,))
-            notify_changes(conn)  # the task settled, or its next turn is claimable
+    def _settle_turn(self, conn: Any, task_id: str, owner: str, agent: str, state: str,
+                     status_message: Optional[Message], artifacts: Sequence[Artifact],
+                     max_artifact_bytes: Optional[int]) -> Optional[str]:
+        # The task row first (a follow-up's enqueue locks it too), then
+        # the follow-ups as committed by then.
+        if conn.execute("SELECT FROM a2a_tasks WHERE id = %s AND state ="
+                        " 'working' FOR UPDATE", (task_id,)).fetchone() is None:
+            return None  # canceled meanwhile (the turn row goes all the same)
+        follow_ups = conn.execute(
+            "SELECT seq, message_seq FROM a2a_turns WHERE task_id = %s"
+            " ORDER BY seq", (task_id,)).fetchall()
+        going_on = bool(follow_ups) and state not in ENDING_STATES
+        body = dumps(status_message) if status_message else None
+        params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
+                      state="working" if going_on else state, body=body)
+        row = conn.execute(
+            "UPDATE a2a_tasks SET state = %(state)s, status_message = %(body)s,"
+            " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
+            " AND " + ARTIFACTS_FIT + " RETURNING updated_at, context_id",
+            params).fetchone()
+        if row is None:
+            check_artifacts_fit(conn, params)  # rolls the turn row back
+            return None
+        if status_message is not None:
+            conn.execute(_INSERT_MESSAGE, (
+                task_id, row[1], owner, agent, status_message["role"],
+                status_message["messageId"], body))
+        for artifact_id, artifact_body in zip(params["aids"], params["abodies"]):
+            conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                         " VALUES (%s, %s, %s)", (task_id, artifact_id, artifact_body))
+        if going_on:
+            # The follow-ups' messages move after this turn's answer: a
+            # turn's history is what came before its message.
+            for turn_seq, message_seq in follow_ups:
+                conn.execute(
+                    "WITH m AS (UPDATE a2a_messages SET seq = DEFAULT WHERE"
+                    " seq = %s RETURNING seq) UPDATE a2a_turns SET message_seq"
+                    " = (SELECT seq FROM m) WHERE seq = %s",
+                    (message_seq, turn_seq))
+        elif follow_ups:  # the task ended: they never start
+            conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
+                         " worker IS NULL", (task_id,))
+        notify_changes(conn)  # the task settled, or its next turn is claimable
         return row[0]
 
     @staticmethod
