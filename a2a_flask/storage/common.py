@@ -25,6 +25,28 @@ KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
                " operator, tenant")
 
 
+#: The largest integer both backends take (SQLite's and PostgreSQL's bigint).
+BIGINT_MAX = 2 ** 63 - 1
+
+
+class Dialect:
+    """What the shared mixins (``listing``, ``credential_reads``, ``turns``,
+    ``history``) ask of a backend's connections class about its SQL."""
+
+    #: How a statement marks a parameter, positional and named.
+    MARK: str
+    NAMED: str
+
+    def _marked(self, sql: str) -> str:
+        """``sql`` written with ``?`` marks, in the backend's marks."""
+        return sql.replace("?", self.MARK)
+
+
+def history_limit(history_length: Optional[int]) -> Optional[int]:
+    """``LIMIT`` for the last ``history_length`` messages (None: all)."""
+    return None if history_length is None else min(int(history_length), BIGINT_MAX)
+
+
 def now_iso(moment: Optional[datetime] = None) -> str:
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
     now = moment or datetime.now(timezone.utc)

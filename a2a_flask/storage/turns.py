@@ -10,7 +10,7 @@ task (``_fail_working``)."""
 
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from .common import dumps
+from .common import Dialect, dumps
 from .errors import NoSuchTaskError, TaskEndedError
 from .records import Artifact, Message, TurnStart
 from .states import ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, TERMINAL_SQL
@@ -35,12 +35,10 @@ class QueuedTurn(NamedTuple):
     tenant: str
 
 
-class TurnWrites:
+class TurnWrites(Dialect):
     """Mixed into each backend's ``TaskOperations``."""
 
     # The backend's (its connections class, later in the storage's bases).
-    MARK: str
-    NAMED: str
     #: The assignments that leave a task without a status message.
     STATUS_CLEARED: str
     #: What a SELECT adds to lock the task it reads, and the turns given up
@@ -67,9 +65,8 @@ class TurnWrites:
     # outcome of a dequeued turn, its timestamp or None (not working).
     _enqueue: Callable[[QueuedTurn], TurnStart]
     _settle_turn: Callable[..., Optional[str]]
-
-    def _marked(self, sql: str) -> str:
-        return sql.replace("?", self.MARK)
+    # _renew(worker, task_ids, lease_seconds): the ids of those still held.
+    _renew: Callable[[str, List[str], float], List[str]]
 
     def enqueue_turn(self, owner: str, agent: str, message: Message,
                      context_id: Optional[str] = None, task_id: Optional[str] = None,
@@ -83,6 +80,14 @@ class TurnWrites:
             owner, agent, message, context_id, task_id, metadata, retry,
             status_message, queue_limit, trace_context, live_key,
             max_stored_bytes, tenant))
+
+    def renew_leases(self, worker: str, task_ids: Sequence[str],
+                     lease_seconds: float) -> List[str]:
+        task_ids = list(task_ids)
+        if not task_ids:
+            return []
+        held = set(self._renew(worker, task_ids, lease_seconds))
+        return [task_id for task_id in task_ids if task_id in held]
 
     def finish_queued_turn(self, task_id: str, worker: str, owner: str, agent: str, state: str,
                            status_message: Optional[Message] = None,

@@ -25,7 +25,8 @@ from ..listing import TaskListing
 from ..sizes import OVERHEAD
 from .changes import notify_changes
 from ..states import TERMINAL_SQL
-from .tasks import NOW, history_limit
+from ..common import history_limit
+from .tasks import NOW
 
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
             " metadata, created_at")

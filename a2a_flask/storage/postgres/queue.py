@@ -193,17 +193,12 @@ class QueueOperations(TurnWrites):
                     trace_context, tenant))
         return claimed
 
-    def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
+    def _renew(self, worker: str, task_ids: List[str], lease_seconds: float) -> List[str]:
         with self.connection() as conn:
-            rows = conn.execute(
+            return [task_id for (task_id,) in conn.execute(
                 "UPDATE a2a_turns SET lease_expires = " + _lease_end(lease_seconds) +
                 " WHERE worker = %s AND task_id = ANY(%s) RETURNING task_id",
-                (worker, task_ids)).fetchall()
-        held = {task_id for (task_id,) in rows}
-        return [task_id for task_id in task_ids if task_id in held]
+                (worker, task_ids)).fetchall()]
 
     def _settle_turn(self, conn: Any, task_id: str, owner: str, agent: str, state: str,
                      status_message: Optional[Message], artifacts: Sequence[Artifact],

@@ -34,18 +34,12 @@ class _NotLost(Exception):
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
 NOW = """to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
 WAITING_SQL = "('auth-required', 'input-required')"
-BIGINT_MAX = 2 ** 63 - 1
 
 
 def stale_cutoff_sql(seconds: int) -> str:
     """The stale-turn cutoff on the database's clock, as an A2A timestamp."""
     return ("to_char((now() - interval '%d seconds') AT TIME ZONE 'UTC',"
             " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')" % int(seconds))
-
-
-def history_limit(history_length: Optional[int]) -> Optional[int]:
-    """``LIMIT`` for the last ``history_length`` messages (NULL: all)."""
-    return None if history_length is None else min(int(history_length), BIGINT_MAX)
 
 
 # The start of a turn is acknowledged to nobody: its commit need not wait for

@@ -155,10 +155,7 @@ class QueueOperations(TurnWrites):
                     bool(retry), trace_context, tenant))
         return claimed
 
-    def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
+    def _renew(self, worker: str, task_ids: List[str], lease_seconds: float) -> List[str]:
         with self.transaction() as conn:
             conn.execute(
                 "UPDATE a2a_turns SET lease_expires = ? WHERE worker = ? AND"
