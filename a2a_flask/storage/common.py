@@ -147,6 +147,17 @@ def task_record(row: Sequence[Any], status_message: Optional[Message],
                       json.loads(metadata) if metadata else None, created_at)
 
 
+def record_reader(status: Callable[[Sequence[Any]], Message]
+                  ) -> Callable[..., TaskRecord]:
+    """A backend's ``record(row, history=None, artifacts=())``: the record of
+    a task row (``task_record``'s columns), its status message, when the
+    row has one, read back by ``status(row)`` from the backend's stored form."""
+    def record(row: Sequence[Any], history: Optional[List[Message]] = None,
+               artifacts: Sequence[Dict[str, Any]] = ()) -> TaskRecord:
+        return task_record(row, status(row) if row[6] else None, history, artifacts)
+    return record
+
+
 def task_filters(named: Callable[[str], str], owner: Optional[str],
                  agent: Optional[str], context_id: Optional[str],
                  state: Optional[str], updated_after: Optional[str],

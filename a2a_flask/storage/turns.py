@@ -67,6 +67,9 @@ class TurnWrites(Dialect):
     _settle_turn: Callable[..., Optional[str]]
     # _renew(worker, task_ids, lease_seconds): the ids of those still held.
     _renew: Callable[[str, List[str], float], List[str]]
+    # _seen(worker): a live claimer's heartbeat row written (and the rows of
+    # those unseen for WORKER_ROWS_KEPT_SECONDS deleted).
+    _seen: Callable[[str], bool]
 
     def enqueue_turn(self, owner: str, agent: str, message: Message,
                      context_id: Optional[str] = None, task_id: Optional[str] = None,
@@ -100,6 +103,12 @@ class TurnWrites(Dialect):
                 return None  # the lease was lost: another outcome stands
             return self._settle_turn(conn, task_id, owner, agent, state,
                                      status_message, artifacts, max_artifact_bytes)
+
+    def note_worker(self, worker: str, alive: bool = True) -> bool:
+        if alive:
+            return self._seen(worker)
+        return bool(self._write_one("DELETE FROM a2a_workers WHERE id = " +
+                                    self.NAMED % "id", {"id": worker}))
 
     def progress(self, task_id: str, status_message: Message) -> bool:
         params = {"id": task_id, "body": dumps(status_message)}

@@ -259,11 +259,8 @@ class QueueOperations(TurnWrites):
                                        message["messageId"], row[1]))
         return True
 
-    def note_worker(self, worker: str, alive: bool = True) -> bool:
+    def _seen(self, worker: str) -> bool:
         with self.connection() as conn:
-            if not alive:
-                return bool(conn.execute("DELETE FROM a2a_workers WHERE id = %s",
-                                         (worker,)).rowcount)
             conn.execute("DELETE FROM a2a_workers WHERE seen_at < " + _lease_end(
                 -WORKER_ROWS_KEPT_SECONDS))
             return bool(conn.execute(

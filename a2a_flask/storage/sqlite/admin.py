@@ -9,7 +9,7 @@ from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..base import StoredTaskPage, TaskRecord
 from ..common import (
-    PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, task_record,
+    PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, record_reader,
     where_clause,
 )
 from ..listing import TaskListing
@@ -28,11 +28,9 @@ _COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
             " (SELECT message_id FROM a2a_messages WHERE seq = status_seq)")
 
 
-def _record(row, history=None, artifacts=()):
-    """A row of ``_COLUMNS`` as a record: its status message in SQLite's
-    stored form (the row's copy, or the history's, with its ids)."""
-    status = load_message(row[6], row[0], row[1], row[9]) if row[6] else None
-    return task_record(row, status, history, artifacts)
+#: A row of ``_COLUMNS`` as a record: its status message in SQLite's stored
+#: form (the row's copy, or the history's, with its ids).
+_record = record_reader(lambda row: load_message(row[6], row[0], row[1], row[9]))
 
 
 def _stored_once(records, tasks, messages, artifacts):

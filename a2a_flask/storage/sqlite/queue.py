@@ -207,11 +207,8 @@ class QueueOperations(TurnWrites):
         self._insert_message(conn, task_id, context_id, owner, agent, message, seq)
         return True
 
-    def note_worker(self, worker: str, alive: bool = True) -> bool:
+    def _seen(self, worker: str) -> bool:
         with self.transaction() as conn:
-            if not alive:
-                return bool(conn.execute("DELETE FROM a2a_workers WHERE id = ?",
-                                         (worker,)).rowcount)
             now = self.clock()
             conn.execute("DELETE FROM a2a_workers WHERE seen_at < ?", (now_iso(
                 now - timedelta(seconds=WORKER_ROWS_KEPT_SECONDS)),))
