@@ -17,9 +17,14 @@ from .records import Message, TaskRecord
 #: few, so that a deletion is safe while the service runs (a writer waits at
 #: most one batch).
 PRUNE_BATCH = 100
-#: Tries to store a turn's outcome the storage refused (busy, a connection a
-#: restarted server broke: the next try takes a new one).
+#: Tries to store a turn's outcome the storage refused (busy, full,
+#: read-only, a connection a restarted server broke: the next try takes a
+#: new one): ONE policy for a turn run in a request (``finish_turn``) and for
+#: a worker's (``finish_queued_turn``). Each try may wait the busy timeout.
 FINISH_ATTEMPTS = 3
+#: The pause after failed try n of storing an outcome is n times this: a
+#: full or read-only disk refuses at once, without the busy timeout's wait.
+FINISH_PAUSE_SECONDS = 0.1
 #: The columns of an API key, in ``KeyRow``'s order.
 KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
                " operator, tenant")
@@ -45,6 +50,11 @@ class Dialect:
 def history_limit(history_length: Optional[int]) -> Optional[int]:
     """``LIMIT`` for the last ``history_length`` messages (None: all)."""
     return None if history_length is None else min(int(history_length), BIGINT_MAX)
+
+
+def pause_before_retry(attempt: int) -> None:
+    """Wait before the try after failed try ``attempt`` of ``FINISH_ATTEMPTS``."""
+    time.sleep(FINISH_PAUSE_SECONDS * attempt)
 
 
 def now_iso(moment: Optional[datetime] = None) -> str:

@@ -10,7 +10,6 @@ clock, so servers with skewed clocks agree.
 """
 
 import logging
-import time
 from typing import Any, Dict, Optional, Sequence
 
 from ..base import (
@@ -18,7 +17,7 @@ from ..base import (
     MessageIdReusedError, QuotaReachedError, NoSuchTaskError,
     TaskNotWaitingError, TurnStart,
 )
-from ..common import FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id
+from ..common import FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id, pause_before_retry
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .connection import is_storage_failure
@@ -311,7 +310,7 @@ class TaskOperations:
                 if attempt == FINISH_ATTEMPTS:
                     self._say_what_was_stored(exc, task_id, start)
                     raise
-                time.sleep(0.1 * attempt)
+                pause_before_retry(attempt)
 
     def _say_what_was_stored(self, exc: Exception, task_id: str,
                              start: Optional[TurnStart]) -> None:

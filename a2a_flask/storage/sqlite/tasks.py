@@ -24,7 +24,9 @@ from ..base import (
     MessageIdReusedError, NoSuchTaskError, QuotaReachedError,
     RememberedKeyRevokedError, StorageReserveError, TaskNotWaitingError, TurnStart,
 )
-from ..common import delivery_fingerprint, dumps, new_id
+from ..common import (
+    FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id, pause_before_retry,
+)
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
@@ -57,10 +59,6 @@ _ARTIFACT_BYTES = ("(SELECT coalesce(sum(length(CAST(body AS BLOB)) + %d), 0)"
 
 class TaskOperations:
     """Mixed into ``SqliteStorage`` (needs ``transaction``/``connection``)."""
-
-    #: Tries to store a turn's outcome before keeping it aside (each try waits
-    #: up to the busy timeout for another writer).
-    FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
                    metadata=None, queue=None, remembered_key=None,
@@ -299,7 +297,7 @@ class TaskOperations:
         ``get_task`` of that task, and the storage error is raised.
         ``start`` is not needed: a start is committed as any write here, and
         a crash that lost it lost the later outcome too."""
-        for attempt in range(1, self.FINISH_ATTEMPTS + 1):
+        for attempt in range(1, FINISH_ATTEMPTS + 1):
             try:
                 return self._store_outcome(task_id, owner, agent, state,
                                            status_message, artifacts,
@@ -310,8 +308,8 @@ class TaskOperations:
                 if not is_storage_failure(exc):
                     raise
                 failure = self.failed(exc)
-                if attempt < self.FINISH_ATTEMPTS:
-                    time.sleep(0.1 * attempt)  # a full or read-only disk fails at once
+                if attempt < FINISH_ATTEMPTS:
+                    pause_before_retry(attempt)
                     continue
                 if self._kept.keep(task_id, {
                         "owner": owner, "agent": agent, "state": state,
