@@ -5,6 +5,7 @@
 ``forms`` (the stored form of messages and artifacts), ``admin`` (listing,
 operations, bulk copy), ``credentials`` (keys and users), ``queue``
 (background turns), ``file`` (lock, identity, failures, kept outcomes),
+``upkeep`` (the health of writes, checkpoints),
 ``dashboard`` (the operator's page), ``migrations`` (the versioned schema).
 """
 
