@@ -1,5 +1,6 @@
 """The writes of the request path of ``PostgresStorage``: a turn (start,
-claim, finish, fail when stale) and cancel; the reads are in ``reading``.
+claim, finish, fail when stale); the reads are in ``reading``, a cancel in
+``storage/turns.py``.
 
 Every state change is one conditional UPDATE whose row count (or RETURNING
 row) is checked. The usual paths are one statement each, so one round trip
