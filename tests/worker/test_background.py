@@ -85,10 +85,13 @@ def test_blocking_gets_the_outcome_in_one_call(bg, worker):
 
 
 def test_non_blocking_then_poll_to_completed(bg, worker):
-    task = bg.send("hi", configuration=NON_BLOCKING)
+    # The gated agent: a quick one may finish before the answer's read, and
+    # a non-blocking send answers the task as it stands then.
+    task = bg.send("hi", agent="waits", configuration=NON_BLOCKING)
     assert task["status"]["state"] == "working"
-    done = _poll(bg, task["id"], "completed")
-    assert _state_text(done) == "quick hi"
+    bg.a2a.gate.set()
+    done = _poll(bg, task["id"], "completed", "waits")
+    assert _state_text(done) == "opened hi"
 
 
 def test_progress_is_visible_then_the_outcome(bg, worker):
