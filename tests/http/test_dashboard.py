@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 from flask import session
 
+from a2a_flask.auth.key_uses import KeyUses
 from a2a_flask.storage.base import OperatorView
 from helpers import basic, bearer, message
 
@@ -200,6 +201,31 @@ def test_the_numbers_are_the_database_s(dash):
         ("input-required", True)) == 1
     assert body["settings"]["worker_lease_seconds"] == 30
     assert body["settings"]["auth"] == "required"
+
+
+def test_a_key_used_just_now_is_not_never(dash, monkeypatch):
+    # A process writes a key's use at once only when its last write is a
+    # second old, else a second later (key_uses.py): here, an hour later.
+    monkeypatch.setattr(KeyUses, "WRITE_EVERY", 3600.0)
+    app, _, operator_key, plain_key = dash
+    uses = app.extensions["a2a"].credentials._uses
+    client = app.test_client()
+    try:
+        sent = client.post("/api/v1/agents/echo/a2a", headers=bearer(plain_key), json={
+            "jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": message("hi")}})
+        assert "result" in sent.get_json(), sent.get_json()
+        response = client.get(URL, headers=dict(JSON, **bearer(operator_key)))
+        assert response.status_code == 200
+        keys = {k["label"]: k for k in response.get_json()["keys"]}
+        # Both uses wait for their write, the operator's of this very
+        # request too: both are shown used all the same.
+        assert RFC3339.match(keys["plain"]["last_used_at"] or ""), keys["plain"]
+        assert RFC3339.match(keys["ops"]["last_used_at"] or ""), keys["ops"]
+        assert keys["plain"]["last_used_at"] <= keys["ops"]["last_used_at"]
+    finally:
+        if uses._timer is not None:
+            uses._timer.cancel()
 
 
 def test_workers_tenants_and_the_slowest_turns(make_app, backend):
