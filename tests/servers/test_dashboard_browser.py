@@ -171,8 +171,6 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         hrefs = {task_id: href for task_id, href, _ in links}
         assert hrefs[made["slow"]] == "#slow-" + made["slow"]
         assert hrefs[made["failed"]] == "#task-" + made["failed"]
-        slowest.locator("a").click()
-        expect(page.locator("#slowest tr:target")).to_contain_text("75 s")
         # The key of this page's own requests is shown used, at once.
         assert "never" not in page.locator("#keys tr", has_text="on call").inner_text()
         dead = page.locator("#workers tr", has_text="host-b:4242:dead")
@@ -184,6 +182,9 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         expect(page.locator("#keys")).to_contain_text("on call")
         expect(page.locator("#settings")).to_contain_text("schema version")
         _shot(page, "1-overview", kept_files)
+        # Clicked after the picture (docs/images/dashboard.png is it): no outline there.
+        slowest.locator("a").click()
+        expect(page.locator("#slowest tr:target")).to_contain_text("75 s")
 
         page.fill("#cancel-task-id", made["queued"][0])
         page.click("#cancel-task")
