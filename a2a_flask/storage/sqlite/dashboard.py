@@ -8,11 +8,11 @@ counted as index ranges by ``updated_at``: older than the last hour, each
 minute of it, later. So the counts and the turns per minute are one pass,
 with no sort (a ``GROUP BY`` on the minute's text sorts every row it
 counts). The failures are the newest keys of each failed group (the same
-index, newest first), the groups' keys merged as they are stepped through,
-so only as many are read as are shown; only the rows shown are read. The
+index, newest first), the groups merged as their keys are stepped
+through, so no more keys are read than are shown, then the rows shown. The
 slowest turns are looked for among the newest ``SLOWEST_SAMPLE`` keys of the
-last hour (the same index, the groups merged so), whose rows are then read
-for their ``created_at``; the user messages of the slowest few are counted
+last hour (the same index, merged so), whose rows are then read for their
+``created_at``; the user messages of the slowest few are counted
 (``a2a_messages_task``). The queue and the workers read ``a2a_turns``,
 which holds live turns only, and ``a2a_workers``, one row per claimer. No
 index is added: each would cost every send.
@@ -110,8 +110,7 @@ class DashboardOperations:
         try:
             tasks = {}
             turns = {}
-            # Each group's newest keys, newest first; merged lazily, so
-            # only the rows kept are stepped through, whatever the groups.
+            # Each group's keys, newest first, left open for _newest.
             failed_groups = []
             ended_groups = []
             for owner, agent, state in _groups(conn):
