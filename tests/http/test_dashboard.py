@@ -289,6 +289,35 @@ def test_workers_tenants_and_the_slowest_turns(make_app, backend):
     assert all(RFC3339.match(t["at"]) for t in body["slowest"])
 
 
+def test_the_newest_across_callers_when_there_are_more(dash, monkeypatch):
+    """More failures and ended turns than are kept, of several callers (each
+    a group of the storage's index): the newest of all, newest first."""
+    monkeypatch.setattr("a2a_flask.dashboard.FAILURES", 3)
+    for backend in ("sqlite", "postgres"):
+        monkeypatch.setattr("a2a_flask.storage.%s.dashboard.SLOWEST_SAMPLE" % backend, 4)
+    app, _, operator_key, _ = dash
+    storage = app.extensions["a2a"].storage
+    now = storage.operator_view().now
+    made = []
+    for n, owner in enumerate(["key:a", "key:b", "key:c"] * 2):
+        start = storage.start_turn(owner, "echo", message("hi"))
+        storage.finish_turn(start.task_id, owner, "echo", "failed",
+                            _reply("failure %d" % n, n, start))
+        # Their ends a minute apart, the callers' interleaved.
+        at = _ago(now, 60 * (6 - n))
+        _sql(storage, "UPDATE a2a_tasks SET updated_at = ?, created_at = ? WHERE id = ?",
+             at, at, start.task_id)
+        made.append(start.task_id)
+    response = app.test_client().get(URL, headers=dict(JSON, **bearer(operator_key)))
+    assert response.status_code == 200, response.get_data(as_text=True)
+    body = response.get_json()
+    assert [f["task_id"] for f in body["failures"]] == made[:2:-1]
+    assert [f["text"] for f in body["failures"]] == ["failure 5", "failure 4", "failure 3"]
+    assert body["slowest_of"] == 4
+    # All as quick (0 s): the newest first among them.
+    assert [t["task_id"] for t in body["slowest"]] == made[:1:-1]
+
+
 def test_none_seen_when_background_agents_wait(make_app, backend):
     """With a background agent and no claimer seen within twice the lease,
     ``workers_unseen_seconds`` says for how long, as /health does."""
