@@ -130,7 +130,17 @@ class Credentials:
         return StoredApiKey(*row.astuple()), secret
 
     def keys(self) -> List[StoredApiKey]:
-        return [StoredApiKey(*row.astuple()) for row in self.storage.keys()]
+        """Every key; its last use as this process knows it when that is
+        later than the stored one: a use waits up to a second for its write
+        (key_uses.py), and the key of the very request asking (the
+        operator's page's) would read "never"."""
+        noted = {key.id: key.last_used_at for key in list(self._live.values())}
+        keys = [StoredApiKey(*row.astuple()) for row in self.storage.keys()]
+        for key in keys:
+            use = noted.get(key.id)
+            if use is not None and (key.last_used_at is None or key.last_used_at < use):
+                key.last_used_at = use
+        return keys
 
     def revoke_key(self, key_id: str) -> List[TaskRecord]:
         """Revoke the key, then cancel its tasks that are ``working``: its

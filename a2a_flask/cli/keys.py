@@ -34,8 +34,9 @@ def _scope(agents):
               help="The key opens the operator's page (every caller's tasks, "
                    "cancel them); it reaches no agent unless --agents is given.")
 @click.option("--tenant", default=None,
-              help="The one tenant (A2A_TENANTS) the key acts in; without it, "
-                   "the key acts only where no tenant is named.")
+              help="The one tenant (A2A_TENANTS) the key talks to agents in; "
+                   "without it, only where no tenant is named. An --operator key "
+                   "sees every tenant on the operator's page all the same.")
 @click.option("--quiet", is_flag=True, help="Print only the key.")
 def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
                 tenant: Optional[str], quiet: bool) -> None:

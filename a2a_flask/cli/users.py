@@ -19,8 +19,9 @@ users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
               help="The user opens the operator's page (every caller's tasks, "
                    "cancel them), as well as calling agents.")
 @click.option("--tenant", default=None,
-              help="The one tenant (A2A_TENANTS) the user acts in; without it, "
-                   "only where no tenant is named.")
+              help="The one tenant (A2A_TENANTS) the user calls agents in; "
+                   "without it, only where no tenant is named. An --operator user "
+                   "sees every tenant on the operator's page all the same.")
 def users_create(name: str, password_stdin: bool, operator: bool,
                  tenant: Optional[str]) -> None:
     """Create a user for HTTP Basic; the password is stored hashed."""

@@ -199,10 +199,11 @@
     });
   }
 
-  function taskLink(taskId) {
+  function taskLink(taskId, rowId) {
     var link = el("a", taskId, "mono");
-    // Where the operator finds it all: its row here, and the command.
-    link.href = "#task-" + encodeURIComponent(taskId);
+    // Where the operator finds it all: its row here (rowId: "task-ID" in
+    // the failures, "slow-ID" in the slowest turns), and the command.
+    link.href = "#" + encodeURIComponent(rowId);
     link.title = "flask a2a tasks show " + taskId;
     return link;
   }
@@ -219,15 +220,20 @@
     $("slowest-note").textContent = slowest.length
       ? "Tasks of one turn, from their first message to their end (queue wait included), among the newest " + data.slowest_of + " that ended in the hour."
       : "No turn ended in the last hour.";
+    var failed = {};
+    data.failures.forEach(function (failure) { failed[failure.task_id] = true; });
     slowest.forEach(function (turn) {
       var row = el("tr");
+      row.id = "slow-" + turn.task_id;
       cell(row, turn.seconds < 1 ? Math.round(turn.seconds * 1000) + " ms"
         : turn.seconds < 10 ? turn.seconds.toFixed(1) + " s" : seconds(turn.seconds), "num");
       cell(row, when(turn.at), "mono");
       cell(row, turn.agent);
       cell(row, turn.tenant || "-", "tenant");
       cell(row, turn.caller, "mono");
-      cell(row, "").appendChild(taskLink(turn.task_id));
+      // A failure listed links to its row, which says why; else to this one.
+      cell(row, "").appendChild(taskLink(turn.task_id,
+        (failed[turn.task_id] ? "task-" : "slow-") + turn.task_id));
       var state = el("span", turn.state, "tag");
       state.setAttribute("data-state", turn.state);
       cell(row, "").appendChild(state);
@@ -248,7 +254,7 @@
       cell(row, failure.agent);
       cell(row, failure.tenant || "-", "tenant");
       cell(row, failure.caller, "mono");
-      cell(row, "").appendChild(taskLink(failure.task_id));
+      cell(row, "").appendChild(taskLink(failure.task_id, row.id));
       cell(row, failure.text);
       body.appendChild(row);
     });

@@ -41,7 +41,8 @@ def call(app, secret):
 
 
 def last_used(app):
-    return {key.id: key.last_used_at for key in app.credentials.keys()}
+    """As stored (``Credentials.keys`` adds the uses not written yet)."""
+    return {key.id: key.last_used_at for key in app.credentials.storage.keys()}
 
 
 def wait_until(predicate, seconds=10.0):

@@ -57,6 +57,43 @@ def test_keys_of_a_tenant_are_listed_with_it_and_act_in_it_only(tmp_path, make_a
     assert len(json.loads(every.stdout)) == 2
 
 
+def test_an_operator_key_of_a_tenant_sees_every_tenant(tmp_path, make_app):
+    db = tmp_path / "cli.sqlite3"
+    made = flask_a2a(db, "keys", "create", "--operator", "--tenant", "acme",
+                     "--label", "acme ops", env=TENANTS)
+    ops_id, ops_key = created_key(made)
+    assert made.stdout.splitlines()[0] == (
+        "Created operator API key %s (scope: (no agent), label: acme ops,"
+        " tenant: acme)." % ops_id)
+    listed = flask_a2a(db, "keys", "list", env=TENANTS)
+    assert listed.returncode == 0, listed.stderr
+    [row] = [re.split(r"\s{2,}", line.strip()) for line in listed.stdout.splitlines()[1:]]
+    assert (row[0], row[3], row[4], row[-1]) == (ops_id, "(no agent)", "yes", "acme")
+
+    app, _ = make_app(A2A_AUTH="required", A2A_DATABASE=str(db), A2A_TENANTS="acme,beta",
+                      A2A_DASHBOARD=True)
+    credentials = app.extensions["a2a"].credentials
+    client = app.test_client()
+    for tenant in ("beta", None):
+        caller = Caller(client, key=credentials.create_key(None, "k", tenant=tenant)[1])
+        caller.agent = "chat"
+        status, body = caller.rpc("SendMessage", dict(
+            {"message": user_message()}, **({"tenant": tenant} if tenant else {})))
+        assert status == 200, body
+    operator = {"Authorization": "Bearer " + ops_key, "Accept": "application/json"}
+    page = client.get("/api/v1/dashboard/", headers=operator)
+    assert page.status_code == 200, page.data
+    assert page.get_json()["agents"]["chat"]["tasks"] == {"input-required": 2}
+    assert page.get_json()["tenants"] == ["acme", "beta"]
+    # Not its tenant's task, nor any tenant's: canceled all the same.
+    [task_id] = [t["id"] for t in json.loads(flask_a2a(
+        db, "tasks", "list", "--tenant", "-", "--json", env=TENANTS).stdout)]
+    canceled = client.post("/api/v1/dashboard/cancel-task", json={"task_id": task_id},
+                           headers=operator)
+    assert canceled.status_code == 200, canceled.data
+    assert canceled.get_json()["canceled"][0]["state"] == "canceled"
+
+
 def test_a_user_of_a_tenant_acts_in_it_only(tmp_path, make_app):
     db = tmp_path / "cli.sqlite3"
     made = flask_a2a(db, "users", "create", "ann", "--tenant", "beta",

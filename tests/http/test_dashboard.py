@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 from flask import session
 
+from a2a_flask.auth.key_uses import KeyUses
 from a2a_flask.storage.base import OperatorView
 from helpers import basic, bearer, message
 
@@ -202,6 +203,31 @@ def test_the_numbers_are_the_database_s(dash):
     assert body["settings"]["auth"] == "required"
 
 
+def test_a_key_used_just_now_is_not_never(dash, monkeypatch):
+    # A process writes a key's use at once only when its last write is a
+    # second old, else a second later (key_uses.py): here, an hour later.
+    monkeypatch.setattr(KeyUses, "WRITE_EVERY", 3600.0)
+    app, _, operator_key, plain_key = dash
+    uses = app.extensions["a2a"].credentials._uses
+    client = app.test_client()
+    try:
+        sent = client.post("/api/v1/agents/echo/a2a", headers=bearer(plain_key), json={
+            "jsonrpc": "2.0", "id": 1, "method": "message/send",
+            "params": {"message": message("hi")}})
+        assert "result" in sent.get_json(), sent.get_json()
+        response = client.get(URL, headers=dict(JSON, **bearer(operator_key)))
+        assert response.status_code == 200
+        keys = {k["label"]: k for k in response.get_json()["keys"]}
+        # Both uses wait for their write, the operator's of this very
+        # request too: both are shown used all the same.
+        assert RFC3339.match(keys["plain"]["last_used_at"] or ""), keys["plain"]
+        assert RFC3339.match(keys["ops"]["last_used_at"] or ""), keys["ops"]
+        assert keys["plain"]["last_used_at"] <= keys["ops"]["last_used_at"]
+    finally:
+        if uses._timer is not None:
+            uses._timer.cancel()
+
+
 def test_workers_tenants_and_the_slowest_turns(make_app, backend):
     """Each claimer with its heartbeat and its leases (an idle one, an
     in-process one, a dead one); with tenants, each row's tenant; the
@@ -261,6 +287,35 @@ def test_workers_tenants_and_the_slowest_turns(make_app, backend):
     assert not made["not_turns"] & {t["task_id"] for t in body["slowest"]}
     assert len(body["slowest"]) == 8 and body["slowest_of"] == 9
     assert all(RFC3339.match(t["at"]) for t in body["slowest"])
+
+
+def test_the_newest_across_callers_when_there_are_more(dash, monkeypatch):
+    """More failures and ended turns than are kept, of several callers (each
+    a group of the storage's index): the newest of all, newest first."""
+    monkeypatch.setattr("a2a_flask.dashboard.FAILURES", 3)
+    for backend in ("sqlite", "postgres"):
+        monkeypatch.setattr("a2a_flask.storage.%s.dashboard.SLOWEST_SAMPLE" % backend, 4)
+    app, _, operator_key, _ = dash
+    storage = app.extensions["a2a"].storage
+    now = storage.operator_view().now
+    made = []
+    for n, owner in enumerate(["key:a", "key:b", "key:c"] * 2):
+        start = storage.start_turn(owner, "echo", message("hi"))
+        storage.finish_turn(start.task_id, owner, "echo", "failed",
+                            _reply("failure %d" % n, n, start))
+        # Their ends a minute apart, the callers' interleaved.
+        at = _ago(now, 60 * (6 - n))
+        _sql(storage, "UPDATE a2a_tasks SET updated_at = ?, created_at = ? WHERE id = ?",
+             at, at, start.task_id)
+        made.append(start.task_id)
+    response = app.test_client().get(URL, headers=dict(JSON, **bearer(operator_key)))
+    assert response.status_code == 200, response.get_data(as_text=True)
+    body = response.get_json()
+    assert [f["task_id"] for f in body["failures"]] == made[:2:-1]
+    assert [f["text"] for f in body["failures"]] == ["failure 5", "failure 4", "failure 3"]
+    assert body["slowest_of"] == 4
+    # All as quick (0 s): the newest first among them.
+    assert [t["task_id"] for t in body["slowest"]] == made[:1:-1]
 
 
 def test_none_seen_when_background_agents_wait(make_app, backend):

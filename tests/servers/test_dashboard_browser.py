@@ -161,6 +161,18 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         expect(slowest).to_contain_text("75 s")
         expect(slowest.locator("td.tenant")).to_have_text("acme")
         expect(slowest.locator("a")).to_have_text(made["slow"])
+        # Every task link goes to a row of the page: a failure's to its row
+        # in the failures (which says why), any other to its own.
+        links = page.eval_on_selector_all(
+            "#failures a, #slowest a", "links => links.map(link => [link.textContent,"
+            " link.getAttribute('href'), !!document.getElementById("
+            "decodeURIComponent(link.getAttribute('href').slice(1)))])")
+        assert len(links) == 6 and all(found for _, _, found in links), links
+        hrefs = {task_id: href for task_id, href, _ in links}
+        assert hrefs[made["slow"]] == "#slow-" + made["slow"]
+        assert hrefs[made["failed"]] == "#task-" + made["failed"]
+        # The key of this page's own requests is shown used, at once.
+        assert "never" not in page.locator("#keys tr", has_text="on call").inner_text()
         dead = page.locator("#workers tr", has_text="host-b:4242:dead")
         expect(dead.locator("td.bad")).to_contain_text("none seen for 1")  # 130 s or so
         idle = page.locator("#workers tr", has_text="host-c:77:ab12cd:web")
@@ -170,6 +182,9 @@ def test_an_operator_sees_the_service_and_cancels_a_task(browser, demo, made, ke
         expect(page.locator("#keys")).to_contain_text("on call")
         expect(page.locator("#settings")).to_contain_text("schema version")
         _shot(page, "1-overview", kept_files)
+        # Clicked after the picture (docs/images/dashboard.png is it): no outline there.
+        slowest.locator("a").click()
+        expect(page.locator("#slowest tr:target")).to_contain_text("75 s")
 
         page.fill("#cancel-task-id", made["queued"][0])
         page.click("#cancel-task")

@@ -8,16 +8,18 @@ counted as index ranges by ``updated_at``: older than the last hour, each
 minute of it, later. So the counts and the turns per minute are one pass,
 with no sort (a ``GROUP BY`` on the minute's text sorts every row it
 counts). The failures are the newest keys of each failed group (the same
-index, newest first); only the rows shown are read. The slowest turns are
-looked for among the newest ``SLOWEST_SAMPLE`` keys of the last hour of
-the groups that have some (the same index), whose rows are then read for
-their ``created_at``; the user messages of the slowest few are counted
+index, newest first), the groups merged as their keys are stepped
+through, so no more keys are read than are shown, then the rows shown. The
+slowest turns are looked for among the newest ``SLOWEST_SAMPLE`` keys of the
+last hour (the same index, merged so), whose rows are then read for their
+``created_at``; the user messages of the slowest few are counted
 (``a2a_messages_task``). The queue and the workers read ``a2a_turns``,
 which holds live turns only, and ``a2a_workers``, one row per claimer. No
 index is added: each would cost every send.
 """
 
 import heapq
+import itertools
 import os
 from datetime import timedelta
 
@@ -62,6 +64,16 @@ def _groups(conn):
     return groups
 
 
+def _newest(cursors, limit):
+    """The ``limit`` newest (updated_at, id) of ``cursors`` (each newest
+    first), read only as far as needed; the cursors are closed."""
+    try:
+        return list(itertools.islice(heapq.merge(*cursors, reverse=True), limit))
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
 def _slots(now, hour_ago):
     """[(minute or None, from, until)]: the whole range of ``updated_at``,
     cut at the last hour's minutes. None: not a minute of the last hour
@@ -98,8 +110,9 @@ class DashboardOperations:
         try:
             tasks = {}
             turns = {}
-            newest_failed = []
-            newest_ended = []
+            # Each group's keys, newest first, left open for _newest.
+            failed_groups = []
+            ended_groups = []
             for owner, agent, state in _groups(conn):
                 states = tasks.setdefault(agent, {})
                 recent = 0
@@ -111,27 +124,25 @@ class DashboardOperations:
                         recent += count
                 if recent and state not in NOT_ENDED:
                     # Index keys only; the group's count says there are some.
-                    newest_ended = heapq.nlargest(SLOWEST_SAMPLE, newest_ended + [
-                        tuple(row) for row in conn.execute(
-                            "SELECT updated_at, id FROM a2a_tasks WHERE owner = ?"
-                            " AND agent = ? AND state = ? AND updated_at >= ?"
-                            " ORDER BY updated_at DESC, id DESC LIMIT ?",
-                            (owner, agent, state, slots[0][2], SLOWEST_SAMPLE))])
+                    ended_groups.append(conn.execute(
+                        "SELECT updated_at, id FROM a2a_tasks WHERE owner = ?"
+                        " AND agent = ? AND state = ? AND updated_at >= ?"
+                        " ORDER BY updated_at DESC, id DESC LIMIT ?",
+                        (owner, agent, state, slots[0][2], SLOWEST_SAMPLE)))
                 if state == "failed":
-                    newest_failed += conn.execute(
+                    failed_groups.append(conn.execute(
                         "SELECT updated_at, id FROM a2a_tasks WHERE owner = ?"
                         " AND agent = ? AND state = 'failed' AND updated_at >= ?"
                         " ORDER BY updated_at DESC, id DESC LIMIT ?",
-                        (owner, agent, day_ago, failure_limit)).fetchall()
-            newest_failed.sort(reverse=True)
-            shown = [task_id for _, task_id in newest_failed[:failure_limit]]
+                        (owner, agent, day_ago, failure_limit)))
+            shown = [task_id for _, task_id in _newest(failed_groups, failure_limit)]
             failures = sorted(
                 conn.execute("SELECT %s, tenant FROM a2a_tasks WHERE id IN (%s)" % (
                     _COLUMNS, ", ".join("?" * len(shown))), shown).fetchall()
                 if shown else [],
                 key=lambda row: (row[5], row[0]), reverse=True)
             ended = []
-            ids = [task_id for _, task_id in newest_ended]
+            ids = [task_id for _, task_id in _newest(ended_groups, SLOWEST_SAMPLE)]
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start:start + _CHUNK]
                 ended += [tuple(row) for row in conn.execute(
