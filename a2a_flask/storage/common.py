@@ -312,6 +312,25 @@ def slowest_turns(rows: Sequence[Tuple[Any, ...]],
     return found[:limit]
 
 
+def queue_and_workers(conn: Any) -> Tuple[int, Optional[str], list, list, list]:
+    """The operator's page's queue and workers read on ``conn`` (the same
+    SQL on both backends): the depth and oldest queued time, the queued
+    turns per (tenant, owner), each claimer's (worker, latest lease, turns)
+    and each heartbeat's (id, seen_at)."""
+    depth, oldest = conn.execute(
+        "SELECT count(*), min(queued_at) FROM a2a_turns"
+        " WHERE worker IS NULL").fetchone()
+    queued = conn.execute(
+        "SELECT tenant, owner, count(*) FROM a2a_turns WHERE worker IS NULL"
+        " GROUP BY tenant, owner").fetchall()
+    leases = [tuple(row) for row in conn.execute(
+        "SELECT worker, max(lease_expires), count(*) FROM a2a_turns"
+        " WHERE worker IS NOT NULL GROUP BY worker ORDER BY worker")]
+    workers = [tuple(row) for row in conn.execute(
+        "SELECT id, seen_at FROM a2a_workers ORDER BY id")]
+    return depth, oldest, queued, leases, workers
+
+
 def queue_by_caller(rows: Sequence[Tuple[str, str, int]]) -> Tuple[dict, dict]:
     """Queued turns per (tenant, owner) rows as ({owner: n}, {tenant:
     {owner: n}}): the operator's page's queue, across tenants and by one."""

@@ -13,7 +13,8 @@ moment.
 
 from ..base import OperatorView
 from ..common import (
-    NOT_ENDED, SLOWEST_SAMPLE, queue_by_caller, slowest_turns, with_tenant)
+    NOT_ENDED, SLOWEST_SAMPLE, queue_and_workers, queue_by_caller, slowest_turns,
+    with_tenant)
 from .admin import _COLUMNS, _record
 
 
@@ -59,17 +60,7 @@ class DashboardOperations:
                         "SELECT task_id FROM a2a_messages WHERE task_id = ANY(%s)"
                         " AND role = 'user' GROUP BY task_id HAVING count(*) > 1",
                         (list(batch),))])
-                depth, oldest = conn.execute(
-                    "SELECT count(*), min(queued_at) FROM a2a_turns"
-                    " WHERE worker IS NULL").fetchone()
-                queued = conn.execute(
-                    "SELECT tenant, owner, count(*) FROM a2a_turns WHERE worker IS NULL"
-                    " GROUP BY tenant, owner").fetchall()
-                leases = [tuple(row) for row in conn.execute(
-                    "SELECT worker, max(lease_expires), count(*) FROM a2a_turns"
-                    " WHERE worker IS NOT NULL GROUP BY worker ORDER BY worker")]
-                workers = [tuple(row) for row in conn.execute(
-                    "SELECT id, seen_at FROM a2a_workers ORDER BY id")]
+                depth, oldest, queued, leases, workers = queue_and_workers(conn)
                 version, size = conn.execute(
                     "SELECT (SELECT max(version) FROM a2a_schema_version),"
                     " pg_database_size(current_database())").fetchone()

@@ -25,7 +25,8 @@ from datetime import timedelta
 
 from ..base import OperatorView
 from ..common import (
-    NOT_ENDED, SLOWEST_SAMPLE, now_iso, queue_by_caller, slowest_turns, with_tenant)
+    NOT_ENDED, SLOWEST_SAMPLE, now_iso, queue_and_workers, queue_by_caller,
+    slowest_turns, with_tenant)
 from .admin import _COLUMNS, _record
 
 #: Ids per ``IN (...)``: SQLite 3.31 takes 999 variables a statement.
@@ -153,17 +154,7 @@ class DashboardOperations:
                 "SELECT task_id FROM a2a_messages WHERE role = 'user' AND task_id"
                 " IN (%s) GROUP BY task_id HAVING count(*) > 1"
                 % ", ".join("?" * len(batch)), batch)])
-            depth, oldest = conn.execute(
-                "SELECT count(*), min(queued_at) FROM a2a_turns"
-                " WHERE worker IS NULL").fetchone()
-            queued = conn.execute(
-                "SELECT tenant, owner, count(*) FROM a2a_turns WHERE worker IS NULL"
-                " GROUP BY tenant, owner").fetchall()
-            leases = [tuple(row) for row in conn.execute(
-                "SELECT worker, max(lease_expires), count(*) FROM a2a_turns"
-                " WHERE worker IS NOT NULL GROUP BY worker ORDER BY worker")]
-            workers = [tuple(row) for row in conn.execute(
-                "SELECT id, seen_at FROM a2a_workers ORDER BY id")]
+            depth, oldest, queued, leases, workers = queue_and_workers(conn)
             version = conn.execute(
                 "SELECT version FROM a2a_schema_version").fetchone()
         finally:
