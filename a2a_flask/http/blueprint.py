@@ -9,7 +9,9 @@ ours answers JSON (``json_fallbacks.py``).
 from flask import Blueprint, Response, request
 
 from .. import urls
-from ..protocol.jsonrpc_call import JsonRpcCall, for_request
+from ..protocol.call import asked_version
+from ..protocol.jsonrpc import JsonRpcCall
+from ..protocol.jsonrpc_versions import BINDINGS
 from ..protocol.v10 import rest
 from . import dashboard, discovery
 from .json_fallbacks import add_fallbacks
@@ -45,8 +47,8 @@ def add_headers(bp: Blueprint) -> None:
 
 def _rpc(name, at_root=False):
     """A JSON-RPC call, in the version its ``A2A-Version`` asks for."""
-    call = JsonRpcCall(for_request(request),
-                                current_app_state().settings.strict_jsonrpc)
+    call = JsonRpcCall(BINDINGS, asked_version(request),
+                       current_app_state().settings.strict_jsonrpc)
     return answer_call(call, name, at_root)
 
 
