@@ -217,7 +217,7 @@ def _send(context: CallContext, message: dict,
                 tenant=context.tenant)
     turn._start = start
     try:
-        outcome = run_turn(turn, **context.app_state.turn_options())
+        outcome = run_turn(turn, **context.app_state.turn_options)
     except TurnReadFailed as interrupted:
         raise _interrupted(turn, start, interrupted.failure) from None
     if outcome is None or not start.created:

@@ -160,7 +160,8 @@ def answer_call(call, agent_name, at_root=False):
     app_state = current_app_state()
 
     def answer(notes):
-        problem = app_state.schema_problem()
+        # The flag first: once the schema is known current, no call asks.
+        problem = None if app_state.schema_current else app_state.schema_problem()
         if problem is not None:
             return _refuse(call, problem, notes)
         return _answer(app_state, call, agent_name, at_root, notes)
