@@ -3,7 +3,7 @@
 
 import time
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
 
 from . import errors
 from .answer_budget import AnswerBudget
@@ -78,7 +78,7 @@ class AppState:
         #: What ``run_turn`` takes from the app, in a request and in the
         #: worker alike: tracing, the limits on an outcome, what
         #: ``turn.call`` runs. Made once: all of it is fixed at start.
-        self.turn_options: Mapping[str, Any] = MappingProxyType(dict(
+        self.turn_options = MappingProxyType(dict(
             tracing=self.tracing, max_output_bytes=settings.max_turn_output_bytes,
             max_artifact_bytes=settings.max_task_artifact_bytes,
             call_agent=self.call_agent))
