@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, List, Optional
 
 from .agent import Turn, TurnReadFailed, run_turn
 from .auth.callers import Caller
+from .storage.common import FINISH_ATTEMPTS, pause_before_retry
 from .storage.states import READ_FAILED_TEXT
 from .waits import change_marker, wait_for_change
 
@@ -32,9 +33,6 @@ log = logging.getLogger("a2a_flask")
 #: waits.UNMARKED_TICK on a store that cannot tell (PostgreSQL while its
 #: listening connection is down).
 IDLE_SLEEP = 0.5
-#: Tries to store an outcome the storage refused (busy, full) before leaving
-#: it to the lease (the turn is then failed or retried).
-FINISH_ATTEMPTS = 5
 
 
 def background_agents(app_state: "AppState", names: Optional[Iterable[str]] = None
@@ -105,7 +103,8 @@ class Worker:
     def _store_outcome(self, turn, state, message, artifacts=()):
         """The engine's ``store`` for a claimed turn: stored only while this
         worker holds it; a refusal of the storage (busy, full) is tried
-        again a few times before the lease decides."""
+        again as a request's outcome is (``FINISH_ATTEMPTS``), then the
+        lease decides (the turn is failed or retried)."""
         for attempt in range(1, FINISH_ATTEMPTS + 1):
             try:
                 return self.storage.finish_queued_turn(
@@ -115,7 +114,7 @@ class Worker:
             except Exception as exc:
                 if self.storage.failure(exc) is None or attempt == FINISH_ATTEMPTS:
                     raise
-                time.sleep(0.2 * attempt)
+                pause_before_retry(attempt)
 
     def run(self) -> None:
         log.info("worker %s: running agents %s in %d thread(s), lease %d s",

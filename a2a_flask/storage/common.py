@@ -17,12 +17,44 @@ from .records import Message, TaskRecord
 #: few, so that a deletion is safe while the service runs (a writer waits at
 #: most one batch).
 PRUNE_BATCH = 100
-#: Tries to store a turn's outcome the storage refused (busy, a connection a
-#: restarted server broke: the next try takes a new one).
+#: Tries to store a turn's outcome the storage refused (busy, full,
+#: read-only, a connection a restarted server broke: the next try takes a
+#: new one): ONE policy for a turn run in a request (``finish_turn``) and for
+#: a worker's (``finish_queued_turn``). Each try may wait the busy timeout.
 FINISH_ATTEMPTS = 3
+#: The pause after failed try n of storing an outcome is n times this: a
+#: full or read-only disk refuses at once, without the busy timeout's wait.
+FINISH_PAUSE_SECONDS = 0.1
 #: The columns of an API key, in ``KeyRow``'s order.
 KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
                " operator, tenant")
+
+
+#: The largest integer both backends take (SQLite's and PostgreSQL's bigint).
+BIGINT_MAX = 2 ** 63 - 1
+
+
+class Dialect:
+    """What the shared mixins (``listing``, ``credential_reads``, ``turns``,
+    ``history``) ask of a backend's connections class about its SQL."""
+
+    #: How a statement marks a parameter, positional and named.
+    MARK: str
+    NAMED: str
+
+    def _marked(self, sql: str) -> str:
+        """``sql`` written with ``?`` marks, in the backend's marks."""
+        return sql.replace("?", self.MARK)
+
+
+def history_limit(history_length: Optional[int]) -> Optional[int]:
+    """``LIMIT`` for the last ``history_length`` messages (None: all)."""
+    return None if history_length is None else min(int(history_length), BIGINT_MAX)
+
+
+def pause_before_retry(attempt: int) -> None:
+    """Wait before the try after failed try ``attempt`` of ``FINISH_ATTEMPTS``."""
+    time.sleep(FINISH_PAUSE_SECONDS * attempt)
 
 
 def now_iso(moment: Optional[datetime] = None) -> str:
@@ -123,6 +155,17 @@ def task_record(row: Sequence[Any], status_message: Optional[Message],
     return TaskRecord(task_id, context_id, agent, owner, state, updated_at,
                       status_message, artifacts, history,
                       json.loads(metadata) if metadata else None, created_at)
+
+
+def record_reader(status: Callable[[Sequence[Any]], Message]
+                  ) -> Callable[..., TaskRecord]:
+    """A backend's ``record(row, history=None, artifacts=())``: the record of
+    a task row (``task_record``'s columns), its status message, when the
+    row has one, read back by ``status(row)`` from the backend's stored form."""
+    def record(row: Sequence[Any], history: Optional[List[Message]] = None,
+               artifacts: Sequence[Dict[str, Any]] = ()) -> TaskRecord:
+        return task_record(row, status(row) if row[6] else None, history, artifacts)
+    return record
 
 
 def task_filters(named: Callable[[str], str], owner: Optional[str],

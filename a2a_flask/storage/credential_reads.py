@@ -5,20 +5,16 @@ dialect, stay in each backend's ``credentials.py``."""
 
 from typing import Any, Callable, List, Optional, Tuple
 
-from .common import KEY_COLUMNS
+from .common import KEY_COLUMNS, Dialect
 from .records import KeyRow
 
 
-class CredentialReads:
+class CredentialReads(Dialect):
     """Mixed into each backend's ``CredentialOperations``."""
 
     # The backend's (its connections class, later in the storage's bases).
-    MARK: str
     _one: Callable[..., Any]
     _all: Callable[..., List[Any]]
-
-    def _marked(self, sql: str) -> str:
-        return sql.replace("?", self.MARK)
 
     def keys(self) -> List[KeyRow]:
         return [KeyRow(*row) for row in self._all(

@@ -4,6 +4,8 @@ TERMINAL_STATES = frozenset(("completed", "canceled", "failed", "rejected"))
 WAITING_STATES = frozenset(("input-required", "auth-required"))
 #: The states a task can be canceled in: every stored state but the terminal.
 OPEN_STATES = WAITING_STATES | {"working"}
+#: The terminal states as an SQL list (``state IN ...``), both dialects.
+TERMINAL_SQL = "(%s)" % ", ".join("'%s'" % state for state in sorted(TERMINAL_STATES))
 #: The text of the status message a stale turn is failed with.
 STALE_TURN_TEXT = ("The agent stopped before finishing this turn: its worker "
                    "process ended. Send a new message with this contextId to "

@@ -18,22 +18,21 @@ import psycopg
 
 from ..base import StoredTaskPage, TaskRecord
 from ..common import (
-    PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, task_record,
-    where_clause,
+    PRUNE_BATCH, encode_cursor, exported_batch, history_limit, import_rows, reassign_owner,
+    record_reader, where_clause,
 )
 from ..listing import TaskListing
 from ..sizes import OVERHEAD
 from .changes import notify_changes
-from .tasks import NOW, TERMINAL_SQL, history_limit
+from ..states import TERMINAL_SQL
+from .tasks import NOW
 
 _COLUMNS = ("id, context_id, agent, owner, state, updated_at, status_message,"
             " metadata, created_at")
 
 
-def _record(row, history=None, artifacts=()):
-    """A row of ``_COLUMNS`` as a record (its status message stored whole)."""
-    return task_record(row, json.loads(row[6]) if row[6] else None, history,
-                       artifacts)
+#: A row of ``_COLUMNS`` as a record (its status message stored whole).
+_record = record_reader(lambda row: json.loads(row[6]))
 
 
 # The page's tasks with, in the same statement, their artifacts and their

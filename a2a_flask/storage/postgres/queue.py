@@ -9,10 +9,10 @@ with ``synchronous_commit`` on (unlike the start of a turn run in a request).
 """
 
 import json
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, WAITING_STATES, ClaimedTurn,
+    WAITING_STATES, ClaimedTurn,
     QueueLimitReachedError, RememberedKeyRevokedError, TaskNotWaitingError, TurnStart,
 )
 from ..common import WORKER_ROWS_KEPT_SECONDS, delivery_fingerprint, dumps, new_id
@@ -22,6 +22,7 @@ from .tasks import (
     _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
     check_artifacts_fit, check_quota, task_for_message,
 )
+from ..turns import QueuedTurn, TurnWrites
 from ..records import Artifact, Message
 
 
@@ -50,18 +51,33 @@ _ROUND = (
 ENDING_STATES = ("failed", "rejected")
 
 
-class QueueOperations:
+class QueueOperations(TurnWrites):
     """Mixed into ``PostgresStorage`` (needs ``TaskOperations`` and the
     connections)."""
 
-    def enqueue_turn(self, owner: str, agent: str, message: Message,
-                     context_id: Optional[str] = None, task_id: Optional[str] = None,
-                     metadata: Optional[dict] = None, retry: bool = False,
-                     status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
-                     trace_context: Optional[str] = None,
-                     live_key: Optional[str] = None,
-                     max_stored_bytes: Optional[int] = None,
-                     tenant: str = "") -> TurnStart:
+    # The dialect of ``TurnWrites``.
+    STATUS_CLEARED = "status_message = NULL"
+    LOCKED_TASK = " FOR UPDATE"
+    LOCKED_TURNS = " FOR UPDATE SKIP LOCKED"  # another worker is on those
+
+    def _among(self, column: str, values: List[Any], params: Dict[str, Any]) -> str:
+        params[column] = values
+        return "%s = ANY(%s)" % (column, self.NAMED % column)
+
+    def _now_term(self, params: Dict[str, Any]) -> str:
+        return NOW
+
+    def _write_one(self, sql: str, params: Dict[str, Any]) -> int:
+        with self.connection() as conn:  # autocommit: its own transaction
+            return conn.execute(sql, params).rowcount
+
+    def _changed(self, conn: Any) -> None:
+        notify_changes(conn)
+
+    def _enqueue(self, turn: QueuedTurn) -> TurnStart:
+        owner, agent, message, task_id, context_id, tenant = (
+            turn.owner, turn.agent, turn.message, turn.task_id, turn.context_id,
+            turn.tenant)
         message_id = message["messageId"]
         digest = delivery_fingerprint(message, task_id, context_id)
         created = task_id is None
@@ -74,20 +90,20 @@ class QueueOperations:
             # The key's row, share-locked until this commits: a revocation
             # committed before refuses the turn; one after waits for this
             # commit, so that its cancel of the key's turns sees this one.
-            if live_key is not None and conn.execute(
+            if turn.live_key is not None and conn.execute(
                     "SELECT FROM a2a_api_keys WHERE key_hash = %s AND"
-                    " revoked_at IS NULL FOR SHARE", (live_key,)).fetchone() is None:
+                    " revoked_at IS NULL FOR SHARE", (turn.live_key,)).fetchone() is None:
                 raise RememberedKeyRevokedError()
             replayed = self._record_delivery(conn, owner, agent, message,
                                              digest, task_id, tenant)
             if replayed is not None:
                 return replayed
-            if queue_limit and conn.execute(
+            if turn.queue_limit and conn.execute(
                     "SELECT count(*) FROM (SELECT FROM a2a_turns WHERE owner = %s"
                     " AND tenant = %s AND worker IS NULL LIMIT %s) q",
-                    (owner, tenant, queue_limit)).fetchone()[0] >= queue_limit:
-                raise QueueLimitReachedError(owner, queue_limit)
-            check_quota(conn, owner, max_stored_bytes)
+                    (owner, tenant, turn.queue_limit)).fetchone()[0] >= turn.queue_limit:
+                raise QueueLimitReachedError(owner, turn.queue_limit)
+            check_quota(conn, owner, turn.max_stored_bytes)
             if created:
                 context_id = context_id or new_id("ctx_")
                 conn.execute(
@@ -95,7 +111,7 @@ class QueueOperations:
                     " updated_at, created_at, metadata, tenant) VALUES (%s, %s,"
                     " %s, %s, 'working', " + NOW + ", " + NOW + ", %s, %s)",
                     (task_id, agent, owner, context_id,
-                     dumps(metadata) if metadata else None, tenant))
+                     dumps(turn.metadata) if turn.metadata else None, tenant))
             else:
                 context_id, follow_up = self._take_task(conn, owner, agent,
                                                         task_id, context_id, tenant)
@@ -110,10 +126,10 @@ class QueueOperations:
                 " %(owner)s, %(agent)s, %(seq)s, %(retry)s, " + NOW + ", (" +
                 _ROUND + "), %(trace)s, %(tenant)s)",
                 {"id": task_id, "owner": owner, "agent": agent, "seq": seq,
-                 "retry": bool(retry), "trace": trace_context, "tenant": tenant})
-            if status_message is not None and not follow_up:
+                 "retry": bool(turn.retry), "trace": turn.trace_context, "tenant": tenant})
+            if turn.status_message is not None and not follow_up:
                 conn.execute("UPDATE a2a_tasks SET status_message = %s WHERE id = %s",
-                             (dumps(dict(status_message, taskId=task_id,
+                             (dumps(dict(turn.status_message, taskId=task_id,
                                          contextId=context_id)), task_id))
             notify_changes(conn)  # a turn to claim
         return TurnStart(task_id, context_id, stored, seq, created=created)
@@ -177,117 +193,57 @@ class QueueOperations:
                     trace_context, tenant))
         return claimed
 
-    def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
+    def _renew(self, worker: str, task_ids: List[str], lease_seconds: float) -> List[str]:
         with self.connection() as conn:
-            rows = conn.execute(
+            return [task_id for (task_id,) in conn.execute(
                 "UPDATE a2a_turns SET lease_expires = " + _lease_end(lease_seconds) +
                 " WHERE worker = %s AND task_id = ANY(%s) RETURNING task_id",
-                (worker, task_ids)).fetchall()
-        held = {task_id for (task_id,) in rows}
-        return [task_id for task_id in task_ids if task_id in held]
+                (worker, task_ids)).fetchall()]
 
-    def finish_queued_turn(self, task_id: str, worker: str, owner: str, agent: str, state: str,
-                           status_message: Optional[Message] = None,
-                           artifacts: Sequence[Artifact] = (),
-                           max_artifact_bytes: Optional[int] = None) -> Optional[str]:
-        with self.transaction() as conn:
-            if not conn.execute(
-                    "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
-                    (task_id, worker)).rowcount:
-                return None  # the lease was lost: another outcome stands
-            # The task row first (a follow-up's enqueue locks it too), then
-            # the follow-ups as committed by then.
-            if conn.execute("SELECT FROM a2a_tasks WHERE id = %s AND state ="
-                            " 'working' FOR UPDATE", (task_id,)).fetchone() is None:
-                return None  # canceled meanwhile (the turn row goes all the same)
-            follow_ups = conn.execute(
-                "SELECT seq, message_seq FROM a2a_turns WHERE task_id = %s"
-                " ORDER BY seq", (task_id,)).fetchall()
-            going_on = bool(follow_ups) and state not in ENDING_STATES
-            body = dumps(status_message) if status_message else None
-            params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
-                          state="working" if going_on else state, body=body)
-            row = conn.execute(
-                "UPDATE a2a_tasks SET state = %(state)s, status_message = %(body)s,"
-                " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
-                " AND " + ARTIFACTS_FIT + " RETURNING updated_at, context_id",
-                params).fetchone()
-            if row is None:
-                check_artifacts_fit(conn, params)  # rolls the turn row back
-                return None
-            if status_message is not None:
-                conn.execute(_INSERT_MESSAGE, (
-                    task_id, row[1], owner, agent, status_message["role"],
-                    status_message["messageId"], body))
-            for artifact_id, artifact_body in zip(params["aids"], params["abodies"]):
-                conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                             " VALUES (%s, %s, %s)", (task_id, artifact_id, artifact_body))
-            if going_on:
-                # The follow-ups' messages move after this turn's answer: a
-                # turn's history is what came before its message.
-                for turn_seq, message_seq in follow_ups:
-                    conn.execute(
-                        "WITH m AS (UPDATE a2a_messages SET seq = DEFAULT WHERE"
-                        " seq = %s RETURNING seq) UPDATE a2a_turns SET message_seq"
-                        " = (SELECT seq FROM m) WHERE seq = %s",
-                        (message_seq, turn_seq))
-            elif follow_ups:  # the task ended: they never start
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
-                             " worker IS NULL", (task_id,))
-            notify_changes(conn)  # the task settled, or its next turn is claimable
+    def _settle_turn(self, conn: Any, task_id: str, owner: str, agent: str, state: str,
+                     status_message: Optional[Message], artifacts: Sequence[Artifact],
+                     max_artifact_bytes: Optional[int]) -> Optional[str]:
+        # The task row first (a follow-up's enqueue locks it too), then
+        # the follow-ups as committed by then.
+        if conn.execute("SELECT FROM a2a_tasks WHERE id = %s AND state ="
+                        " 'working' FOR UPDATE", (task_id,)).fetchone() is None:
+            return None  # canceled meanwhile (the turn row goes all the same)
+        follow_ups = conn.execute(
+            "SELECT seq, message_seq FROM a2a_turns WHERE task_id = %s"
+            " ORDER BY seq", (task_id,)).fetchall()
+        going_on = bool(follow_ups) and state not in ENDING_STATES
+        body = dumps(status_message) if status_message else None
+        params = dict(artifact_params(task_id, artifacts, max_artifact_bytes),
+                      state="working" if going_on else state, body=body)
+        row = conn.execute(
+            "UPDATE a2a_tasks SET state = %(state)s, status_message = %(body)s,"
+            " updated_at = " + NOW + " WHERE id = %(id)s AND state = 'working'"
+            " AND " + ARTIFACTS_FIT + " RETURNING updated_at, context_id",
+            params).fetchone()
+        if row is None:
+            check_artifacts_fit(conn, params)  # rolls the turn row back
+            return None
+        if status_message is not None:
+            conn.execute(_INSERT_MESSAGE, (
+                task_id, row[1], owner, agent, status_message["role"],
+                status_message["messageId"], body))
+        for artifact_id, artifact_body in zip(params["aids"], params["abodies"]):
+            conn.execute("INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
+                         " VALUES (%s, %s, %s)", (task_id, artifact_id, artifact_body))
+        if going_on:
+            # The follow-ups' messages move after this turn's answer: a
+            # turn's history is what came before its message.
+            for turn_seq, message_seq in follow_ups:
+                conn.execute(
+                    "WITH m AS (UPDATE a2a_messages SET seq = DEFAULT WHERE"
+                    " seq = %s RETURNING seq) UPDATE a2a_turns SET message_seq"
+                    " = (SELECT seq FROM m) WHERE seq = %s",
+                    (message_seq, turn_seq))
+        elif follow_ups:  # the task ended: they never start
+            conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
+                         " worker IS NULL", (task_id,))
+        notify_changes(conn)  # the task settled, or its next turn is claimable
         return row[0]
-
-    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
-        expired = "worker IS NOT NULL AND lease_expires < " + NOW
-        with self.connection() as conn:
-            if conn.execute("SELECT FROM a2a_turns WHERE " + expired +
-                            " LIMIT 1").fetchone() is None:
-                return []
-        return self._give_up(expired, (), max_attempts)
-
-    def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3,
-                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
-        return self._give_up("worker = %s AND task_id = ANY(%s)",
-                             (worker, task_ids), max_attempts, failed_text)
-
-    def _give_up(self, where, args, max_attempts, failed_text=None):
-        """Re-queue (retry agents with attempts left) or fail the turns
-        matching ``where``; rows locked (SKIP LOCKED: another worker is on
-        them), each change conditional on the row as read."""
-        done = []
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT task_id, worker, owner, agent, retry, attempts FROM"
-                " a2a_turns WHERE " + where + " ORDER BY seq FOR UPDATE SKIP LOCKED",
-                args).fetchall()
-            for task_id, worker, owner, agent, retry, attempts in rows:
-                if retry and attempts < max_attempts:
-                    if conn.execute(
-                            "UPDATE a2a_turns SET worker = NULL, lease_expires ="
-                            " NULL WHERE task_id = %s AND worker = %s",
-                            (task_id, worker)).rowcount:
-                        done.append((task_id, "requeued"))
-                    continue
-                if not conn.execute(
-                        "DELETE FROM a2a_turns WHERE task_id = %s AND worker = %s",
-                        (task_id, worker)).rowcount:
-                    continue
-                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
-                        else failed_text or LEASE_EXPIRED_TEXT)
-                if self._fail_working(conn, task_id, owner, agent, text):
-                    done.append((task_id, "failed"))
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
-                             " worker IS NULL", (task_id,))  # its follow-ups
-            if done:
-                notify_changes(conn)  # failed, or claimable again
-        return done
 
     @staticmethod
     def _fail_working(conn, task_id, owner, agent, text):
@@ -303,24 +259,8 @@ class QueueOperations:
                                        message["messageId"], row[1]))
         return True
 
-    def progress(self, task_id: str, status_message: Message) -> bool:
+    def _seen(self, worker: str) -> bool:
         with self.connection() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET status_message = %s, updated_at = " + NOW +
-                " WHERE id = %s AND state = 'working'",
-                (dumps(status_message), task_id)).rowcount)
-
-    def note_metadata(self, task_id: str, metadata: dict) -> bool:
-        with self.connection() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET metadata = %s WHERE id = %s AND state = 'working'",
-                (dumps(metadata), task_id)).rowcount)
-
-    def note_worker(self, worker: str, alive: bool = True) -> bool:
-        with self.connection() as conn:
-            if not alive:
-                return bool(conn.execute("DELETE FROM a2a_workers WHERE id = %s",
-                                         (worker,)).rowcount)
             conn.execute("DELETE FROM a2a_workers WHERE seen_at < " + _lease_end(
                 -WORKER_ROWS_KEPT_SECONDS))
             return bool(conn.execute(

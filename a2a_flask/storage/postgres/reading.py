@@ -5,11 +5,13 @@ byte budget, sized in SQL before any body is read).
 """
 
 import json
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import NoSuchTaskError, TaskRecord
 from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
-from .tasks import KEY_IS_LIVE, history_limit, stale_cutoff_sql
+from ..common import history_limit
+from .tasks import KEY_IS_LIVE, stale_cutoff_sql
+from ..history import HistoryReads
 from ..records import Message
 
 # Within %(bytes)s: the newest messages are sized first (octet_length, no
@@ -56,9 +58,16 @@ def _read_sql(cutoff, any_owner=False, within=False):
         + messages + " ORDER BY 1, 2")
 
 
-class TaskReads:
+class TaskReads(HistoryReads):
     """Mixed into ``PostgresStorage`` (needs ``connection``, and
     ``TaskOperations.fail_stale_turn``)."""
+
+    #: A history's messages, stored whole.
+    MESSAGE_COLUMNS = "body"
+
+    @staticmethod
+    def _loaded(row: Sequence[Any]) -> Message:
+        return json.loads(row[0])
 
     def _read_sqls(self):
         cutoff = stale_cutoff_sql(self.stale_turn_seconds)
@@ -106,38 +115,6 @@ class TaskReads:
                                      tenant=tenant)
         task.created_at = None  # as the SQLite backend: only show_task has it
         return task
-
-    def _history(self, sql, args, before_seq, limit):
-        if before_seq is not None:
-            sql += " AND seq < %s"
-            args.append(before_seq)
-        with self.connection() as conn:
-            if limit is None:
-                rows = conn.execute(sql + " ORDER BY seq", args).fetchall()
-            else:
-                rows = conn.execute(sql + " ORDER BY seq DESC LIMIT %s",
-                                    args + [history_limit(limit)]).fetchall()[::-1]
-        return [json.loads(body) for (body,) in rows]
-
-    def task_history(self, task_id: str, before_seq: Optional[int] = None,
-                     limit: Optional[int] = None) -> List[Message]:
-        return self._history("SELECT body FROM a2a_messages WHERE task_id = %s",
-                             [task_id], before_seq, limit)
-
-    def context_history(self, owner: str, agent: str, context_id: str,
-                        before_seq: Optional[int] = None,
-                        limit: Optional[int] = None, tenant: str = "") -> List[Message]:
-        return self._history(
-            "SELECT body FROM a2a_messages WHERE context_id = %s"
-            " AND owner = %s AND agent = %s AND EXISTS (SELECT FROM a2a_tasks t"
-            " WHERE t.id = a2a_messages.task_id AND t.tenant = %s)",
-            [context_id, owner, agent, tenant], before_seq, limit)
-
-    def task_state(self, task_id: str) -> Optional[str]:
-        with self.connection() as conn:
-            row = conn.execute("SELECT state FROM a2a_tasks WHERE id = %s",
-                               (task_id,)).fetchone()
-        return row[0] if row else None
 
     def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
         found = dict.fromkeys(task_ids)

@@ -1,5 +1,6 @@
 """The writes of the request path of ``PostgresStorage``: a turn (start,
-claim, finish, fail when stale) and cancel; the reads are in ``reading``.
+claim, finish, fail when stale); the reads are in ``reading``, a cancel in
+``storage/turns.py``.
 
 Every state change is one conditional UPDATE whose row count (or RETURNING
 row) is checked. The usual paths are one statement each, so one round trip
@@ -10,18 +11,16 @@ clock, so servers with skewed clocks agree.
 """
 
 import logging
-import time
 from typing import Any, Dict, Optional, Sequence
 
 from ..base import (
     STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError, RememberedKeyRevokedError,
-    MessageIdReusedError, QuotaReachedError, TaskEndedError, NoSuchTaskError,
+    MessageIdReusedError, QuotaReachedError, NoSuchTaskError,
     TaskNotWaitingError, TurnStart,
 )
-from ..common import FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id
+from ..common import FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id, pause_before_retry
 from ..sizes import OVERHEAD, stored_artifact_bytes
 from ...messages import agent_message, text_part
-from .changes import notify_changes
 from .connection import is_storage_failure
 from ..records import Artifact, Message
 
@@ -34,20 +33,13 @@ class _NotLost(Exception):
 
 #: The database's clock as an A2A timestamp (UTC, milliseconds, Z).
 NOW = """to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
-TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 WAITING_SQL = "('auth-required', 'input-required')"
-BIGINT_MAX = 2 ** 63 - 1
 
 
 def stale_cutoff_sql(seconds: int) -> str:
     """The stale-turn cutoff on the database's clock, as an A2A timestamp."""
     return ("to_char((now() - interval '%d seconds') AT TIME ZONE 'UTC',"
             " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')" % int(seconds))
-
-
-def history_limit(history_length: Optional[int]) -> Optional[int]:
-    """``LIMIT`` for the last ``history_length`` messages (NULL: all)."""
-    return None if history_length is None else min(int(history_length), BIGINT_MAX)
 
 
 # The start of a turn is acknowledged to nobody: its commit need not wait for
@@ -319,7 +311,7 @@ class TaskOperations:
                 if attempt == FINISH_ATTEMPTS:
                     self._say_what_was_stored(exc, task_id, start)
                     raise
-                time.sleep(0.1 * attempt)
+                pause_before_retry(attempt)
 
     def _say_what_was_stored(self, exc: Exception, task_id: str,
                              start: Optional[TurnStart]) -> None:
@@ -402,49 +394,9 @@ class TaskOperations:
                     start.task_id)
         return row[0]
 
-    def withdraw_turn(self, task_id: str, owner: str, agent: str,
-                      message_id: str) -> bool:
-        """See ``Storage.withdraw_turn``."""
-        with self.transaction() as conn:
-            if not conn.execute(
-                    "DELETE FROM a2a_tasks WHERE id = %s AND owner = %s AND"
-                    " agent = %s AND state = 'working'",
-                    (task_id, owner, agent)).rowcount:
-                return False
-            conn.execute("DELETE FROM a2a_messages WHERE task_id = %s", (task_id,))
-            conn.execute("DELETE FROM a2a_artifacts WHERE task_id = %s", (task_id,))
-            conn.execute("DELETE FROM a2a_deliveries WHERE owner = %s AND agent = %s"
-                         " AND message_id = %s AND task_id = %s",
-                         (owner, agent, message_id, task_id))
-        return True
-
     def fail_stale_turn(self, task_id: str) -> bool:
         message = agent_message([text_part(STALE_TURN_TEXT)], task_id)
         with self.connection() as conn:
             return conn.execute(self._fail_stale_sql, {
                 "id": task_id, "mid": message["messageId"],
                 "body": dumps(message)}).fetchone() is not None
-
-    # -- cancel ------------------------------------------------------------------
-
-    def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
-        with self.transaction() as conn:
-            if conn.execute(
-                    "UPDATE a2a_tasks SET state = 'canceled', status_message = NULL,"
-                    " updated_at = " + NOW + " WHERE id = %s AND owner = %s AND"
-                    " agent = %s AND tenant = %s AND state NOT IN " + TERMINAL_SQL,
-                    (task_id, owner, agent, tenant)).rowcount:
-                # A queued background turn never starts (a claim drops it
-                # anyway); a running one sees turn.canceled.
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = %s AND"
-                             " worker IS NULL", (task_id,))
-                notify_changes(conn)  # its blocking sends answer
-                return
-            # a new statement: the state as it is now, after whoever won
-            row = conn.execute(
-                "SELECT state FROM a2a_tasks WHERE id = %s AND owner = %s"
-                " AND agent = %s AND tenant = %s",
-                (task_id, owner, agent, tenant)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        raise TaskEndedError(task_id, row[0])

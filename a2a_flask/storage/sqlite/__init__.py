@@ -1,10 +1,12 @@
 """The SQLite backend: one file, several worker processes.
 
 ``connection`` (the file, its connections, transactions and schema),
-``tasks`` and ``reading`` (the request path: its writes, its reads),
+``tasks``, ``outcomes`` and ``reading`` (the request path: its writes, a
+turn's outcome and its keeping aside, its reads),
 ``forms`` (the stored form of messages and artifacts), ``admin`` (listing,
 operations, bulk copy), ``credentials`` (keys and users), ``queue``
 (background turns), ``file`` (lock, identity, failures, kept outcomes),
+``upkeep`` (the health of writes, checkpoints),
 ``dashboard`` (the operator's page), ``migrations`` (the versioned schema).
 """
 

@@ -9,12 +9,12 @@ from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..base import StoredTaskPage, TaskRecord
 from ..common import (
-    PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, task_record,
+    PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, record_reader,
     where_clause,
 )
 from ..listing import TaskListing
 from ..sizes import page_size
-from .tasks import _TERMINAL_SQL
+from ..states import TERMINAL_SQL
 from .forms import (
     artifact_body, load_artifact, load_message, message_body,
     stored_fingerprint,
@@ -28,11 +28,9 @@ _COLUMNS = ("id, context_id, agent, owner, state, updated_at,"
             " (SELECT message_id FROM a2a_messages WHERE seq = status_seq)")
 
 
-def _record(row, history=None, artifacts=()):
-    """A row of ``_COLUMNS`` as a record: its status message in SQLite's
-    stored form (the row's copy, or the history's, with its ids)."""
-    status = load_message(row[6], row[0], row[1], row[9]) if row[6] else None
-    return task_record(row, status, history, artifacts)
+#: A row of ``_COLUMNS`` as a record: its status message in SQLite's stored
+#: form (the row's copy, or the history's, with its ids).
+_record = record_reader(lambda row: load_message(row[6], row[0], row[1], row[9]))
 
 
 def _stored_once(records, tasks, messages, artifacts):
@@ -105,14 +103,14 @@ class AdminOperations(TaskListing):
     def prunable_tasks(self, cutoff: str) -> List[TaskRecord]:
         return [_record(row) for row in self.connection().execute(
             "SELECT %s FROM a2a_tasks WHERE state IN %s AND updated_at < ?"
-            " ORDER BY id" % (_COLUMNS, _TERMINAL_SQL), (cutoff,))]
+            " ORDER BY id" % (_COLUMNS, TERMINAL_SQL), (cutoff,))]
 
     def prune(self, cutoff: str) -> Iterator[Dict[str, int]]:
         while True:
             with self.transaction() as conn:
                 ids = [row[0] for row in conn.execute(
                     "SELECT id FROM a2a_tasks WHERE state IN %s AND updated_at < ?"
-                    " LIMIT ?" % _TERMINAL_SQL, (cutoff, PRUNE_BATCH))]
+                    " LIMIT ?" % TERMINAL_SQL, (cutoff, PRUNE_BATCH))]
                 if not ids:
                     return
                 marks = ", ".join("?" * len(ids))
@@ -124,7 +122,7 @@ class AdminOperations(TaskListing):
                 conn.execute(
                     "INSERT INTO a2a_pruned SELECT id FROM a2a_tasks WHERE id IN"
                     " (%s) AND state IN %s AND updated_at < ?"
-                    % (marks, _TERMINAL_SQL), ids + [cutoff])
+                    % (marks, TERMINAL_SQL), ids + [cutoff])
                 # Retry records are keyed by (caller, agent, messageId): found
                 # through the task's user messages, by that key.
                 deliveries = conn.execute(

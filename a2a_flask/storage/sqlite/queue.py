@@ -8,15 +8,16 @@ that idle workers never take the write lock.
 
 import json
 from datetime import datetime, timedelta, timezone
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, ClaimedTurn, QueueLimitReachedError,
+    ClaimedTurn, QueueLimitReachedError,
     RememberedKeyRevokedError,
 )
 from ..common import WORKER_ROWS_KEPT_SECONDS, dumps, now_iso
 from ...messages import agent_message, text_part
 from .forms import load_message
+from ..turns import QueuedTurn, TurnWrites
 from ..records import Artifact, Message, TurnStart
 
 
@@ -44,25 +45,21 @@ _CLAIMABLE = ("q.worker IS NULL AND NOT EXISTS (SELECT 1 FROM a2a_turns p"
 class _Enqueue:
     """What ``enqueue_turn`` adds to ``start_turn``'s transaction."""
 
-    def __init__(self, storage, owner, agent, retry, status_message, queue_limit,
-                 trace_context, live_key, tenant=""):
-        self.storage, self.owner, self.agent = storage, owner, agent
-        # A caller of two tenants is two callers: its own quota and turns.
-        self.tenant = tenant
-        self.retry, self.status_message = retry, status_message
-        self.queue_limit, self.trace_context = queue_limit, trace_context
-        self.live_key = live_key
+    def __init__(self, storage: Any, turn: QueuedTurn) -> None:
+        self.storage, self.turn = storage, turn
 
     def admit(self, conn: Any) -> None:
-        if self.queue_limit and conn.execute(
+        turn = self.turn
+        if turn.queue_limit and conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM a2a_turns WHERE owner = ?"
                 " AND tenant = ? AND worker IS NULL LIMIT ?)",
-                (self.owner, self.tenant, self.queue_limit)).fetchone()[0] >= self.queue_limit:
-            raise QueueLimitReachedError(self.owner, self.queue_limit)
+                (turn.owner, turn.tenant, turn.queue_limit)).fetchone()[0] >= turn.queue_limit:
+            raise QueueLimitReachedError(turn.owner, turn.queue_limit)
 
     def add(self, conn: Any, start: TurnStart, follow_up: bool) -> None:
-        caller_round = conn.execute(_ROUND, {"owner": self.owner,
-                                             "tenant": self.tenant}).fetchone()[0]
+        turn = self.turn
+        caller_round = conn.execute(_ROUND, {"owner": turn.owner,
+                                             "tenant": turn.tenant}).fetchone()[0]
         # Only while the caller's key is live: a revocation committed before
         # refuses the turn, one after it cancels it (the writers take turns).
         if not conn.execute(
@@ -70,40 +67,53 @@ class _Enqueue:
                 " queued_at, caller_round, trace_context, tenant) SELECT ?, ?, ?,"
                 " ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM"
                 " a2a_api_keys WHERE key_hash = ? AND revoked_at IS NULL)",
-                (start.task_id, self.owner, self.agent, start.message_seq,
-                 int(self.retry), self.storage._now(), caller_round,
-                 self.trace_context, self.tenant, self.live_key,
-                 self.live_key)).rowcount:
+                (start.task_id, turn.owner, turn.agent, start.message_seq,
+                 int(turn.retry), self.storage._now(), caller_round,
+                 turn.trace_context, turn.tenant, turn.live_key,
+                 turn.live_key)).rowcount:
             raise RememberedKeyRevokedError()
-        if self.status_message is not None and not follow_up:
+        if turn.status_message is not None and not follow_up:
             conn.execute(
                 "UPDATE a2a_tasks SET status_message = ? WHERE id = ?",
-                (dumps(dict(self.status_message, taskId=start.task_id,
+                (dumps(dict(turn.status_message, taskId=start.task_id,
                             contextId=start.context_id)), start.task_id))
 
 
-class QueueOperations:
+class QueueOperations(TurnWrites):
     """Mixed into ``SqliteStorage`` (needs ``TaskOperations`` and the
     connections)."""
+
+    # The dialect of ``TurnWrites``.
+    STATUS_CLEARED = "status_message = NULL, status_seq = NULL"
+    # A write transaction holds the file's write lock: no row locks.
+    LOCKED_TASK = LOCKED_TURNS = ""
+
+    def _among(self, column: str, values: List[Any], params: Dict[str, Any]) -> str:
+        names = ["%s_%d" % (column, i) for i in range(len(values))]
+        params.update(zip(names, values))
+        return "%s IN (%s)" % (column, ", ".join(self.NAMED % name for name in names))
+
+    def _now_term(self, params: Dict[str, Any]) -> str:
+        params["now"] = self._now()  # the process's clock: SQLite has none
+        return self.NAMED % "now"
+
+    def _write_one(self, sql: str, params: Dict[str, Any]) -> int:
+        with self.transaction() as conn:
+            return conn.execute(sql, params).rowcount
+
+    def _changed(self, conn: Any) -> None:
+        """Nothing to send: waiters see the file's ``data_version`` change."""
 
     def _lease_end(self, lease_seconds):
         return now_iso(self.clock() + timedelta(seconds=lease_seconds))
 
-    def enqueue_turn(self, owner: str, agent: str, message: Message,
-                     context_id: Optional[str] = None, task_id: Optional[str] = None,
-                     metadata: Optional[dict] = None, retry: bool = False,
-                     status_message: Optional[Message] = None, queue_limit: Optional[int] = None,
-                     trace_context: Optional[str] = None,
-                     live_key: Optional[str] = None,
-                     max_stored_bytes: Optional[int] = None,
-                     tenant: str = "") -> TurnStart:
+    def _enqueue(self, turn: QueuedTurn) -> TurnStart:
         # remembered_key: a replay with a revoked key is refused too.
         return self.start_turn(
-            owner, agent, message, context_id=context_id, task_id=task_id,
-            metadata=metadata, remembered_key=live_key,
-            max_stored_bytes=max_stored_bytes, tenant=tenant,
-            queue=_Enqueue(self, owner, agent, retry, status_message, queue_limit,
-                           trace_context, live_key, tenant))
+            turn.owner, turn.agent, turn.message, context_id=turn.context_id,
+            task_id=turn.task_id, metadata=turn.metadata, remembered_key=turn.live_key,
+            max_stored_bytes=turn.max_stored_bytes, tenant=turn.tenant,
+            queue=_Enqueue(self, turn))
 
     def claim_turns(self, worker: str, limit: int, lease_seconds: float,
                     agents: Optional[Sequence[str]] = None) -> List[ClaimedTurn]:
@@ -145,10 +155,7 @@ class QueueOperations:
                     bool(retry), trace_context, tenant))
         return claimed
 
-    def renew_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> List[str]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
+    def _renew(self, worker: str, task_ids: List[str], lease_seconds: float) -> List[str]:
         with self.transaction() as conn:
             conn.execute(
                 "UPDATE a2a_turns SET lease_expires = ? WHERE worker = ? AND"
@@ -159,86 +166,33 @@ class QueueOperations:
                 " (%s)" % _placeholders(task_ids), [worker] + task_ids).fetchall()
         return [task_id for (task_id,) in held]
 
-    def finish_queued_turn(self, task_id: str, worker: str, owner: str, agent: str, state: str,
-                           status_message: Optional[Message] = None,
-                           artifacts: Sequence[Artifact] = (),
-                           max_artifact_bytes: Optional[int] = None) -> Optional[str]:
+    def _settle_turn(self, conn: Any, task_id: str, owner: str, agent: str, state: str,
+                     status_message: Optional[Message], artifacts: Sequence[Artifact],
+                     max_artifact_bytes: Optional[int]) -> Optional[str]:
         now = self._now()
-        with self.transaction() as conn:
-            if not conn.execute(  # else the lease was lost: another outcome stands
-                    "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
-                    (task_id, worker)).rowcount:
-                return None
-            follow_ups = conn.execute(
-                "SELECT seq, message_seq FROM a2a_turns WHERE task_id = ? AND"
-                " worker IS NULL ORDER BY seq", (task_id,)).fetchall()
-            going_on = bool(follow_ups) and state not in ENDING_STATES
-            # A canceled task keeps its state; the turn row goes all the same.
-            if not self._write_outcome(conn, task_id, owner, agent,
-                                       "working" if going_on else state,
-                                       status_message, artifacts, now,
-                                       max_artifact_bytes):
-                return None
-            if going_on:
-                # The follow-ups' messages move after this turn's answer: a
-                # turn's history is what came before its message.
-                for turn_seq, message_seq in follow_ups:
-                    moved = self._next_seq(conn)
-                    conn.execute("UPDATE a2a_messages SET seq = ? WHERE seq = ?",
-                                 (moved, message_seq))
-                    conn.execute("UPDATE a2a_turns SET message_seq = ? WHERE"
-                                 " seq = ?", (moved, turn_seq))
-            elif follow_ups:  # the task ended: they never start
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
-                             " worker IS NULL", (task_id,))
+        follow_ups = conn.execute(
+            "SELECT seq, message_seq FROM a2a_turns WHERE task_id = ? AND"
+            " worker IS NULL ORDER BY seq", (task_id,)).fetchall()
+        going_on = bool(follow_ups) and state not in ENDING_STATES
+        # A canceled task keeps its state; the turn row goes all the same.
+        if not self._write_outcome(conn, task_id, owner, agent,
+                                   "working" if going_on else state,
+                                   status_message, artifacts, now,
+                                   max_artifact_bytes):
+            return None
+        if going_on:
+            # The follow-ups' messages move after this turn's answer: a
+            # turn's history is what came before its message.
+            for turn_seq, message_seq in follow_ups:
+                moved = self._next_seq(conn)
+                conn.execute("UPDATE a2a_messages SET seq = ? WHERE seq = ?",
+                             (moved, message_seq))
+                conn.execute("UPDATE a2a_turns SET message_seq = ? WHERE"
+                             " seq = ?", (moved, turn_seq))
+        elif follow_ups:  # the task ended: they never start
+            conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
+                         " worker IS NULL", (task_id,))
         return now
-
-    def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:
-        now = self._now()
-        if self.connection().execute(
-                "SELECT 1 FROM a2a_turns WHERE worker IS NOT NULL AND"
-                " lease_expires < ? LIMIT 1", (now,)).fetchone() is None:
-            return []
-        return self._give_up("worker IS NOT NULL AND lease_expires < ?", [now],
-                             max_attempts)
-
-    def release_turns(self, worker: str, task_ids: Sequence[str],
-                      max_attempts: int = 3,
-                      failed_text: Optional[str] = None) -> List[Tuple[str, str]]:
-        task_ids = list(task_ids)
-        if not task_ids:
-            return []
-        return self._give_up(
-            "worker = ? AND task_id IN (%s)" % _placeholders(task_ids),
-            [worker] + task_ids, max_attempts, failed_text)
-
-    def _give_up(self, where, args, max_attempts, failed_text=None):
-        """Re-queue (retry agents with attempts left) or fail the turns
-        matching ``where``; each change conditional on the row as read."""
-        done = []
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT task_id, worker, owner, agent, retry, attempts FROM"
-                " a2a_turns WHERE " + where, args).fetchall()
-            for task_id, worker, owner, agent, retry, attempts in rows:
-                if retry and attempts < max_attempts:
-                    if conn.execute(
-                            "UPDATE a2a_turns SET worker = NULL, lease_expires ="
-                            " NULL WHERE task_id = ? AND worker = ?",
-                            (task_id, worker)).rowcount:
-                        done.append((task_id, "requeued"))
-                    continue
-                if not conn.execute(
-                        "DELETE FROM a2a_turns WHERE task_id = ? AND worker = ?",
-                        (task_id, worker)).rowcount:
-                    continue
-                text = (ATTEMPTS_EXHAUSTED_TEXT % attempts if retry
-                        else failed_text or LEASE_EXPIRED_TEXT)
-                if self._fail_working(conn, task_id, owner, agent, text):
-                    done.append((task_id, "failed"))
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
-                             " worker IS NULL", (task_id,))  # its follow-ups
-        return done
 
     def _fail_working(self, conn, task_id, owner, agent, text):
         context_id = conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
@@ -253,24 +207,8 @@ class QueueOperations:
         self._insert_message(conn, task_id, context_id, owner, agent, message, seq)
         return True
 
-    def progress(self, task_id: str, status_message: Message) -> bool:
+    def _seen(self, worker: str) -> bool:
         with self.transaction() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET status_message = ?, updated_at = ?"
-                " WHERE id = ? AND state = 'working'",
-                (dumps(status_message), self._now(), task_id)).rowcount)
-
-    def note_metadata(self, task_id: str, metadata: dict) -> bool:
-        with self.transaction() as conn:
-            return bool(conn.execute(
-                "UPDATE a2a_tasks SET metadata = ? WHERE id = ? AND state = 'working'",
-                (dumps(metadata), task_id)).rowcount)
-
-    def note_worker(self, worker: str, alive: bool = True) -> bool:
-        with self.transaction() as conn:
-            if not alive:
-                return bool(conn.execute("DELETE FROM a2a_workers WHERE id = ?",
-                                         (worker,)).rowcount)
             now = self.clock()
             conn.execute("DELETE FROM a2a_workers WHERE seen_at < ?", (now_iso(
                 now - timedelta(seconds=WORKER_ROWS_KEPT_SECONDS)),))

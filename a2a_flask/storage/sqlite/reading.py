@@ -5,17 +5,25 @@ One statement reads one state of the file (see ``_READ_TASK``).
 """
 
 import json
-from typing import Dict, Hashable, List, Optional, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from ..base import NoSuchTaskError, TaskRecord
 from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
 from .forms import load_artifact, load_message
+from ..history import HistoryReads
 from ..records import Message
 
 
-class TaskReads:
+class TaskReads(HistoryReads):
     """Mixed into ``SqliteStorage`` (needs ``connection``, and
     ``TaskOperations`` for the writes a read may do)."""
+
+    #: A history's messages in their stored form (``forms.py``).
+    MESSAGE_COLUMNS = "body, task_id, context_id, message_id"
+
+    @staticmethod
+    def _loaded(row: Sequence[Any]) -> Message:
+        return load_message(*row)
 
     def get_task(self, task_id: str, owner: str, agent: str, history_length: Optional[int] = None,
                  remembered_key: Optional[str] = None,
@@ -120,17 +128,6 @@ class TaskReads:
             record.history_omitted = count - len(history)
         return record
 
-    def _history(self, sql, args, before_seq, limit):
-        if before_seq is not None:
-            sql += " AND seq < ?"
-            args.append(before_seq)
-        if limit is None:
-            rows = self.connection().execute(sql + " ORDER BY seq", args).fetchall()
-        else:
-            rows = self.connection().execute(
-                sql + " ORDER BY seq DESC LIMIT ?", args + [limit]).fetchall()[::-1]
-        return [load_message(*row) for row in rows]
-
     def history_within(self, task_id: str, history_length: Optional[int],
                        max_bytes: int) -> Tuple[List[Message], int]:
         """(the newest of the last ``history_length`` messages whose stored
@@ -151,28 +148,6 @@ class TaskReads:
             "SELECT count(*) FROM (SELECT 1 FROM a2a_messages WHERE task_id = ?"
             " LIMIT ?)", (task_id, limit)).fetchone()[0]
         return [load_message(*row) for row in rows], count - len(rows)
-
-    def task_history(self, task_id: str, before_seq: Optional[int] = None,
-                     limit: Optional[int] = None) -> List[Message]:
-        return self._history(
-            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
-            " WHERE task_id = ?",
-            [task_id], before_seq, limit)
-
-    def context_history(self, owner: str, agent: str, context_id: str,
-                        before_seq: Optional[int] = None,
-                        limit: Optional[int] = None, tenant: str = "") -> List[Message]:
-        return self._history(
-            "SELECT body, task_id, context_id, message_id FROM a2a_messages"
-            " WHERE context_id = ? AND owner = ? AND agent = ? AND EXISTS"
-            " (SELECT 1 FROM a2a_tasks t WHERE t.id = a2a_messages.task_id"
-            " AND t.tenant = ?)",
-            [context_id, owner, agent, tenant], before_seq, limit)
-
-    def task_state(self, task_id: str) -> Optional[str]:
-        row = self.connection().execute(
-            "SELECT state FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
-        return row[0] if row else None
 
     def task_states(self, task_ids: List[str]) -> Dict[str, Optional[str]]:
         found = dict.fromkeys(task_ids)

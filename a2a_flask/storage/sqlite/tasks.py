@@ -1,5 +1,6 @@
 """The writes of the request path of ``SqliteStorage``: a turn (start, claim,
-finish, fail when stale) and cancel; the reads are in ``reading``.
+fail when stale); its outcome is in ``outcomes``, the reads in ``reading``,
+a cancel in ``storage/turns.py``.
 
 Every state change is one conditional UPDATE whose row count is checked:
 correctness does not rest on the writers' lock.
@@ -16,23 +17,21 @@ writes stay short ``BEGIN IMMEDIATE`` transactions.
 import logging
 import sqlite3
 import time
-from typing import Optional, Sequence
 
-from ..errors import StorageBusyError, StorageUnavailableError
+from ..errors import StorageBusyError
 from ..base import (
-    ARTIFACTS_FULL_TEXT, STALE_TURN_TEXT, ArtifactsFullError, ContextMismatchError,
+    STALE_TURN_TEXT, ContextMismatchError,
     MessageIdReusedError, NoSuchTaskError, QuotaReachedError,
-    RememberedKeyRevokedError, StorageReserveError, TaskEndedError,
-    TaskNotWaitingError, TurnStart,
+    RememberedKeyRevokedError, StorageReserveError, TaskNotWaitingError, TurnStart,
 )
-from ..common import delivery_fingerprint, dumps, new_id
-from ..sizes import OVERHEAD, stored_artifact_bytes
+from ..common import (
+    delivery_fingerprint, dumps, new_id,
+)
 from ...messages import agent_message, text_part
-from .file import is_storage_failure
-from .forms import artifact_body, message_body, stored_fingerprint
-from .migrations import OUTCOME_COLUMNS, TURN_START_COLUMNS
+from .forms import message_body, stored_fingerprint
+from .migrations import TURN_START_COLUMNS
+from .outcomes import OutcomeWrites
 from ..states import WAITING_STATES
-from ..records import Artifact, Message
 
 log = logging.getLogger("a2a_flask")
 
@@ -42,27 +41,9 @@ _REFUSED_REPLAY = "a2a: replay"
 _REFUSED_RESERVE = "a2a: reserve"
 _REFUSED_QUOTA = "a2a: quota"
 _REFUSED_CLAIM = "a2a: not claimed"
-_REFUSED_ARTIFACTS = "a2a: artifacts full"
-_REFUSED_NOT_WORKING = "a2a: not working"
-_OUTCOME_SQL = "INSERT INTO a2a_outcome_rows (%s) VALUES (%s)" % (
-    ", ".join(OUTCOME_COLUMNS), ", ".join("?" * len(OUTCOME_COLUMNS)))
-# Each artifact's row after the outcome's: task_id, body, artifact_id.
-_ARTIFACT_ROW = ", (?, %s?, ?)" % ("NULL, " * (len(OUTCOME_COLUMNS) - 3))
-
-_TERMINAL_SQL = "('canceled', 'completed', 'failed', 'rejected')"
 _WAITING_SQL = "('auth-required', 'input-required')"
-# What a task's stored artifacts count against its allowance, as
-# sizes.stored_artifact_bytes counts one.
-_ARTIFACT_BYTES = ("(SELECT coalesce(sum(length(CAST(body AS BLOB)) + %d), 0)"
-                   " FROM a2a_artifacts WHERE task_id = a2a_tasks.id)" % OVERHEAD)
-
-
-class TaskOperations:
+class TaskOperations(OutcomeWrites):
     """Mixed into ``SqliteStorage`` (needs ``transaction``/``connection``)."""
-
-    #: Tries to store a turn's outcome before keeping it aside (each try waits
-    #: up to the busy timeout for another writer).
-    FINISH_ATTEMPTS = 3
 
     def start_turn(self, owner, agent, message, context_id=None, task_id=None,
                    metadata=None, queue=None, remembered_key=None,
@@ -290,173 +271,6 @@ class TaskOperations:
         if self.min_free_disk_bytes and self.free_disk_bytes() < self.min_free_disk_bytes:
             raise StorageReserveError()
 
-    def finish_turn(self, task_id: str, owner: str, agent: str, state: str,
-                    status_message: Optional[Message] = None, artifacts: Sequence[Artifact] = (),
-                    max_artifact_bytes: Optional[int] = None,
-                    start: Optional[TurnStart] = None) -> Optional[str]:
-        """See ``Storage.finish_turn``. A write the file refuses (busy past
-        the busy timeout, read-only, full) is tried ``FINISH_ATTEMPTS`` times;
-        then the outcome is kept in a file beside the database
-        (``<database>-outcomes/<task id>.json``), stored by the next
-        ``get_task`` of that task, and the storage error is raised.
-        ``start`` is not needed: a start is committed as any write here, and
-        a crash that lost it lost the later outcome too."""
-        for attempt in range(1, self.FINISH_ATTEMPTS + 1):
-            try:
-                return self._store_outcome(task_id, owner, agent, state,
-                                           status_message, artifacts,
-                                           max_artifact_bytes)
-            except StorageUnavailableError:
-                raise  # the file was deleted or replaced: nowhere to keep it
-            except Exception as exc:
-                if not is_storage_failure(exc):
-                    raise
-                failure = self.failed(exc)
-                if attempt < self.FINISH_ATTEMPTS:
-                    time.sleep(0.1 * attempt)  # a full or read-only disk fails at once
-                    continue
-                if self._kept.keep(task_id, {
-                        "owner": owner, "agent": agent, "state": state,
-                        "status_message": status_message,
-                        "artifacts": list(artifacts),
-                        "max_artifact_bytes": max_artifact_bytes}):
-                    failure.kept_task_id = task_id
-                else:
-                    failure.stored_task = task_id, self._fail_in_place(task_id)
-                raise failure from exc
-
-    def withdraw_turn(self, task_id: str, owner: str, agent: str,
-                      message_id: str) -> bool:
-        """See ``Storage.withdraw_turn``."""
-        with self.transaction() as conn:
-            if conn.execute(
-                    "SELECT 1 FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?"
-                    " AND state = 'working'", (task_id, owner, agent)).fetchone() is None:
-                return False  # the write lock is ours: it stays so below
-            # Before the task: their triggers read its owner (stored bytes).
-            conn.execute("DELETE FROM a2a_artifacts WHERE task_id = ?", (task_id,))
-            conn.execute("DELETE FROM a2a_messages WHERE task_id = ?", (task_id,))
-            conn.execute("DELETE FROM a2a_tasks WHERE id = ?", (task_id,))
-            conn.execute("DELETE FROM a2a_deliveries WHERE owner = ? AND agent = ?"
-                         " AND message_id = ? AND task_id = ?",
-                         (owner, agent, message_id, task_id))
-        return True
-
-    def _fail_in_place(self, task_id):
-        """The task's state once its outcome could be neither stored nor kept:
-        ``failed`` by an update of its row alone (no new page: it may succeed
-        where the outcome's rows could not), else still ``working`` (until
-        A2A_STALE_TURN_SECONDS ends it)."""
-        try:
-            with self.transaction() as conn:
-                changed = conn.execute(
-                    "UPDATE a2a_tasks SET state = 'failed', status_message = NULL,"
-                    " status_seq = NULL, updated_at = ? WHERE id = ? AND state = 'working'",
-                    (self._now(), task_id)).rowcount
-        except Exception as exc:
-            if not is_storage_failure(exc):
-                raise
-            self.failed(exc)
-            return "working"
-        return "failed" if changed == 1 else "working"
-
-    #: More artifacts than this in one outcome are written by a transaction
-    #: of several statements (``_write_outcome``): three bound parameters
-    #: each, within the 999 of a SQLite built with its defaults.
-    ONE_STATEMENT_ARTIFACTS = 300
-
-    def _store_outcome(self, task_id, owner, agent, state, status_message,
-                       artifacts, max_artifact_bytes=None):
-        """The conditional outcome, as ONE statement: an INSERT into the view
-        ``a2a_outcome_rows`` of a row for the state and status message, then
-        one per artifact (migrations.py). Its timestamp, or None when the
-        task was not working. Many artifacts: one transaction of several."""
-        now = self._now()
-        if len(artifacts) > self.ONE_STATEMENT_ARTIFACTS:
-            with self.transaction() as conn:
-                if not self._write_outcome(conn, task_id, owner, agent, state,
-                                           status_message, artifacts, now,
-                                           max_artifact_bytes):
-                    return None
-            return now
-        bodies = [(a["artifactId"], artifact_body(a)) for a in artifacts]
-        adding = sum(stored_artifact_bytes(body) for _, body in bodies)
-        limit = max_artifact_bytes if bodies else None
-        if status_message is None:
-            context_id = message_id = role = body = None
-        else:
-            context_id = status_message["contextId"]
-            message_id, role = status_message["messageId"], status_message["role"]
-            body = message_body(status_message, task_id, context_id)
-        params = [task_id, owner, agent, context_id, state, now, limit, adding,
-                  message_id, role, body, None]
-        for artifact_id, artifact in bodies:
-            params += (task_id, artifact, artifact_id)
-        try:
-            self.write_statement(_OUTCOME_SQL + _ARTIFACT_ROW * len(bodies), params)
-        except sqlite3.IntegrityError as exc:
-            refusal = str(exc)
-            if refusal == _REFUSED_NOT_WORKING:
-                return None
-            if refusal != _REFUSED_ARTIFACTS:
-                raise
-            held = self.connection().execute(
-                "SELECT " + _ARTIFACT_BYTES + " FROM a2a_tasks WHERE id = ?",
-                (task_id,)).fetchone()
-            raise ArtifactsFullError(task_id, adding + (held[0] if held else 0),
-                                     limit) from None
-        return now
-
-    def _write_outcome(self, conn, task_id, owner, agent, state, status_message,
-                       artifacts, now, max_artifact_bytes=None):
-        """The outcome, conditional on ``working`` and on the task's artifacts
-        staying within ``max_artifact_bytes``: False when it was not working,
-        ``ArtifactsFullError`` when they would not (nothing written)."""
-        bodies = [(a["artifactId"], artifact_body(a)) for a in artifacts]
-        adding = sum(stored_artifact_bytes(body) for _, body in bodies)
-        limit = max_artifact_bytes if bodies else None
-        # The status message's seq, known before it is inserted (the
-        # write lock is ours): the row points at it in the same UPDATE.
-        seq = None if status_message is None else self._next_seq(conn)
-        if not conn.execute(
-                "UPDATE a2a_tasks SET state = ?, status_message = NULL,"
-                " status_seq = ?, updated_at = ?"
-                " WHERE id = ? AND state = 'working' AND (? IS NULL OR"
-                " ? + " + _ARTIFACT_BYTES + " <= ?)",
-                (state, seq, now, task_id, limit, adding, limit)).rowcount:
-            row = conn.execute("SELECT state, " + _ARTIFACT_BYTES + " FROM"
-                               " a2a_tasks WHERE id = ?", (task_id,)).fetchone()
-            if limit is not None and row is not None and row[0] == "working":
-                raise ArtifactsFullError(task_id, adding + row[1], limit)
-            return False
-        if status_message is not None:
-            self._insert_message(conn, task_id, status_message["contextId"],
-                                 owner, agent, status_message, seq)
-        if bodies:
-            conn.executemany(
-                "INSERT INTO a2a_artifacts (task_id, artifact_id, body)"
-                " VALUES (?, ?, ?)", [(task_id, aid, body) for aid, body in bodies])
-        return True
-
-    def _store_kept_outcome(self, task_id):
-        """Store an outcome kept aside by ``finish_turn``; True if there was one."""
-        outcome = self._kept.read(task_id)
-        if outcome is None:
-            return False
-        try:
-            self._store_outcome(task_id, outcome["owner"], outcome["agent"],
-                                outcome["state"], outcome["status_message"],
-                                outcome["artifacts"], outcome.get("max_artifact_bytes"))
-        except ArtifactsFullError as full:  # as the turn engine fails it
-            context_id = self.connection().execute(
-                "SELECT context_id FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()[0]
-            self._store_outcome(task_id, outcome["owner"], outcome["agent"], "failed",
-                                agent_message([text_part(ARTIFACTS_FULL_TEXT % (
-                                    full.total, full.limit))], task_id, context_id))
-        self._kept.remove(task_id)
-        log.info("stored the kept outcome of task %s", task_id)
-        return True
-
     @staticmethod
     def _insert_message(conn, task_id, context_id, owner, agent, message,
                         seq=None):
@@ -495,25 +309,3 @@ class TaskOperations:
             self._insert_message(conn, task_id, context_id, owner, agent,
                                  message, seq)
         return True
-
-    # -- cancel --------------------------------------------------------------
-
-    def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
-        with self.transaction() as conn:
-            if conn.execute(
-                    "UPDATE a2a_tasks SET state = 'canceled', status_message ="
-                    " NULL, status_seq = NULL, updated_at = ? WHERE id = ? AND owner = ? AND"
-                    " agent = ? AND tenant = ? AND state NOT IN %s" % _TERMINAL_SQL,
-                    (self._now(), task_id, owner, agent, tenant)).rowcount:
-                # A queued background turn never starts; a running one sees
-                # turn.canceled and its outcome is discarded.
-                conn.execute("DELETE FROM a2a_turns WHERE task_id = ? AND"
-                             " worker IS NULL", (task_id,))
-                return
-            row = conn.execute(
-                "SELECT state FROM a2a_tasks WHERE id = ? AND owner = ?"
-                " AND agent = ? AND tenant = ?",
-                (task_id, owner, agent, tenant)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        raise TaskEndedError(task_id, row[0])
