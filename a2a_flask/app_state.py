@@ -2,7 +2,8 @@
 (settings, the storage, credentials, the agents that may be reached)."""
 
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
 
 from . import errors
 from .answer_budget import AnswerBudget
@@ -74,16 +75,13 @@ class AppState:
         if settings.metrics:
             from .http.metrics import Metrics  # the optional `metrics` extra
             self.metrics = Metrics(storage)
-
-    def turn_options(self) -> Dict[str, Any]:
-        """What ``run_turn`` takes from the app, in a request and in the
-        worker alike: tracing, the limits on an outcome, what ``turn.call``
-        runs."""
-        settings = self.settings
-        return dict(tracing=self.tracing,
-                    max_output_bytes=settings.max_turn_output_bytes,
-                    max_artifact_bytes=settings.max_task_artifact_bytes,
-                    call_agent=self.call_agent)
+        #: What ``run_turn`` takes from the app, in a request and in the
+        #: worker alike: tracing, the limits on an outcome, what
+        #: ``turn.call`` runs. Made once: all of it is fixed at start.
+        self.turn_options = MappingProxyType(dict(
+            tracing=self.tracing, max_output_bytes=settings.max_turn_output_bytes,
+            max_artifact_bytes=settings.max_task_artifact_bytes,
+            call_agent=self.call_agent))
 
     @staticmethod
     def call_agent(turn: "Turn", agent: Any, text: Optional[str] = None, **options: Any) -> Any:

@@ -18,6 +18,7 @@ from .app_state import AppState
 from .storage import open_storage
 from .tenants import parse as parse_tenants
 from .http.blueprint import make_blueprint
+from .http.pipeline import release_at_teardown
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Blueprint
@@ -72,8 +73,8 @@ class HostHooks:
 class FirstRequest:
     """A ``before_request`` hook doing its work once, before the first
     request's other hooks run (CSRFProtect's among them, when the host set it
-    up after ``init_app``). Here, not in ``host_app``: it runs on every
-    request, and each module a call enters is one more room."""
+    up after ``init_app``), then taking itself off the app's hooks: no later
+    request runs it."""
 
     def __init__(self, app: Flask, app_state: AppState, blueprint: "Blueprint"):
         self.app, self.app_state, self.blueprint = app, app_state, blueprint
@@ -81,13 +82,17 @@ class FirstRequest:
         self.lock = threading.Lock()
 
     def __call__(self) -> None:
-        if self.done:
+        if self.done:  # a request that started before it was taken off
             return
         with self.lock:
             if not self.done:
                 exempt_from_csrf(self.app, self.blueprint)
                 check_default_agent(self.app_state)
                 self.done = True
+                # A new list, not remove(): Flask is iterating the old one now,
+                # and removing from it would skip the hook after this one.
+                hooks = self.app.before_request_funcs
+                hooks[None] = [hook for hook in hooks.get(None, ()) if hook is not self]
 
 
 class A2A:
@@ -142,7 +147,7 @@ class A2A:
         exempt_from_csrf(app, blueprint)
         app.before_request(FirstRequest(app, app_state, blueprint))
         # Every request, the host app's too: a no-op unless it used ours.
-        app.teardown_request(lambda _exc: storage.release_connection())
+        app.teardown_request(release_at_teardown(storage))
         app.cli.add_command(a2a_cli)
         # Under gunicorn: blocking waits that answer at the process's stop,
         # and the in-process claimer (A2A_IN_PROCESS_WORKER).

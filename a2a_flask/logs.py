@@ -9,7 +9,6 @@ JSON object per line.
 
 import json
 import logging
-import os
 import re
 import threading
 import time
@@ -179,7 +178,7 @@ def _taken_elsewhere(record):
         logger = logging.getLogger("a2a_flask")
     while logger is not None:
         for handler in logger.handlers:
-            if (not isinstance(handler, _Fallback)
+            if (not isinstance(handler, FallbackHandler)
                     and record.levelno >= handler.level):
                 return True
         if not logger.propagate:
@@ -188,7 +187,7 @@ def _taken_elsewhere(record):
     return False
 
 
-class _Fallback(logging.Handler):
+class FallbackHandler(logging.Handler):
     """A handler of ours: it writes only the records no host handler takes.
     The ``a2a_flask`` logger keeps propagating, as Flask's own does."""
 
@@ -198,11 +197,11 @@ class _Fallback(logging.Handler):
         return super().handle(record)
 
 
-class _StderrHandler(_Fallback, logging.StreamHandler):
+class StderrHandler(FallbackHandler, logging.StreamHandler):
     """``a2a_flask`` records on stderr, when nothing else shows them."""
 
 
-class _SameStreamHandler(_Fallback):
+class SameStreamHandler(FallbackHandler):
     """Writes to the stream of another handler, looked up at each record.
 
     gunicorn reopens its log files on SIGUSR1 (logrotate) by swapping the
@@ -231,7 +230,7 @@ class _SameStreamHandler(_Fallback):
 def log_to_stderr(log_format: str = "plain", unless_root: bool = False) -> None:
     """``a2a_flask`` records (INFO: access records, agents' tracebacks) on
     stderr in ``log_format``, as long as no handler of the host's takes them
-    (``_Fallback``: one on the root logger, set up before or after this
+    (``FallbackHandler``: one on the root logger, set up before or after this
     call). Called at ``init_app``, so that under uWSGI, Waitress,
     ``flask run`` or a gunicorn without the shipped conf the records are not
     lost for want of a handler. Nothing is done when ``a2a_flask`` has a
@@ -243,7 +242,7 @@ def log_to_stderr(log_format: str = "plain", unless_root: bool = False) -> None:
     logger = logging.getLogger("a2a_flask")
     if logger.handlers:
         return
-    handler = _StderrHandler()
+    handler = StderrHandler()
     handler.setFormatter(formatter(log_format))
     logger.addHandler(handler)
     if logger.level == logging.NOTSET and not (
@@ -259,86 +258,14 @@ def route_to_gunicorn(error_log: logging.Logger, log_format: str = "plain") -> N
     """
     fmt = formatter(log_format)
     logger = logging.getLogger("a2a_flask")
-    for handler in [h for h in logger.handlers if isinstance(h, _SameStreamHandler)]:
+    for handler in [h for h in logger.handlers if isinstance(h, SameStreamHandler)]:
         logger.removeHandler(handler)
     for target in error_log.handlers:
         if not hasattr(target, "stream"):  # syslog: gunicorn formats those
             continue
         if isinstance(fmt, JsonFormatter):
             target.setFormatter(fmt)
-        logger.addHandler(_SameStreamHandler(target, fmt))
-    for stderr in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
+        logger.addHandler(SameStreamHandler(target, fmt))
+    for stderr in [h for h in logger.handlers if isinstance(h, StderrHandler)]:
         logger.removeHandler(stderr)  # gunicorn's error log is stderr's place
     logger.setLevel(LEVEL)
-
-
-_stamp: list = [None, ""]  # (second, text): moves once a second, read per record
-
-
-def _plain_stamp(created: float) -> str:
-    """``PLAIN_DATEFMT`` of ``created`` (local time, as ``logging``
-    formats it), made once a second."""
-    second = int(created)
-    if _stamp[0] != second:
-        _stamp[:] = [second, time.strftime(PLAIN_DATEFMT, time.localtime(second))]
-    return _stamp[1]
-
-
-def _plain_handlers(logger: logging.Logger) -> Optional[list]:
-    """The handlers that would write a record of ``logger`` (a child of
-    ``a2a_flask`` with no handler or filter of its own) when they are all
-    ours in the plain format and no other handler takes it, else None."""
-    if logger.handlers or logger.filters or not logger.propagate:
-        return None
-    parent: Optional[logging.Logger] = logger.parent
-    if parent is None or parent.name != "a2a_flask" or not parent.handlers:
-        return None
-    handlers = []
-    for handler in parent.handlers:
-        fmt = handler.formatter
-        if (type(handler) not in (_StderrHandler, _SameStreamHandler)
-                or handler.filters or type(fmt) is not PlainFormatter
-                or fmt._fmt != PLAIN_FORMAT or fmt.datefmt != PLAIN_DATEFMT):
-            return None
-        if logging.INFO >= handler.level:
-            handlers.append(handler)
-    if not parent.propagate:
-        return handlers
-    above: Optional[logging.Logger] = parent.parent
-    while above is not None:  # as _taken_elsewhere: any other handler takes it
-        for handler in above.handlers:
-            if not isinstance(handler, _Fallback) and logging.INFO >= handler.level:
-                return None
-        if not above.propagate:
-            break
-        above = above.parent
-    return handlers
-
-
-def write_record(logger: logging.Logger, text: str, fields: dict, path: str) -> None:
-    """An INFO record of ``text`` (already escaped) with ``fields`` as its
-    extra attributes, on ``logger``. When only our own handlers in the plain
-    format would show it, its line is written as they would write it, with
-    no ``LogRecord`` made (a record on every call); else it goes through
-    ``logging`` as usual."""
-    handlers = _plain_handlers(logger)
-    if handlers is None:
-        # log.info() less its search of the stack for the caller's source
-        # line, which no format here shows.
-        logger.handle(logger.makeRecord(logger.name, logging.INFO, path, 0,
-                                        text, (), None, extra=fields))
-        return
-    now = time.time()
-    line = "%s [%d] [INFO] %s: %s\n" % (_plain_stamp(now), os.getpid(), logger.name, text)
-    for handler in handlers:
-        target = handler.target if isinstance(handler, _SameStreamHandler) else handler
-        try:
-            target.acquire()
-            try:
-                target.stream.write(line)
-                target.stream.flush()
-            finally:
-                target.release()
-        except Exception:  # a log line must never break a request
-            handler.handleError(logger.makeRecord(logger.name, logging.INFO, path, 0,
-                                                  text, (), None, extra=fields))

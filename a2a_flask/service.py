@@ -183,11 +183,37 @@ def send(context: CallContext, message: dict,
                                    history_length, return_immediately))
 
 
+def _mime_matches(pattern: str, mime: str) -> bool:
+    if pattern in ("*/*", "*") or pattern == mime:
+        return True
+    kind, _, sub = pattern.partition("/")
+    return sub == "*" and mime.partition("/")[0] == kind
+
+
+def _check_accepts(agent: Agent, message: dict,
+                   accepted_output_modes: Optional[List[str]]) -> None:
+    """``ContentTypeNotSupported`` for a message ``agent`` cannot take (its
+    ``input_modes``), or a caller accepting none of its ``output_modes``."""
+    text_only = all(m.startswith("text/") for m in agent.input_modes)
+    if text_only and not any(p["kind"] == "text" for p in message["parts"]):
+        raise errors.ContentTypeNotSupportedError(
+            "Agent %s takes text only, and the message has no text part."
+            % agent.name, data={"inputModes": agent.input_modes})
+    if accepted_output_modes and not any(
+            _mime_matches(accepted, mine) or _mime_matches(mine, accepted)
+            for accepted in accepted_output_modes for mine in agent.output_modes):
+        raise errors.ContentTypeNotSupportedError(
+            "configuration.acceptedOutputModes shares nothing with the output "
+            "modes of agent %s (%s)." % (agent.name, ", ".join(agent.output_modes)),
+            data={"field": "configuration.acceptedOutputModes",
+                  "outputModes": agent.output_modes})
+
+
 def _send(context: CallContext, message: dict,
           accepted_output_modes: Optional[List[str]],
           metadata: Optional[dict], history_length: Optional[int],
           return_immediately: bool) -> TaskRecord:
-    context.agent.check_accepts(message, accepted_output_modes)
+    _check_accepts(context.agent, message, accepted_output_modes)
     owner, agent_name = context.caller.id, context.agent.name
     storage = context.storage
     if context.agent.background:
@@ -217,7 +243,7 @@ def _send(context: CallContext, message: dict,
                 tenant=context.tenant)
     turn._start = start
     try:
-        outcome = run_turn(turn, **context.app_state.turn_options())
+        outcome = run_turn(turn, **context.app_state.turn_options)
     except TurnReadFailed as interrupted:
         raise _interrupted(turn, start, interrupted.failure) from None
     if outcome is None or not start.created:

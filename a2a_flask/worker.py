@@ -181,7 +181,7 @@ class Worker:
         try:
             agent = self.app_state.extension.agents[claimed.agent]
             turn = BackgroundTurn(self.storage, agent, claimed)
-            options = self.app_state.turn_options()
+            options = self.app_state.turn_options
             if options["tracing"] is None:
                 outcome = run_turn(turn, store=self._store_outcome, **options)
             else:

@@ -1,20 +1,11 @@
 """``Agent``: a registered agent, its function and what its card says of it."""
 
 from marshmallow import ValidationError
-from typing import Any, Dict, List, Optional
 
-from .. import errors
 from ..config import scope_set
 from ..tenants import parse as parse_tenants
 from ..validation import flatten_errors
 from .output import SKILLS
-
-
-def _mime_matches(pattern, mime):
-    if pattern in ("*/*", "*") or pattern == mime:
-        return True
-    kind, _, sub = pattern.partition("/")
-    return sub == "*" and mime.partition("/")[0] == kind
 
 
 class Agent:
@@ -68,20 +59,3 @@ class Agent:
     @property
     def has_extended_card(self) -> bool:
         return bool(self.extended_skills)
-
-    def check_accepts(self, message: Dict[str, Any],
-                      accepted_output_modes: Optional[List[str]]) -> None:
-        """``ContentTypeNotSupported`` for a message this agent cannot take."""
-        text_only = all(m.startswith("text/") for m in self.input_modes)
-        if text_only and not any(p["kind"] == "text" for p in message["parts"]):
-            raise errors.ContentTypeNotSupportedError(
-                "Agent %s takes text only, and the message has no text part."
-                % self.name, data={"inputModes": self.input_modes})
-        if accepted_output_modes and not any(
-                _mime_matches(accepted, mine) or _mime_matches(mine, accepted)
-                for accepted in accepted_output_modes for mine in self.output_modes):
-            raise errors.ContentTypeNotSupportedError(
-                "configuration.acceptedOutputModes shares nothing with the output "
-                "modes of agent %s (%s)." % (self.name, ", ".join(self.output_modes)),
-                data={"field": "configuration.acceptedOutputModes",
-                      "outputModes": self.output_modes})

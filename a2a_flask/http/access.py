@@ -11,6 +11,7 @@ reads the outcome from the answer it made.
 
 import json
 import logging
+import os
 import re
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 from flask import request
 
 from ..auth.proxies import client_address
-from ..logs import FIELD_CHARS, UNSAFE, clean, write_record
+from ..logs import (FIELD_CHARS, PLAIN_DATEFMT, PLAIN_FORMAT, UNSAFE, FallbackHandler,
+                    PlainFormatter, SameStreamHandler, StderrHandler, clean)
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Response
@@ -176,7 +178,84 @@ def _logged_call(agent, answer, observe=None, describe=None, refusals=None):
         logged, fields["dropped"] = refusals.admit(
             client_address(refusals.trusted_proxies, request.environ))
     if logged:
-        write_record(log, _text(fields), fields, __file__)
+        _write_record(log, _text(fields), fields, __file__)
     if observe is not None:
         observe(fields)
     return response
+
+
+# -- writing the record ---------------------------------------------------------
+#
+# Here, not in ``logs.py``: only the access record is written this way (one
+# on every call), and each module a call enters is one more room.
+
+_stamp: list = [None, ""]  # (second, text): moves once a second, read per record
+
+
+def _plain_stamp(created: float) -> str:
+    """``PLAIN_DATEFMT`` of ``created`` (local time, as ``logging``
+    formats it), made once a second."""
+    second = int(created)
+    if _stamp[0] != second:
+        _stamp[:] = [second, time.strftime(PLAIN_DATEFMT, time.localtime(second))]
+    return _stamp[1]
+
+
+def _plain_handlers(logger: logging.Logger) -> Optional[list]:
+    """The handlers that would write a record of ``logger`` (a child of
+    ``a2a_flask`` with no handler or filter of its own) when they are all
+    ours in the plain format and no other handler takes it, else None."""
+    if logger.handlers or logger.filters or not logger.propagate:
+        return None
+    parent: Optional[logging.Logger] = logger.parent
+    if parent is None or parent.name != "a2a_flask" or not parent.handlers:
+        return None
+    handlers = []
+    for handler in parent.handlers:
+        fmt = handler.formatter
+        if (type(handler) not in (StderrHandler, SameStreamHandler)
+                or handler.filters or type(fmt) is not PlainFormatter
+                or fmt._fmt != PLAIN_FORMAT or fmt.datefmt != PLAIN_DATEFMT):
+            return None
+        if logging.INFO >= handler.level:
+            handlers.append(handler)
+    if not parent.propagate:
+        return handlers
+    above: Optional[logging.Logger] = parent.parent
+    while above is not None:  # as logs._taken_elsewhere: another handler takes it
+        for handler in above.handlers:
+            if not isinstance(handler, FallbackHandler) and logging.INFO >= handler.level:
+                return None
+        if not above.propagate:
+            break
+        above = above.parent
+    return handlers
+
+
+def _write_record(logger: logging.Logger, text: str, fields: dict, path: str) -> None:
+    """An INFO record of ``text`` (already escaped) with ``fields`` as its
+    extra attributes, on ``logger``. When only our own handlers in the plain
+    format would show it, its line is written as they would write it, with
+    no ``LogRecord`` made (a record on every call); else it goes through
+    ``logging`` as usual."""
+    handlers = _plain_handlers(logger)
+    if handlers is None:
+        # log.info() less its search of the stack for the caller's source
+        # line, which no format here shows.
+        logger.handle(logger.makeRecord(logger.name, logging.INFO, path, 0,
+                                        text, (), None, extra=fields))
+        return
+    now = time.time()
+    line = "%s [%d] [INFO] %s: %s\n" % (_plain_stamp(now), os.getpid(), logger.name, text)
+    for handler in handlers:
+        target = handler.target if isinstance(handler, SameStreamHandler) else handler
+        try:
+            target.acquire()
+            try:
+                target.stream.write(line)
+                target.stream.flush()
+            finally:
+                target.release()
+        except Exception:  # a log line must never break a request
+            handler.handleError(logger.makeRecord(logger.name, logging.INFO, path, 0,
+                                                  text, (), None, extra=fields))

@@ -9,7 +9,9 @@ ours answers JSON (``json_fallbacks.py``).
 from flask import Blueprint, Response, request
 
 from .. import urls
-from ..protocol.jsonrpc_call import JsonRpcCall, for_request
+from ..protocol.call import asked_version
+from ..protocol.jsonrpc import JsonRpcCall
+from ..protocol.jsonrpc_versions import BINDINGS
 from ..protocol.v10 import rest
 from . import dashboard, discovery
 from .json_fallbacks import add_fallbacks
@@ -43,10 +45,13 @@ def add_headers(bp: Blueprint) -> None:
         return response
 
 
-def _rpc(name, at_root=False):
-    """A JSON-RPC call, in the version its ``A2A-Version`` asks for."""
-    call = JsonRpcCall(for_request(request),
-                                current_app_state().settings.strict_jsonrpc)
+def rpc(name, at_root=False):
+    """The view of an agent's JSON-RPC endpoint: a call in the version its
+    ``A2A-Version`` asks for. Also with a trailing slash: a client that
+    joins "/" to the card's URL (httpx with the endpoint as base_url, the
+    1.0-dev kit) posts there."""
+    call = JsonRpcCall(BINDINGS, asked_version(request),
+                       current_app_state().settings.strict_jsonrpc)
     return answer_call(call, name, at_root)
 
 
@@ -89,12 +94,9 @@ def make_blueprint(settings):
 
     # The slash rule with strict_slashes=False: Werkzeug 1.0 tries it first
     # and would otherwise redirect /a2a to /a2a/ (both run the same view).
-    @bp.route(urls.rpc_rule(settings), methods=["POST"])
-    @bp.route(urls.rpc_rule(settings) + "/", methods=["POST"], strict_slashes=False)
-    def rpc(name):
-        # Also with a trailing slash: a client that joins "/" to the card's
-        # URL (httpx with the endpoint as base_url, the 1.0-dev kit) posts there.
-        return _rpc(name)
+    bp.add_url_rule(urls.rpc_rule(settings), "rpc", rpc, methods=["POST"])
+    bp.add_url_rule(urls.rpc_rule(settings) + "/", "rpc", rpc, methods=["POST"],
+                    strict_slashes=False)
 
     for path, endpoint in zip(urls.CARD_PATHS, ("card", "legacy_card")):
         bp.add_url_rule(urls.agent_rule(settings) + path, endpoint, discovery.card,
@@ -129,7 +131,7 @@ def make_blueprint(settings):
         @bp.route(urls.ROOT_RPC, methods=["POST"])
         @bp.route(urls.ROOT_RPC + "/", methods=["POST"], strict_slashes=False)
         def default_rpc():
-            return _rpc(current_app_state().settings.default_agent, at_root=True)
+            return rpc(current_app_state().settings.default_agent, at_root=True)
 
         def default_card():
             return discovery.card(current_app_state().settings.default_agent,

@@ -16,7 +16,7 @@ serves again as soon as the storage is back.
 """
 
 import logging
-from typing import TYPE_CHECKING, Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from flask import current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -63,6 +63,15 @@ class Inbound:
     @property
     def asked_version(self) -> str:
         return asked_version(request)
+
+
+def release_at_teardown(storage: Any) -> Callable[[Optional[BaseException]], None]:
+    """The app's ``teardown_request`` hook: the thread's storage connection
+    back to the pool after every request. Here, not in ``extension.py``:
+    every request runs it, and this module is on a call's path already."""
+    def release(_exc: Optional[BaseException]) -> None:
+        storage.release_connection()
+    return release
 
 
 def storage_error(app_state, exc):
@@ -151,7 +160,8 @@ def answer_call(call, agent_name, at_root=False):
     app_state = current_app_state()
 
     def answer(notes):
-        problem = app_state.schema_problem()
+        # The flag first: once the schema is known current, no call asks.
+        problem = None if app_state.schema_current else app_state.schema_problem()
         if problem is not None:
             return _refuse(call, problem, notes)
         return _answer(app_state, call, agent_name, at_root, notes)

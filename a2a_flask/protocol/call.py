@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from .. import errors
 from ..validation import load_params
-from .jsonrpc import Envelope
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request, Response
@@ -24,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..service import CallContext
     from .errors import Refusal
+    from .jsonrpc import Envelope
 
 HEADER = "A2A-Version"
 #: Major.Minor of what we serve (a patch number is ignored).
@@ -103,7 +103,7 @@ class ProtocolCall:
     #: (``auth.callers.authenticate``).
     checks_remembered_key = False
     #: What the access record reads: the method's name and its params.
-    record: Optional[Envelope] = None
+    record: Optional["Envelope"] = None
 
     def start(self, inbound: Any) -> None:
         """Read what the call is (before authentication); may raise."""

@@ -1,23 +1,40 @@
-"""The JSON-RPC 2.0 envelope: reading a call, writing an answer.
+"""The JSON-RPC binding: the 2.0 envelope (reading a call, writing an
+answer) and ``JsonRpcCall``, one call to an agent's JSON-RPC endpoint,
+answered in the protocol version it asks for (each version names its
+methods, parses their params and renders its errors).
 
 ``Envelope.parse`` never raises: it keeps the first problem (docs/protocol.md
 §3, checked in order) beside the id it could read, so that the error answer
 echoes that id. ``error_response`` renders an ``A2AError`` as A2A 0.3 answers
 it (the 1.0 bindings render theirs; ``protocol/errors.py`` says how each error
 is answered).
+
+The version is picked per request (``JsonRpcCall``, given the versions'
+bindings: ``jsonrpc_versions.BINDINGS``): the ``A2A-Version`` header, or the
+request parameter of the same name (specification section 3.6); none or
+empty means 0.3; a version this service does not speak answers
+VersionNotSupportedError (-32009).
 """
 
 import json
 import math
 import re
 from itertools import accumulate
-from typing import Any, Iterator, List
+from typing import (TYPE_CHECKING, Any, Callable, Iterator, List, Mapping, NamedTuple,
+                    NoReturn, Optional)
 
 from flask import Response
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from .. import errors
 from ..validation import Text
+from .call import Method, ProtocolCall, version_error
+from .errors import Wording, as_a2a_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..service import CallContext
+    from .errors import Refusal
+
 
 class JsonRpcId(fields.Field):
     """A JSON-RPC id: a string, an integer or null (a bool is not an integer)."""
@@ -289,3 +306,90 @@ def error_response(exc: errors.A2AError, request_id: Any = None,
 def json_response(payload: Any, status: int = 200) -> Response:
     """A plain JSON answer (cards, the agent list)."""
     return _json_response(payload, status)
+
+
+# -- the call ------------------------------------------------------------------
+
+
+class Binding(NamedTuple):
+    """One protocol version over JSON-RPC: its method table
+    (``find_method``), how an error is rendered (``error_response``) and how
+    storage outcomes are worded."""
+
+    version: str
+    find_method: Callable
+    error_response: Callable
+    wording: Wording
+
+
+def other_version(find_method: Callable[[str], Method], other_methods: Any,
+                  hint: str) -> Callable[[str], Method]:
+    """``find_method``, where a method of the other version is found after
+    all: one that, once the caller is authenticated, says which header it
+    needs. An anonymous caller gets 401 for it, as for any known method (the
+    names of either version tell nothing about this service)."""
+
+    def find(name: str) -> Method:
+        try:
+            return find_method(name)
+        except errors.MethodNotFoundError as exc:
+            if name not in other_methods:
+                raise
+            exc.message += " " + hint % name
+            return _refusal(name, exc)
+    return find
+
+
+def _refusal(name, error):
+    def run(context: "CallContext", params: Any) -> NoReturn:
+        raise error
+    return Method(name, None, run)
+
+
+def _refusing(error, like):
+    """A binding whose every method is ``error``, rendered as ``like``'s."""
+    def find_method(name: str) -> NoReturn:
+        raise error
+    return Binding("?", find_method, like.error_response, like.wording)
+
+
+class JsonRpcCall(ProtocolCall):
+    """A JSON-RPC call, answered by the binding of the version it asks for:
+    ``bindings[asked]`` (``asked``: ``call.asked_version``), else one whose
+    every method is VersionNotSupported, rendered as 1.0's."""
+
+    def __init__(self, bindings: Mapping[str, Binding], asked: str, strict: bool):
+        binding = bindings.get(asked)
+        if binding is None:
+            binding = _refusing(version_error(asked), bindings["1.0"])
+        self.binding = binding
+        self.version = binding.version
+        self.strict = strict
+        self.envelope: Optional[Envelope] = None  # set by start
+        self.method: Any = None
+
+    @property
+    def record(self):
+        return self.envelope
+
+    def start(self, inbound: Any) -> None:
+        self.envelope = Envelope.parse(inbound.body(), self.strict)
+        self.envelope.check()
+        self.method = self.binding.find_method(self.envelope.method)
+        # A method whose storage statement checks the key itself (send, get)
+        # may take a key remembered live; any other looks it up first.
+        self.checks_remembered_key = self.method.checks_remembered_key
+
+    def params(self, inbound):
+        return self.method.load(self.envelope.params)
+
+    def run(self, context: "CallContext", params: Any) -> Any:
+        return self.method.run(context, params)
+
+    def answer(self, result, stream=False):
+        return result_response(self.envelope.id, result, stream)
+
+    def refuse(self, error: "Refusal") -> Response:
+        return self.binding.error_response(
+            as_a2a_error(error, self.binding.wording),
+            self.envelope.id if self.envelope is not None else None)

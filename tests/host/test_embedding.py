@@ -337,6 +337,22 @@ def test_unknown_setting_suggestions(tmp_path, caplog, typo, meant):
             % (typo, meant)) in [r.getMessage() for r in caplog.records]
 
 
+def test_first_request_hook_leaves_the_hooks_after_its_run(tmp_path):
+    """It runs before the first request's other hooks, none of them skipped
+    when it takes itself off, and is no hook of any later request."""
+    app = host_app(tmp_path)
+    mount(app)
+    seen = []
+    app.before_request(lambda: seen.append("host"))
+    client = app.test_client()
+    assert client.get("/").status_code == 200
+    assert seen == ["host"]
+    assert [hook for hook in app.before_request_funcs[None]
+            if type(hook).__name__ == "FirstRequest"] == []
+    assert client.get("/").status_code == 200
+    assert seen == ["host", "host"]
+
+
 def test_default_agent_naming_no_agent_is_logged_and_json(tmp_path, caplog):
     app = host_app(tmp_path, A2A_DEFAULT_AGENT="summarizer")
     app.register_error_handler(404, html_404)

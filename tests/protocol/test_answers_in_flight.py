@@ -9,6 +9,7 @@ never refused. Through HTTP: an answer not yet read by its caller (the test
 client's ``buffered=False``) keeps its share, as one a slow client reads."""
 
 import json
+import logging
 
 import pytest
 
@@ -108,6 +109,34 @@ def test_a_large_read_waits_for_the_answers_in_flight_then_is_answered_busy(call
     assert caller.result("GetTask", {"id": big[0]})["id"] == big[0]
     assert len(caller.result("ListTasks", {"pageSize": 100, "historyLength": 0}
                              )["tasks"]) == 4
+
+
+def test_the_access_record_of_a_streamed_answer_leaves_it_unread(caller, caplog):
+    # The record takes the call's outcome from the result the pipeline noted,
+    # never from the body: reading a streamed one would buffer it whole and
+    # give back its share of the budget before its caller read a byte.
+    other, task = _send(caller, 40), _send(caller, 40)  # a page of ~160 KiB
+    with caplog.at_level(logging.INFO, logger="a2a_flask"):
+        held = _list_unread(caller)
+        streamed = caller.client.post(RPC, headers=caller.headers, buffered=False,
+                                      json=_rpc("GetTask", {"id": task["id"]}))
+    assert streamed.status_code == 503  # the page still holds all the room
+    records = [r for r in caplog.records if r.name == "a2a_flask.access"]
+    assert [(r.method, r.state, r.code, r.status) for r in records] == [
+        ("ListTasks", None, None, 200), ("GetTask", None, -32603, 503)]
+    assert "Content-Length" not in held.headers
+    page = json.loads(held.get_data())["result"]
+    held.close()
+    assert [listed["id"] for listed in page["tasks"]] == [task["id"], other["id"]]
+    with caplog.at_level(logging.INFO, logger="a2a_flask"):
+        read = caller.client.post(RPC, headers=caller.headers, buffered=False,
+                                  json=_rpc("GetTask", {"id": task["id"]}))
+    assert "Content-Length" not in read.headers  # streamed, and recorded:
+    record = [r for r in caplog.records if r.name == "a2a_flask.access"][-1]
+    assert (record.method, record.taskId, record.state) == (
+        "GetTask", task["id"], "TASK_STATE_COMPLETED")
+    assert read.get_json()["result"]["id"] == task["id"]
+    read.close()
 
 
 def test_a_large_answer_is_streamed_as_json_dumps_writes_it(caller):
