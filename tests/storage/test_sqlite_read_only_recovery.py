@@ -3,8 +3,8 @@ then writable again: a process whose connections met it read-only writes
 again at once, even while one of its threads kept reading all along (as an
 in-process claimer's loop does between its heartbeats). A storage first
 used while the file is read-only (a worker booted meanwhile) reads it: its
-schema check takes no write transaction, which SQLite before 3.34 refuses
-on a read-only file."""
+schema check takes no write transaction, which SQLite 3.32 and older
+refuse on a read-only file."""
 
 import os
 import shutil

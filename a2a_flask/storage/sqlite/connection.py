@@ -378,9 +378,9 @@ class SqliteConnections(WriteUpkeep):
             with self._writer.hold():
                 # WAL is a property of the file: set once, kept by every opener.
                 conn.execute("PRAGMA journal_mode = WAL")
-                # A current schema takes no write transaction: SQLite before
-                # 3.34 refuses BEGIN IMMEDIATE on a read-only file (later ones
-                # begin a read there), and the process could not even read.
+                # A current schema takes no write transaction: SQLite 3.32
+                # and older refuse BEGIN IMMEDIATE on a read-only file (3.34
+                # begins a read there), and the process could not even read.
                 if stored_version(conn) != migrations.EXPECTED_VERSION:
                     # Imported only to migrate: sqlite-utils (and click,
                     # which it imports) held ~16 MB in every process.
