@@ -203,9 +203,9 @@ def test_storage_made_read_only_then_writable_again(start_server, claimers):
         assert server.process.poll() is None
     finally:
         _chattr("-i", files)
-    # A worker that booted meanwhile (after a SIGBUS) found the file
-    # unwritable: it tries again at most once a second, answering "storage
-    # unavailable" (retryable) until then.
+    # A worker's first write after the file is writable again may still
+    # meet its read-only shared memory: refused "storage unavailable"
+    # (retryable), its connections retired, the next write succeeds.
     deadline = time.monotonic() + 5
     while True:
         refused = _send(rpc)[1]

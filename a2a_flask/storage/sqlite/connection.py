@@ -378,17 +378,20 @@ class SqliteConnections(WriteUpkeep):
             with self._writer.hold():
                 # WAL is a property of the file: set once, kept by every opener.
                 conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    if stored_version(conn) != migrations.EXPECTED_VERSION:
-                        # Imported only to migrate: sqlite-utils (and click,
-                        # which it imports) held ~16 MB in every process.
-                        import sqlite_utils
+                # A current schema takes no write transaction: SQLite 3.32
+                # and older refuse BEGIN IMMEDIATE on a read-only file (3.34
+                # begins a read there), and the process could not even read.
+                if stored_version(conn) != migrations.EXPECTED_VERSION:
+                    # Imported only to migrate: sqlite-utils (and click,
+                    # which it imports) held ~16 MB in every process.
+                    import sqlite_utils
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:  # reads the version again, in the write transaction
                         migrations.migrate(sqlite_utils.Database(conn))
-                except BaseException:
-                    rollback(conn)
-                    raise
-                conn.execute("COMMIT")
+                    except BaseException:
+                        rollback(conn)
+                        raise
+                    conn.execute("COMMIT")
         finally:
             conn.close()
         self._ready = True
