@@ -3,7 +3,7 @@ on If-None-Match; the tag is the same for the same card in another process."""
 
 import pytest
 
-from v1.inprocess import Caller
+from helpers import Rpc
 
 CARD = "/api/v1/agents/echo/.well-known/agent-card.json"
 V10 = {"A2A-Version": "1.0"}
@@ -95,7 +95,7 @@ def test_rest_extended_card_is_private_and_revalidated(make_app):
 def test_other_rest_answers_have_no_card_headers(make_app):
     app, _ = make_app(A2A_AUTH="required")
     key = app.extensions["a2a"].credentials.create_key(None, "a")[1]
-    status, _ = Caller(app.test_client(), key=key).rest("GET", "/tasks")
+    status, _ = Rpc(app.test_client(), key=key, version="1.0").rest("GET", "/tasks")
     response = app.test_client().get(
         "/api/v1/agents/echo/rest/tasks",
         headers={"A2A-Version": "1.0", "X-API-Key": key})

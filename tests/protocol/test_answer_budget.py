@@ -13,7 +13,7 @@ import pytest
 
 from a2a_flask import InputRequired, Reply
 from a2a_flask.worker import Worker
-from v1.inprocess import Caller, user_message
+from helpers import Rpc, message
 
 BUDGET = 256 * 1024
 TURN = 96 * 1024
@@ -45,12 +45,12 @@ def caller(request, make_app):
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
     app, _ = make_app(register, **config)
     key = app.extensions["a2a"].credentials.create_key(None, "k")[1]
-    return Caller(app.test_client(), agent="big", key=key)
+    return Rpc(app.test_client(), agent="big", key=key, version="1.0")
 
 
 def _send(caller, text, **fields):
     return caller.result("SendMessage",
-                         {"message": user_message(text, **fields)})["task"]
+                         {"message": message(text, **fields, version="1.0")})["task"]
 
 
 def _pages(caller, binding, agent="big", **params):
@@ -144,11 +144,11 @@ def test_a_turn_that_would_pile_artifacts_over_the_budget_fails(caller):
     queued after it never run. Every answer of the task is within budget."""
     app, piles = caller.client.application, dict(agent="piles")
     task = caller.result("SendMessage", {
-        "message": user_message("1"), "configuration": {"returnImmediately": True}},
+        "message": message("1", version="1.0"), "configuration": {"returnImmediately": True}},
         **piles)["task"]
     for number in range(2, 9):  # 8 turns: 320 KiB of artifacts, were all kept
         caller.result("SendMessage", {
-            "message": user_message(str(number), taskId=task["id"]),
+            "message": message(str(number), taskId=task["id"], version="1.0"),
             "configuration": {"returnImmediately": True}}, **piles)
     runtime = app.extensions["a2a"]
     with app.app_context():

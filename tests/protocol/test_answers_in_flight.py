@@ -14,7 +14,7 @@ import pytest
 
 from a2a_flask import Reply
 from a2a_flask.protocol.jsonrpc import json_chunks
-from v1.inprocess import Caller, user_message
+from helpers import Rpc, message
 
 BUDGET = 512 * 1024
 IN_FLIGHT = 256 * 1024
@@ -38,11 +38,11 @@ def caller(request, make_app):
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
     app, _ = make_app(register, **config)
     key = app.extensions["a2a"].credentials.create_key(None, "k")[1]
-    return Caller(app.test_client(), agent="big", key=key)
+    return Rpc(app.test_client(), agent="big", key=key, version="1.0")
 
 
 def _send(caller, kib):
-    return caller.result("SendMessage", {"message": user_message(str(kib))})["task"]
+    return caller.result("SendMessage", {"message": message(str(kib), version="1.0")})["task"]
 
 
 def _rpc(method, params):
