@@ -13,7 +13,7 @@ import pytest
 
 from a2a_flask import InputRequired, Reply
 from a2a_flask.worker import Worker
-from helpers import Rpc, message
+from helpers import message
 
 BUDGET = 256 * 1024
 TURN = 96 * 1024
@@ -38,14 +38,12 @@ def register(a2a):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def caller(request, make_app):
+def caller(request, keyed):
     config = dict(A2A_AUTH="required", A2A_MAX_ANSWER_BYTES=BUDGET,
                   A2A_MAX_TURN_OUTPUT_BYTES=TURN)
     if request.param == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
-    app, _ = make_app(register, **config)
-    key = app.extensions["a2a"].credentials.create_key(None, "k")[1]
-    return Rpc(app.test_client(), agent="big", key=key, version="1.0")
+    return keyed("k", register=register, agent="big", **config)[0]
 
 
 def _send(caller, text, **fields):

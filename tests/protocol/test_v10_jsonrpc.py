@@ -14,13 +14,9 @@ pytestmark = pytest.mark.compat
 
 
 @pytest.fixture
-def service(make_app):
-    app, a2a = make_app(A2A_AUTH="required")
-    credentials = app.extensions["a2a"].credentials
-    client = app.test_client()
-    key = credentials.create_key(None, "one")[1]
-    other = credentials.create_key(None, "two")[1]
-    return client, Rpc(client, key=key, version="1.0"), Rpc(client, key=other, version="1.0"), key
+def service(keyed):
+    one, two = keyed("one", "two")
+    return one.client, one, two, one.key
 
 
 @pytest.fixture

@@ -5,18 +5,15 @@ newest status first, historyLength, includeArtifacts."""
 import pytest
 
 from a2a_flask.storage.base import TaskRecord
-from helpers import Rpc, detail, message
+from helpers import detail, message
 
 BINDINGS = ("jsonrpc", "rest")
 
 
 @pytest.fixture
-def service(make_app):
-    app, _ = make_app(A2A_AUTH="required")
-    runtime = app.extensions["a2a"]
-    client = app.test_client()
-    keys = [runtime.credentials.create_key(None, label)[1] for label in ("a", "b")]
-    return runtime, [Rpc(client, key=key, version="1.0") for key in keys]
+def service(keyed):
+    callers = keyed("a", "b")
+    return callers[0].app.extensions["a2a"], callers
 
 
 def list_tasks(caller, binding, **params):

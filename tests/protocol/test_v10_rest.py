@@ -12,14 +12,10 @@ pytestmark = pytest.mark.compat
 
 
 @pytest.fixture
-def service(make_app):
+def service(keyed):
     def build(**config):
-        config.setdefault("A2A_AUTH", "required")
-        app, _ = make_app(**config)
-        credentials = app.extensions["a2a"].credentials
-        client = app.test_client()
-        return (client, Rpc(client, key=credentials.create_key(None, "a")[1], version="1.0"),
-                Rpc(client, key=credentials.create_key(None, "b")[1], version="1.0"))
+        one, two = keyed("a", "b", **config)
+        return one.client, one, two
     return build
 
 

@@ -21,19 +21,16 @@ def _register(a2a):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def service(request, make_app):
+def service(request, keyed):
     """(app, rpc of key a, rpc of key b, 1.0 caller of key a)."""
     config = {"A2A_AUTH": "required", "A2A_MAX_STORED_BYTES_PER_CALLER": str(QUOTA)}
     if request.param == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
-    app, a2a = make_app(_register, **config)
+    one, two = keyed("a", "b", register=_register, version="0.3", **config)
+    app = one.app
     app.backend = request.param
-    credentials = app.extensions["a2a"].credentials
-    made = [credentials.create_key(None, name) for name in "ab"]
-    app.owners = ["key:" + key.id for key, _ in made]
-    client = app.test_client()
-    rpcs = [Rpc(client, agent="echo", headers={"X-API-Key": secret}) for _, secret in made]
-    yield app, rpcs[0], rpcs[1], Rpc(client, agent="echo", key=made[0][1], version="1.0")
+    app.owners = ["key:" + rpc.key_id for rpc in (one, two)]
+    yield app, one, two, Rpc(one.client, key=one.key, version="1.0")
     app.extensions["a2a"].storage.close()
 
 

@@ -22,20 +22,17 @@ def _register(a2a):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def service(request, make_app):
+def service(request, keyed):
     """(app, rpc for key a, rpc for key b, 1.0 caller for key a), keys
     required, agent ``waits`` in the background, no worker yet."""
     config = {"A2A_AUTH": "required", "A2A_QUEUE_LIMIT_PER_CALLER": "2",
               "A2A_BLOCKING_WAIT_SECONDS": "5"}
     if request.param == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
-    app, a2a = make_app(_register, **config)
+    one, two = keyed("a", "b", register=_register, agent="waits", version="0.3", **config)
+    app, a2a = one.app, one.a2a
     app.gate = a2a.gate
-    keys = [app.extensions["a2a"].credentials.create_key(None, name)[1]
-            for name in "ab"]
-    client = app.test_client()
-    rpcs = [Rpc(client, agent="waits", headers={"X-API-Key": key}) for key in keys]
-    yield app, rpcs[0], rpcs[1], Rpc(client, agent="waits", key=keys[0], version="1.0")
+    yield app, one, two, Rpc(one.client, agent="waits", key=one.key, version="1.0")
     a2a.gate.set()
     app.extensions["a2a"].storage.close()
 
