@@ -28,7 +28,7 @@ def _context_agent(a2a):
 
 
 @pytest.fixture
-def keyed(make_app, database):
+def tenant_keyed(make_app, database):
     """An app with A2A_TENANTS and keys of acme, of beta and of no tenant."""
     app, _ = make_app(A2A_AUTH="required", A2A_TENANTS=TENANTS,
                       A2A_DATABASE=database)
@@ -163,8 +163,8 @@ def test_without_tenants_the_card_lists_none(make_app):
 # -- a tenant's own calls --------------------------------------------------------
 
 
-def test_a_tenant_key_works_in_its_tenant_over_both_bindings(keyed):
-    _, acme, _, _ = keyed
+def test_a_tenant_key_works_in_its_tenant_over_both_bindings(tenant_keyed):
+    _, acme, _, _ = tenant_keyed
     status, sent = rest_send(acme, "acme")
     assert status == 200 and sent["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     task_id = sent["task"]["id"]
@@ -179,8 +179,8 @@ def test_a_tenant_key_works_in_its_tenant_over_both_bindings(keyed):
     assert body["result"]["totalSize"] == 1
 
 
-def test_no_tenant_keeps_working_as_before_beside_tenants(keyed):
-    _, acme, _, plain = keyed
+def test_no_tenant_keeps_working_as_before_beside_tenants(tenant_keyed):
+    _, acme, _, plain = tenant_keyed
     acme_task = rpc_send(acme, "acme")
     task = rpc_send(plain, None)
     status, page = rest(plain, "GET", "/tasks")
@@ -193,8 +193,8 @@ def test_no_tenant_keeps_working_as_before_beside_tenants(keyed):
 
 
 @pytest.mark.parametrize("binding", ["rest", "rpc"])
-def test_get_and_cancel_of_another_tenants_task_find_no_task(keyed, binding):
-    _, acme, beta, plain = keyed
+def test_get_and_cancel_of_another_tenants_task_find_no_task(tenant_keyed, binding):
+    _, acme, beta, plain = tenant_keyed
     acme.agent = beta.agent = plain.agent = "chat"
     task_id = rpc_send(acme, "acme")["id"]  # input-required: cancelable
     probes = [(beta, "beta"), (beta, "acme"), (plain, None), (plain, "acme"),
@@ -215,8 +215,8 @@ def test_get_and_cancel_of_another_tenants_task_find_no_task(keyed, binding):
 
 
 @pytest.mark.parametrize("binding", ["rest", "rpc"])
-def test_continuing_another_tenants_task_finds_no_task(keyed, binding):
-    _, acme, beta, _ = keyed
+def test_continuing_another_tenants_task_finds_no_task(tenant_keyed, binding):
+    _, acme, beta, _ = tenant_keyed
     acme.agent = beta.agent = "chat"
     task = rpc_send(acme, "acme")
     for tenant in ("beta", "acme"):
@@ -232,8 +232,8 @@ def test_continuing_another_tenants_task_finds_no_task(keyed, binding):
 
 
 @pytest.mark.parametrize("binding", ["rest", "rpc"])
-def test_another_tenant_or_none_is_no_agent_for_agent_calls(keyed, binding):
-    _, acme, beta, plain = keyed
+def test_another_tenant_or_none_is_no_agent_for_agent_calls(tenant_keyed, binding):
+    _, acme, beta, plain = tenant_keyed
     rpc_send(acme, "acme")
     for caller, tenant in ((beta, "acme"), (plain, "acme"), (acme, None),
                            (acme, "beta"), (acme, "zzz"), (acme, "Acme")):
