@@ -32,14 +32,14 @@ def caller(make_app):
 
 
 def _send_rpc(caller, message_id, configuration=None, **fields):
-    params = {"message": message("TCK test", message_id=message_id, **fields, version="1.0")}
+    params = {"message": message("TCK test", message_id=message_id, version="1.0", **fields)}
     if configuration:
         params["configuration"] = configuration
     return caller.result("SendMessage", params)["task"]
 
 
 def _send_rest(caller, message_id, configuration=None, **fields):
-    body = {"message": message("TCK test", message_id=message_id, **fields, version="1.0")}
+    body = {"message": message("TCK test", message_id=message_id, version="1.0", **fields)}
     if configuration:
         body["configuration"] = configuration
     status, answer = caller.rest("POST", "/message:send", body)

@@ -48,7 +48,7 @@ def caller(request, keyed):
 
 def _send(caller, text, **fields):
     return caller.result("SendMessage",
-                         {"message": message(text, **fields, version="1.0")})["task"]
+                         {"message": message(text, version="1.0", **fields)})["task"]
 
 
 def _pages(caller, binding, agent="big", **params):

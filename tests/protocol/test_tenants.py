@@ -59,7 +59,7 @@ def rest(caller, method, path, tenant=None, body=None, agent=None):
 
 def rest_send(caller, tenant, text="hello", agent=None, **fields):
     return rest(caller, "POST", "/message:send", tenant,
-                {"message": message(text, **fields, version="1.0")}, agent)
+                {"message": message(text, version="1.0", **fields)}, agent)
 
 
 def rpc(caller, method, params, tenant=None, agent=None):
@@ -70,7 +70,7 @@ def rpc(caller, method, params, tenant=None, agent=None):
 
 def rpc_send(caller, tenant, text="hello", agent=None, **fields):
     status, body = rpc(caller, "SendMessage",
-                       {"message": message(text, **fields, version="1.0")}, tenant, agent)
+                       {"message": message(text, version="1.0", **fields)}, tenant, agent)
     assert status == 200 and "result" in body, body
     return body["result"]["task"]
 
@@ -226,7 +226,7 @@ def test_continuing_another_tenants_task_finds_no_task(tenant_keyed, binding):
                            binding)
         else:
             task_not_found(*rpc(beta, "SendMessage", {
-                "message": message("more", **fields, version="1.0")}, tenant), task["id"], binding)
+                "message": message("more", version="1.0", **fields)}, tenant), task["id"], binding)
     status, got = rest(acme, "GET", "/tasks/" + task["id"], "acme")
     assert len(got["history"]) == 2  # nothing joined it
 

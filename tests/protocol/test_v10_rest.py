@@ -26,7 +26,7 @@ def caller(service):
 
 def send(caller, text="hello", **fields):
     status, body = caller.rest("POST", "/message:send",
-                               {"message": message(text, **fields, version="1.0")})
+                               {"message": message(text, version="1.0", **fields)})
     assert status == 200, body
     return body["task"]
 
