@@ -105,6 +105,30 @@ def make_rpc(make_app):
 
 
 @pytest.fixture
+def keyed(make_app):
+    """``keyed(*labels, register=None, agent="echo", version="1.0", **config)
+    -> [Rpc, ...]``: an app (A2A_AUTH=required unless ``config`` says
+    otherwise) with an API key of every agent per label ("a" when none is
+    given), and a client of each key on one test client; each has ``.app``,
+    ``.a2a``, ``.key`` (the secret) and ``.key_id``."""
+
+    def build(*labels, register=None, agent="echo", version="1.0", **config):
+        config.setdefault("A2A_AUTH", "required")
+        app, a2a = make_app(register, **config)
+        credentials = app.extensions["a2a"].credentials
+        client = app.test_client()
+        clients = []
+        for label in labels or ("a",):
+            made, secret = credentials.create_key(None, label)
+            caller = Rpc(client, agent=agent, key=secret, version=version)
+            caller.app, caller.a2a, caller.key, caller.key_id = app, a2a, secret, made.id
+            clients.append(caller)
+        return clients
+
+    return build
+
+
+@pytest.fixture
 def script(make_rpc):
     """An Rpc on agent ``script`` (see ``scripted``); ``script.a2a.turns``."""
     return make_rpc(register_scripted, agent="script")

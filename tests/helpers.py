@@ -1,6 +1,7 @@
 """Helpers the tests import (the fixtures are in conftest.py): the A2A 0.3
-schema check of every answer, messages, a JSON-RPC client over Flask's test
-client, the scripted agent, and small readers."""
+schema check of every answer, messages of either protocol version, the
+in-process client of both versions and bindings (``Rpc``), the scripted
+agent, and small readers."""
 
 import base64
 import itertools
@@ -75,39 +76,68 @@ def assert_401(response):
     assert {"basic", "bearer"} <= schemes, challenge
 
 
-def message(text="hello", message_id=None, **fields):
-    """A user message, with a fresh messageId unless one is given."""
-    msg = {"kind": "message", "role": "user",
-           "messageId": message_id or "msg-%d" % next(_ids),
-           "parts": [{"kind": "text", "text": text}]}
+def message(text="hello", message_id=None, version="0.3", **fields):
+    """A user message of protocol ``version`` ("0.3" or "1.0"), with a fresh
+    messageId unless one is given."""
+    message_id = message_id or "msg-%d" % next(_ids)
+    if version == "0.3":
+        msg = {"kind": "message", "role": "user", "messageId": message_id,
+               "parts": [{"kind": "text", "text": text}]}
+    else:
+        msg = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}
     msg.update(fields)
     return msg
 
 
 class Rpc:
-    """JSON-RPC over the Flask test client; every answer schema-checked."""
+    """One caller of one agent over the Flask test client (or anything with
+    its API, tests/serving.py), every answer checked before a test sees it:
+    ``version="0.3"`` (no A2A-Version header) against the 0.3 JSON schema,
+    ``version="1.0"`` (the header, both bindings) against the 1.0 proto
+    (tests/v1/proto.py). ``key``: sent as X-API-Key; a header given as None
+    is not sent."""
 
-    def __init__(self, client, agent="echo", headers=None):
-        self.client = client
-        self.agent = agent
-        self.headers = headers or {}
+    def __init__(self, client, agent="echo", headers=None, key=None,
+                 version="0.3", prefix="/api/v1"):
+        self.client, self.agent, self.prefix = client, agent, prefix
+        self.version = version
+        self.headers = dict(headers or {})
+        if version != "0.3":
+            self.headers["A2A-Version"] = version
+        if key is not None:
+            self.headers["X-API-Key"] = key
 
     def path(self, agent=None):
-        return "/api/v1/agents/%s/a2a" % (agent or self.agent)
+        return "%s/agents/%s/a2a" % (self.prefix, agent or self.agent)
+
+    def _headers(self, headers):
+        merged = {**self.headers, **(headers or {})}
+        return {k: v for k, v in merged.items() if v is not None}
+
+    def _check(self, method, url, request, response, answer):
+        if self.version == "0.3":
+            check_answer(response.status_code, answer)
+        else:
+            from v1 import proto  # protobuf: only where a 1.0 answer is checked
+
+            proto.check_exchange({"method": method, "url": url, "request": request,
+                                  "status": response.status_code, "body": answer})
+
+    # -- JSON-RPC ---------------------------------------------------------------
 
     def post(self, body, agent=None, path=None, headers=None, raw=False):
         """POST ``body`` (a JSON value, or bytes with raw=True); (status, answer)."""
         kwargs = {"data": body} if raw else {"json": body}
-        response = self.client.post(path or self.path(agent),
-                                    headers={**self.headers, **(headers or {})},
-                                    **kwargs)
+        path = path or self.path(agent)
+        response = self.client.post(path, headers=self._headers(headers), **kwargs)
         assert response.mimetype == "application/json", response.data
         answer = response.get_json()
-        check_answer(response.status_code, answer)
+        self._check("POST", path, body, response, answer)
         self.last_response = response
         return response.status_code, answer
 
     def call(self, method, params=None, id=1, agent=None, **kwargs):
+        """(HTTP status, answer) of one JSON-RPC call."""
         body = {"jsonrpc": "2.0", "id": id, "method": method}
         if params is not None:
             body["params"] = params
@@ -119,15 +149,44 @@ class Rpc:
         return answer["result"]
 
     def error(self, method, params=None, **kwargs):
+        """(HTTP status, the error object) of a call that must fail."""
         status, answer = self.call(method, params, **kwargs)
         assert "error" in answer, answer
         return status, answer["error"]
 
     def send(self, text="hello", agent=None, configuration=None, **fields):
-        params = {"message": message(text, **fields)}
+        """The task a send of a new user message answers."""
+        params = {"message": message(text, version=self.version, **fields)}
         if configuration is not None:
             params["configuration"] = configuration
-        return self.result("message/send", params, agent=agent)
+        if self.version == "0.3":
+            return self.result("message/send", params, agent=agent)
+        return self.result("SendMessage", params, agent=agent)["task"]
+
+    # -- HTTP+JSON (1.0) --------------------------------------------------------
+
+    def rest(self, method, path, body=None, query=None, headers=None, base=None):
+        """(HTTP status, body) of one HTTP+JSON call."""
+        base = base if base is not None else "%s/agents/%s/rest" % (
+            self.prefix, self.agent)
+        kwargs = {"json": body} if body is not None else {}
+        response = self.client.open(base + path, method=method,
+                                    query_string=query,
+                                    headers=self._headers(headers), **kwargs)
+        assert response.mimetype == "application/a2a+json", response.data
+        answer = response.get_json()
+        self._check(method, base + path, body, response, answer)
+        self.last_response = response
+        return response.status_code, answer
+
+
+def detail(error, type_name):
+    """The detail of ``type_name`` (``ErrorInfo``, ``BadRequest``) in a 1.0
+    error's ``data`` or ``details``."""
+    found = [d for d in error.get("data", error.get("details", []))
+             if d["@type"] == "type.googleapis.com/google.rpc." + type_name]
+    assert len(found) == 1, error
+    return found[0]
 
 
 TERMINAL_STATES = ("completed", "canceled", "failed", "rejected")

@@ -13,9 +13,8 @@ import pytest
 
 from a2a_flask import demo
 from a2a_flask.worker import Worker
-from helpers import wait_until
+from helpers import Rpc, message, wait_until
 from serving import REPO_DIR
-from v1.inprocess import Caller, user_message
 
 
 @pytest.fixture
@@ -25,7 +24,7 @@ def caller(make_app):
     runner = Worker(app.extensions["a2a"], threads=2, grace=5)
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
-    caller = Caller(app.test_client(), agent="conformance")
+    caller = Rpc(app.test_client(), agent="conformance", version="1.0")
     caller.runner = runner
     yield caller
     runner.stop()
@@ -33,14 +32,14 @@ def caller(make_app):
 
 
 def _send_rpc(caller, message_id, configuration=None, **fields):
-    params = {"message": user_message("TCK test", message_id=message_id, **fields)}
+    params = {"message": message("TCK test", message_id=message_id, version="1.0", **fields)}
     if configuration:
         params["configuration"] = configuration
     return caller.result("SendMessage", params)["task"]
 
 
 def _send_rest(caller, message_id, configuration=None, **fields):
-    body = {"message": user_message("TCK test", message_id=message_id, **fields)}
+    body = {"message": message("TCK test", message_id=message_id, version="1.0", **fields)}
     if configuration:
         body["configuration"] = configuration
     status, answer = caller.rest("POST", "/message:send", body)

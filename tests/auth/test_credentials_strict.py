@@ -33,14 +33,13 @@ def send(client, headers, environ=None):
 
 
 @pytest.fixture
-def service(make_app):
+def service(keyed):
     def build(**config):
-        app, _ = make_app(A2A_AUTH="required", **config)
-        credentials = app.extensions["a2a"].credentials
+        one, two = keyed("one", "two", **config)
+        credentials = one.app.extensions["a2a"].credentials
         credentials.create_user("alice", "right")
         credentials.create_user("bob", "pw")
-        return (app.test_client(), credentials.create_key(None, "one")[1],
-                credentials.create_key(None, "two")[1])
+        return one.client, one.key, two.key
     return build
 
 

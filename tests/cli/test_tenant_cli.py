@@ -5,9 +5,8 @@ app on the same file."""
 import json
 import re
 
-from helpers import basic
+from helpers import Rpc, basic, message
 from serving import assert_fails, created_key, flask_a2a
-from v1.inprocess import Caller, user_message
 
 TENANTS = {"A2A_TENANTS": "acme,beta"}
 
@@ -35,15 +34,15 @@ def test_keys_of_a_tenant_are_listed_with_it_and_act_in_it_only(tmp_path, make_a
     assert tenants == {acme_id: "acme", plain_id: "-"}
 
     client = _app(make_app, db).test_client()
-    acme, plain = Caller(client, key=acme_key), Caller(client, key=plain_key)
-    status, body = acme.rpc("SendMessage", {"message": user_message(), "tenant": "acme"})
+    acme, plain = Rpc(client, key=acme_key, version="1.0"), Rpc(client, key=plain_key, version="1.0")
+    status, body = acme.call("SendMessage", {"message": message(version="1.0"), "tenant": "acme"})
     assert status == 200 and body["result"]["task"]["status"]["state"] == \
         "TASK_STATE_COMPLETED"
-    status, body = acme.rpc("SendMessage", {"message": user_message()})
+    status, body = acme.call("SendMessage", {"message": message(version="1.0")})
     assert status == 404  # no tenant named: not where this key acts
-    status, body = plain.rpc("SendMessage", {"message": user_message(), "tenant": "acme"})
+    status, body = plain.call("SendMessage", {"message": message(version="1.0"), "tenant": "acme"})
     assert status == 404
-    status, body = plain.rpc("SendMessage", {"message": user_message()})
+    status, body = plain.call("SendMessage", {"message": message(version="1.0")})
     assert status == 200
 
     only_acme = flask_a2a(db, "tasks", "list", "--tenant", "acme", "--json", env=TENANTS)
@@ -108,9 +107,9 @@ def test_a_user_of_a_tenant_acts_in_it_only(tmp_path, make_app):
     assert [re.split(r"\s{2,}", line)[::2] for line in listed] == [
         ["ann", "tenant beta"], ["olga", "operator"]]
 
-    caller = Caller(_app(make_app, db).test_client())
+    caller = Rpc(_app(make_app, db).test_client(), version="1.0")
     caller.headers.update(basic("ann", "pw-of-ann"))
-    status, body = caller.rpc("SendMessage", {"message": user_message(), "tenant": "beta"})
+    status, body = caller.call("SendMessage", {"message": message(version="1.0"), "tenant": "beta"})
     assert status == 200, body
-    status, body = caller.rpc("SendMessage", {"message": user_message(), "tenant": "acme"})
+    status, body = caller.call("SendMessage", {"message": message(version="1.0"), "tenant": "acme"})
     assert status == 404

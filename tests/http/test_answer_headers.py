@@ -9,10 +9,9 @@ from helpers import message
 
 
 @pytest.fixture
-def client_and_key(make_app):
-    app, _ = make_app(A2A_AUTH="required", A2A_METRICS=False)
-    key = app.extensions["a2a"].credentials.create_key(None, "h")[1]
-    return app.test_client(), key
+def client_and_key(keyed):
+    caller, = keyed("h", A2A_METRICS=False)
+    return caller.client, caller.key
 
 
 def _answers(client, key):

@@ -3,7 +3,6 @@ on If-None-Match; the tag is the same for the same card in another process."""
 
 import pytest
 
-from v1.inprocess import Caller
 
 CARD = "/api/v1/agents/echo/.well-known/agent-card.json"
 V10 = {"A2A-Version": "1.0"}
@@ -92,11 +91,10 @@ def test_rest_extended_card_is_private_and_revalidated(make_app):
     assert anonymous.status_code == 401
 
 
-def test_other_rest_answers_have_no_card_headers(make_app):
-    app, _ = make_app(A2A_AUTH="required")
-    key = app.extensions["a2a"].credentials.create_key(None, "a")[1]
-    status, _ = Caller(app.test_client(), key=key).rest("GET", "/tasks")
-    response = app.test_client().get(
+def test_other_rest_answers_have_no_card_headers(keyed):
+    caller, = keyed()
+    status, _ = caller.rest("GET", "/tasks")
+    response = caller.app.test_client().get(
         "/api/v1/agents/echo/rest/tasks",
-        headers={"A2A-Version": "1.0", "X-API-Key": key})
+        headers={"A2A-Version": "1.0", "X-API-Key": caller.key})
     assert status == 200 and "ETag" not in response.headers

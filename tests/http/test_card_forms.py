@@ -5,9 +5,8 @@ is parsed strictly as the 1.0 proto's AgentCard (no unknown member)."""
 
 import pytest
 
-from helpers import check_answer
+from helpers import Rpc, check_answer
 from v1 import proto
-from v1.inprocess import Caller
 
 AGENT_PATHS = ["/api/v1/agents/echo/.well-known/agent-card.json",
                "/api/v1/agents/echo/.well-known/agent.json",
@@ -84,7 +83,7 @@ def test_an_agents_extra_members_in_both_forms(app):
 
 def keyed_caller(app, agent, version="1.0"):
     key = app.extensions["a2a"].credentials.create_key(None, "a")[1]
-    return Caller(app.test_client(), agent=agent, key=key, version=version)
+    return Rpc(app.test_client(), agent=agent, key=key, version=version)
 
 
 def test_extended_card_of_1_0_operations_is_pure_1_0(app):
@@ -99,8 +98,8 @@ def test_extended_card_of_1_0_operations_is_pure_1_0(app):
 
 
 def test_extended_card_of_the_0_3_method_stays_compatible(app):
-    caller = keyed_caller(app, "chat", version=None)
-    status, body = caller.rpc("agent/getAuthenticatedExtendedCard")
+    caller = keyed_caller(app, "chat", version="0.3")
+    status, body = caller.call("agent/getAuthenticatedExtendedCard")
     assert status == 200
     card = body["result"]
     check_answer(200, card)

@@ -4,7 +4,7 @@ was made in; a tenant's own callers still see only theirs. Through HTTP."""
 
 import pytest
 
-from v1.inprocess import Caller, user_message
+from helpers import Rpc, message
 
 JSON = {"Accept": "application/json"}
 
@@ -24,7 +24,7 @@ def service(make_app):
 def _send(caller, tenant, agent="echo"):
     caller.agent = agent
     status, body = caller.rest("POST", "/%s/message:send" % tenant if tenant
-                               else "/message:send", {"message": user_message()})
+                               else "/message:send", {"message": message(version="1.0")})
     assert status == 200, body
     return body["task"]
 
@@ -33,9 +33,9 @@ def _send(caller, tenant, agent="echo"):
 def test_the_operators_page_counts_and_cancels_every_tenants_tasks(service,
                                                                    operator_tenant):
     client, key = service
-    acme = Caller(client, key=key(tenant="acme"))
-    beta = Caller(client, key=key(tenant="beta"))
-    plain = Caller(client, key=key())
+    acme = Rpc(client, key=key(tenant="acme"), version="1.0")
+    beta = Rpc(client, key=key(tenant="beta"), version="1.0")
+    plain = Rpc(client, key=key(), version="1.0")
     for caller, tenant in ((acme, "acme"), (beta, "beta"), (plain, None)):
         _send(caller, tenant)
     waiting = _send(acme, "acme", agent="chat")
@@ -62,7 +62,7 @@ def test_the_operators_page_counts_and_cancels_every_tenants_tasks(service,
     assert status == 404
 
     # Talking to an agent, an operator key is a key of its own tenant.
-    as_caller = Caller(client, key=operator_key)
+    as_caller = Rpc(client, key=operator_key, version="1.0")
     _send(as_caller, operator_tenant)
-    status, _ = as_caller.rest("POST", "/acme/message:send", {"message": user_message()})
+    status, _ = as_caller.rest("POST", "/acme/message:send", {"message": message(version="1.0")})
     assert status == 404

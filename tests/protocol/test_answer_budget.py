@@ -13,7 +13,7 @@ import pytest
 
 from a2a_flask import InputRequired, Reply
 from a2a_flask.worker import Worker
-from v1.inprocess import Caller, user_message
+from helpers import message
 
 BUDGET = 256 * 1024
 TURN = 96 * 1024
@@ -38,19 +38,17 @@ def register(a2a):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def caller(request, make_app):
+def caller(request, keyed):
     config = dict(A2A_AUTH="required", A2A_MAX_ANSWER_BYTES=BUDGET,
                   A2A_MAX_TURN_OUTPUT_BYTES=TURN)
     if request.param == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
-    app, _ = make_app(register, **config)
-    key = app.extensions["a2a"].credentials.create_key(None, "k")[1]
-    return Caller(app.test_client(), agent="big", key=key)
+    return keyed("k", register=register, agent="big", **config)[0]
 
 
 def _send(caller, text, **fields):
     return caller.result("SendMessage",
-                         {"message": user_message(text, **fields)})["task"]
+                         {"message": message(text, version="1.0", **fields)})["task"]
 
 
 def _pages(caller, binding, agent="big", **params):
@@ -144,11 +142,11 @@ def test_a_turn_that_would_pile_artifacts_over_the_budget_fails(caller):
     queued after it never run. Every answer of the task is within budget."""
     app, piles = caller.client.application, dict(agent="piles")
     task = caller.result("SendMessage", {
-        "message": user_message("1"), "configuration": {"returnImmediately": True}},
+        "message": message("1", version="1.0"), "configuration": {"returnImmediately": True}},
         **piles)["task"]
     for number in range(2, 9):  # 8 turns: 320 KiB of artifacts, were all kept
         caller.result("SendMessage", {
-            "message": user_message(str(number), taskId=task["id"]),
+            "message": message(str(number), taskId=task["id"], version="1.0"),
             "configuration": {"returnImmediately": True}}, **piles)
     runtime = app.extensions["a2a"]
     with app.app_context():

@@ -15,7 +15,7 @@ import pytest
 
 from a2a_flask import Reply
 from a2a_flask.protocol.jsonrpc import json_chunks
-from v1.inprocess import Caller, user_message
+from helpers import message
 
 BUDGET = 512 * 1024
 IN_FLIGHT = 256 * 1024
@@ -29,7 +29,7 @@ def register(a2a):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def caller(request, make_app):
+def caller(request, keyed):
     # Room for one page at a time (a page holds A2A_MAX_ANSWER_BYTES first,
     # here all of the budget).
     config = dict(A2A_AUTH="required", A2A_MAX_ANSWER_BYTES=BUDGET,
@@ -37,13 +37,11 @@ def caller(request, make_app):
                   A2A_MAX_ANSWER_BYTES_IN_FLIGHT=IN_FLIGHT, A2A_ANSWER_WAIT_SECONDS=0)
     if request.param == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
-    app, _ = make_app(register, **config)
-    key = app.extensions["a2a"].credentials.create_key(None, "k")[1]
-    return Caller(app.test_client(), agent="big", key=key)
+    return keyed("k", register=register, agent="big", **config)[0]
 
 
 def _send(caller, kib):
-    return caller.result("SendMessage", {"message": user_message(str(kib))})["task"]
+    return caller.result("SendMessage", {"message": message(str(kib), version="1.0")})["task"]
 
 
 def _rpc(method, params):

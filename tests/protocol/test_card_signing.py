@@ -10,9 +10,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from helpers import write_key
+from helpers import Rpc, write_key
 from v1 import clients, proto
-from v1.inprocess import Caller
 
 BASE = "https://a.example"
 CARD = "/api/v1/agents/echo/.well-known/agent-card.json"
@@ -49,11 +48,11 @@ def every_card(app):
             response = client.get(path, headers=headers)
             assert response.status_code == 200
             cards["%s %s" % (form, path)] = response.get_json()
-    caller = Caller(client, agent="chat", key=key)
+    caller = Rpc(client, agent="chat", key=key, version="1.0")
     cards["GetExtendedAgentCard"] = caller.result("GetExtendedAgentCard")
     status, cards["REST extendedAgentCard"] = caller.rest("GET", "/extendedAgentCard")
-    old = Caller(client, agent="chat", key=key, version=None)
-    cards["agent/getAuthenticatedExtendedCard"] = old.rpc(
+    old = Rpc(client, agent="chat", key=key)
+    cards["agent/getAuthenticatedExtendedCard"] = old.call(
         "agent/getAuthenticatedExtendedCard")[1]["result"]
     return cards
 

@@ -10,7 +10,6 @@ import pytest
 
 from a2a_flask.validation import MAX_ID_CHARS
 from helpers import Rpc, message
-from v1.inprocess import Caller, user_message
 
 LONG = "x" * (MAX_ID_CHARS + 1)
 WIDE = "\U0001F600" * MAX_ID_CHARS  # 4 bytes each in UTF-8
@@ -69,17 +68,17 @@ def test_ids_at_the_limit_are_served_in_wide_characters(make_app, database):
 
 def test_1_0_ids_over_the_limit_are_refused_on_both_bindings(make_app, database):
     app, _ = make_app(A2A_DATABASE=database)
-    caller = Caller(app.test_client())
-    error = caller.error("SendMessage", {"message": user_message("hi", message_id=LONG)})
+    caller = Rpc(app.test_client(), version="1.0")
+    _, error = caller.error("SendMessage", {"message": message("hi", message_id=LONG, version="1.0")})
     assert error["code"] == -32602
     assert "must be at most 256 characters long (an id)" in error["message"]
     assert "messageId" in error["message"]
-    error = caller.error("GetTask", {"id": LONG})
+    _, error = caller.error("GetTask", {"id": LONG})
     assert error["code"] == -32602 and "256 characters" in error["message"]
-    error = caller.error("ListTasks", {"contextId": LONG})
+    _, error = caller.error("ListTasks", {"contextId": LONG})
     assert error["code"] == -32602 and "256 characters" in error["message"]
     status, body = caller.rest("POST", "/message:send",
-                               {"message": user_message("hi", message_id=LONG)})
+                               {"message": message("hi", message_id=LONG, version="1.0")})
     assert status == 400 and "256 characters" in body["error"]["message"], body
     status, body = caller.rest("GET", "/tasks/" + LONG)
     assert status == 400 and "256 characters" in body["error"]["message"], body

@@ -7,7 +7,7 @@ as if what it names did not exist."""
 import pytest
 
 from a2a_flask import InputRequired
-from v1.inprocess import Caller, detail, user_message
+from helpers import Rpc, detail, message
 
 TENANTS = "acme,beta"
 
@@ -28,7 +28,7 @@ def _context_agent(a2a):
 
 
 @pytest.fixture
-def keyed(make_app, database):
+def tenant_keyed(make_app, database):
     """An app with A2A_TENANTS and keys of acme, of beta and of no tenant."""
     app, _ = make_app(A2A_AUTH="required", A2A_TENANTS=TENANTS,
                       A2A_DATABASE=database)
@@ -36,7 +36,7 @@ def keyed(make_app, database):
     client = app.test_client()
 
     def caller(tenant):
-        return Caller(client, key=credentials.create_key(None, tenant, tenant=tenant)[1])
+        return Rpc(client, key=credentials.create_key(None, tenant, tenant=tenant)[1], version="1.0")
 
     return app, caller("acme"), caller("beta"), caller(None)
 
@@ -47,7 +47,7 @@ def open_app(make_app, database):
     storage keeps the tenants apart."""
     app, _ = make_app(A2A_TENANTS=TENANTS, A2A_DATABASE=database,
                       register=_context_agent)
-    return Caller(app.test_client())
+    return Rpc(app.test_client(), version="1.0")
 
 
 def rest(caller, method, path, tenant=None, body=None, agent=None):
@@ -59,18 +59,18 @@ def rest(caller, method, path, tenant=None, body=None, agent=None):
 
 def rest_send(caller, tenant, text="hello", agent=None, **fields):
     return rest(caller, "POST", "/message:send", tenant,
-                {"message": user_message(text, **fields)}, agent)
+                {"message": message(text, version="1.0", **fields)}, agent)
 
 
 def rpc(caller, method, params, tenant=None, agent=None):
     if tenant:
         params = dict(params, tenant=tenant)
-    return caller.rpc(method, params, agent=agent)
+    return caller.call(method, params, agent=agent)
 
 
 def rpc_send(caller, tenant, text="hello", agent=None, **fields):
     status, body = rpc(caller, "SendMessage",
-                       {"message": user_message(text, **fields)}, tenant, agent)
+                       {"message": message(text, version="1.0", **fields)}, tenant, agent)
     assert status == 200 and "result" in body, body
     return body["result"]["task"]
 
@@ -163,8 +163,8 @@ def test_without_tenants_the_card_lists_none(make_app):
 # -- a tenant's own calls --------------------------------------------------------
 
 
-def test_a_tenant_key_works_in_its_tenant_over_both_bindings(keyed):
-    _, acme, _, _ = keyed
+def test_a_tenant_key_works_in_its_tenant_over_both_bindings(tenant_keyed):
+    _, acme, _, _ = tenant_keyed
     status, sent = rest_send(acme, "acme")
     assert status == 200 and sent["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     task_id = sent["task"]["id"]
@@ -179,8 +179,8 @@ def test_a_tenant_key_works_in_its_tenant_over_both_bindings(keyed):
     assert body["result"]["totalSize"] == 1
 
 
-def test_no_tenant_keeps_working_as_before_beside_tenants(keyed):
-    _, acme, _, plain = keyed
+def test_no_tenant_keeps_working_as_before_beside_tenants(tenant_keyed):
+    _, acme, _, plain = tenant_keyed
     acme_task = rpc_send(acme, "acme")
     task = rpc_send(plain, None)
     status, page = rest(plain, "GET", "/tasks")
@@ -193,8 +193,8 @@ def test_no_tenant_keeps_working_as_before_beside_tenants(keyed):
 
 
 @pytest.mark.parametrize("binding", ["rest", "rpc"])
-def test_get_and_cancel_of_another_tenants_task_find_no_task(keyed, binding):
-    _, acme, beta, plain = keyed
+def test_get_and_cancel_of_another_tenants_task_find_no_task(tenant_keyed, binding):
+    _, acme, beta, plain = tenant_keyed
     acme.agent = beta.agent = plain.agent = "chat"
     task_id = rpc_send(acme, "acme")["id"]  # input-required: cancelable
     probes = [(beta, "beta"), (beta, "acme"), (plain, None), (plain, "acme"),
@@ -215,8 +215,8 @@ def test_get_and_cancel_of_another_tenants_task_find_no_task(keyed, binding):
 
 
 @pytest.mark.parametrize("binding", ["rest", "rpc"])
-def test_continuing_another_tenants_task_finds_no_task(keyed, binding):
-    _, acme, beta, _ = keyed
+def test_continuing_another_tenants_task_finds_no_task(tenant_keyed, binding):
+    _, acme, beta, _ = tenant_keyed
     acme.agent = beta.agent = "chat"
     task = rpc_send(acme, "acme")
     for tenant in ("beta", "acme"):
@@ -226,14 +226,14 @@ def test_continuing_another_tenants_task_finds_no_task(keyed, binding):
                            binding)
         else:
             task_not_found(*rpc(beta, "SendMessage", {
-                "message": user_message("more", **fields)}, tenant), task["id"], binding)
+                "message": message("more", version="1.0", **fields)}, tenant), task["id"], binding)
     status, got = rest(acme, "GET", "/tasks/" + task["id"], "acme")
     assert len(got["history"]) == 2  # nothing joined it
 
 
 @pytest.mark.parametrize("binding", ["rest", "rpc"])
-def test_another_tenant_or_none_is_no_agent_for_agent_calls(keyed, binding):
-    _, acme, beta, plain = keyed
+def test_another_tenant_or_none_is_no_agent_for_agent_calls(tenant_keyed, binding):
+    _, acme, beta, plain = tenant_keyed
     rpc_send(acme, "acme")
     for caller, tenant in ((beta, "acme"), (plain, "acme"), (acme, None),
                            (acme, "beta"), (acme, "zzz"), (acme, "Acme")):
@@ -243,7 +243,7 @@ def test_another_tenant_or_none_is_no_agent_for_agent_calls(keyed, binding):
         else:
             agent_not_found(*rpc(caller, "ListTasks", {}, tenant), binding)
             agent_not_found(*rpc(caller, "SendMessage",
-                                 {"message": user_message()}, tenant), binding)
+                                 {"message": message(version="1.0")}, tenant), binding)
     status, body = rpc(beta, "ListTasks", {}, "beta")
     assert body["result"]["tasks"] == [] and body["result"]["totalSize"] == 0
 
@@ -253,7 +253,7 @@ def test_an_agent_of_other_tenants_is_no_agent_in_this_one(make_app, database):
         a2a.add_agent("solo", lambda turn: "hi", tenants=["gamma"])
 
     app, _ = make_app(A2A_TENANTS="acme", A2A_DATABASE=database, register=register)
-    caller = Caller(app.test_client())
+    caller = Rpc(app.test_client(), version="1.0")
     status, body = rest_send(caller, "gamma", agent="solo")
     assert status == 200 and body["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     agent_not_found(*rest_send(caller, "gamma"), "rest")
@@ -284,8 +284,8 @@ def test_the_storage_keeps_tenants_apart_for_one_caller(open_app, binding):
                            task_id, binding)
             task_not_found(*rpc(caller, "CancelTask", {"id": task_id}, tenant),
                            task_id, binding)
-            task_not_found(*rpc(caller, "SendMessage", {"message": user_message(
-                "more", taskId=task_id)}, tenant), task_id, binding)
+            task_not_found(*rpc(caller, "SendMessage", {"message": message(
+                "more", taskId=task_id, version="1.0")}, tenant), task_id, binding)
             status, body = rpc(caller, "ListTasks", {}, tenant)
             assert body["result"]["tasks"] == [] and body["result"]["totalSize"] == 0
 
@@ -326,11 +326,11 @@ def test_the_queue_quota_is_per_tenant(make_app, database):
 
     app, _ = make_app(A2A_TENANTS=TENANTS, A2A_DATABASE=database,
                       A2A_QUEUE_LIMIT_PER_CALLER=1, register=register)
-    caller = Caller(app.test_client(), agent="later")
+    caller = Rpc(app.test_client(), agent="later", version="1.0")
 
     def queue(tenant):
         return rpc(caller, "SendMessage", {
-            "message": user_message(),
+            "message": message(version="1.0"),
             "configuration": {"returnImmediately": True}}, tenant)
 
     for tenant in ("acme", "beta", None):  # no worker: each stays queued
@@ -349,12 +349,12 @@ def test_a_key_of_a_tenant_no_longer_served_is_refused_and_its_data_kept(
     app, _ = make_app(A2A_AUTH="required", A2A_TENANTS="acme,gone",
                       A2A_DATABASE=database)
     key = app.extensions["a2a"].credentials.create_key(None, "g", tenant="gone")[1]
-    task_id = rpc_send(Caller(app.test_client(), key=key), "gone")["id"]
+    task_id = rpc_send(Rpc(app.test_client(), key=key, version="1.0"), "gone")["id"]
     app.extensions["a2a"].storage.close()
 
     app, _ = make_app(A2A_AUTH="required", A2A_TENANTS="acme",
                       A2A_DATABASE=database)
-    status, body = rest(Caller(app.test_client(), key=key), "GET",
+    status, body = rest(Rpc(app.test_client(), key=key, version="1.0"), "GET",
                         "/tasks/" + task_id, "gone")
     assert status == 401
     assert body["error"]["message"] == ("These credentials belong to tenant 'gone', which "
@@ -368,7 +368,7 @@ def test_a_basic_user_of_a_tenant_acts_in_it_only(make_app, database):
 
     app, _ = make_app(A2A_AUTH="required", A2A_TENANTS=TENANTS, A2A_DATABASE=database)
     app.extensions["a2a"].credentials.create_user("ann", "pw-ann-1", tenant="acme")
-    caller = Caller(app.test_client())
+    caller = Rpc(app.test_client(), version="1.0")
     caller.headers.update(basic("ann", "pw-ann-1"))
     task_id = rpc_send(caller, "acme")["id"]
     agent_not_found(*rpc(caller, "ListTasks", {}), "rpc")
@@ -393,7 +393,7 @@ def test_a_background_turn_runs_in_its_tenant(make_app, database):
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
     try:
-        caller = Caller(app.test_client(), agent="later")
+        caller = Rpc(app.test_client(), agent="later", version="1.0")
         texts = [rpc_send(caller, tenant, contextId="ctx-bg")["status"]["message"]
                  ["parts"][0]["text"] for tenant in ("acme", "acme", "beta", None)]
     finally:

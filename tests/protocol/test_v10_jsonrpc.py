@@ -1,13 +1,12 @@
 """A2A 1.0 over JSON-RPC, in process through HTTP: version negotiation, the
 methods, 1.0 shapes and errors with their typed details. Every 1.0 answer is
-checked against the 1.0 proto (tests/v1/inprocess.py)."""
+checked against the 1.0 proto (helpers.Rpc with version="1.0")."""
 
 import logging
 
 import pytest
 
-from helpers import Rpc, check_answer
-from v1.inprocess import Caller, detail, user_message
+from helpers import Rpc, check_answer, detail, message
 
 
 # In the compat subset: .ci/matrix runs it on every supported Python and Flask.
@@ -15,13 +14,9 @@ pytestmark = pytest.mark.compat
 
 
 @pytest.fixture
-def service(make_app):
-    app, a2a = make_app(A2A_AUTH="required")
-    credentials = app.extensions["a2a"].credentials
-    client = app.test_client()
-    key = credentials.create_key(None, "one")[1]
-    other = credentials.create_key(None, "two")[1]
-    return client, Caller(client, key=key), Caller(client, key=other), key
+def service(keyed):
+    one, two = keyed("one", "two")
+    return one.client, one, two, one.key
 
 
 @pytest.fixture
@@ -39,7 +34,7 @@ def test_no_header_is_0_3_and_1_0_header_is_1_0(service):
         "parts": [{"kind": "text", "text": "hi"}]}})
     assert answer["kind"] == "task" and answer["status"]["state"] == "completed"
     # The 0.3 name is unknown to 1.0 and the other way round.
-    assert caller.error("message/send", {})["code"] == -32601
+    assert caller.error("message/send", {})[1]["code"] == -32601
     assert old.error("SendMessage", {})[1]["code"] == -32601
     task = caller.send("hi")
     assert task["status"]["state"] == "TASK_STATE_COMPLETED" and "kind" not in task
@@ -61,7 +56,7 @@ def test_patch_number_is_ignored_and_query_parameter_works(caller):
     caller.headers["A2A-Version"] = "1.0.1"
     assert caller.send()["status"]["state"] == "TASK_STATE_COMPLETED"
     del caller.headers["A2A-Version"]
-    task = caller.result("SendMessage", {"message": user_message()},
+    task = caller.result("SendMessage", {"message": message(version="1.0")},
                          path="/api/v1/agents/echo/a2a?A2A-Version=1.0")
     assert task["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
@@ -69,7 +64,7 @@ def test_patch_number_is_ignored_and_query_parameter_works(caller):
 @pytest.mark.parametrize("asked", ["2.0", "0.2", "1.1", "one"])
 def test_version_not_served_is_32009_and_runs_nothing(service, asked):
     client, caller, _, _ = service
-    error = caller.error("SendMessage", {"message": user_message()},
+    _, error = caller.error("SendMessage", {"message": message(version="1.0")},
                          headers={"A2A-Version": asked})
     assert error["code"] == -32009
     info = detail(error, "ErrorInfo")
@@ -96,7 +91,7 @@ def test_send_message_answers_a_task_in_protojson(caller):
 
 def test_return_immediately_is_accepted_and_the_turn_still_ends_in_the_call(caller):
     answer = caller.result("SendMessage", {
-        "message": user_message(), "configuration": {"returnImmediately": True}})
+        "message": message(version="1.0"), "configuration": {"returnImmediately": True}})
     assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
@@ -119,9 +114,9 @@ def test_file_and_data_parts_keep_their_fields(caller):
     parts = [{"raw": "aGVsbG8=", "filename": "a.txt", "mediaType": "text/plain"},
              {"url": "https://example.com/x.png", "mediaType": "image/png"},
              {"data": {"a": [1, 2]}, "metadata": {"m": 1}}, {"text": ""}]
-    message = user_message()
-    message["parts"] = parts
-    task = caller.result("SendMessage", {"message": message})["task"]
+    sent = message(version="1.0")
+    sent["parts"] = parts
+    task = caller.result("SendMessage", {"message": sent})["task"]
     assert task["history"][0]["parts"] == parts
 
 
@@ -130,7 +125,7 @@ def test_cancel_task(caller):
     waiting = caller.send("hello")
     canceled = caller.result("CancelTask", {"id": waiting["id"]})
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
-    error = caller.error("CancelTask", {"id": waiting["id"]})
+    _, error = caller.error("CancelTask", {"id": waiting["id"]})
     assert error["code"] == -32002
     info = detail(error, "ErrorInfo")
     assert info == {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
@@ -144,10 +139,10 @@ def test_another_callers_task_is_not_found(service):
     _, caller, other, _ = service
     task = caller.send()
     for method in ("GetTask", "CancelTask"):
-        error = other.error(method, {"id": task["id"]})
+        _, error = other.error(method, {"id": task["id"]})
         assert error["code"] == -32001
         assert detail(error, "ErrorInfo")["reason"] == "TASK_NOT_FOUND"
-    error = other.error("SendMessage", {"message": user_message(taskId=task["id"])})
+    _, error = other.error("SendMessage", {"message": message(taskId=task["id"], version="1.0")})
     assert error["code"] == -32001
 
 
@@ -162,11 +157,11 @@ def test_another_callers_task_is_not_found(service):
                   "parts": [{"raw": "***"}]}}, "message.parts[0].raw"),
     ({"message": {"messageId": "x", "role": "ROLE_USER",
                   "parts": [{"data": [1]}]}}, "message.parts[0].data"),
-    ({"message": user_message(), "configuration": {"historyLength": -1}},
+    ({"message": message(version="1.0"), "configuration": {"historyLength": -1}},
      "configuration.historyLength"),
 ])
 def test_invalid_params_name_the_field_in_a_bad_request_detail(caller, params, field):
-    error = caller.error("SendMessage", params)
+    _, error = caller.error("SendMessage", params)
     assert error["code"] == -32602
     violations = detail(error, "BadRequest")["fieldViolations"]
     assert violations[0]["field"] == field, violations
@@ -174,10 +169,10 @@ def test_invalid_params_name_the_field_in_a_bad_request_detail(caller, params, f
 
 
 def test_get_task_params_are_checked(caller):
-    error = caller.error("GetTask", {"id": "x", "historyLength": "1"})
+    _, error = caller.error("GetTask", {"id": "x", "historyLength": "1"})
     assert error["code"] == -32602
     assert detail(error, "BadRequest")["fieldViolations"][0]["field"] == "historyLength"
-    assert caller.error("GetTask", {})["code"] == -32602
+    assert caller.error("GetTask", {})[1]["code"] == -32602
 
 
 @pytest.mark.parametrize("method, code, words", [
@@ -189,21 +184,21 @@ def test_get_task_params_are_checked(caller):
     ("DeleteTaskPushNotificationConfig", -32003, "GetTask"),
 ])
 def test_streaming_and_push_name_the_alternative(caller, method, code, words):
-    error = caller.error(method, {"id": "x"})
+    _, error = caller.error(method, {"id": "x"})
     assert error["code"] == code and words in error["message"]
     assert detail(error, "ErrorInfo")["reason"] == (
         "UNSUPPORTED_OPERATION" if code == -32004 else "PUSH_NOTIFICATION_NOT_SUPPORTED")
 
 
 def test_push_config_in_send_is_32003(caller):
-    error = caller.error("SendMessage", {"message": user_message(), "configuration": {
+    _, error = caller.error("SendMessage", {"message": message(version="1.0"), "configuration": {
         "taskPushNotificationConfig": {"url": "https://example.com/hook"}}})
     assert error["code"] == -32003
     assert "push notifications are not supported" in error["message"]
 
 
 def test_unknown_method_lists_the_1_0_methods(caller):
-    error = caller.error("tasks/list")
+    _, error = caller.error("tasks/list")
     assert error["code"] == -32601
     for name in ("SendMessage", "GetTask", "ListTasks", "CancelTask",
                  "GetExtendedAgentCard"):
@@ -216,7 +211,7 @@ def test_extended_card(caller):
     card = caller.result("GetExtendedAgentCard")
     assert "chat-history" in [s["id"] for s in card["skills"]]
     caller.agent = "echo"
-    error = caller.error("GetExtendedAgentCard")
+    _, error = caller.error("GetExtendedAgentCard")
     assert error["code"] == -32007
     assert detail(error, "ErrorInfo")["reason"] == "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
 
@@ -304,9 +299,9 @@ def test_return_immediately_to_a_background_agent_answers_working(make_app,
     monkeypatch.setattr(service_module, "_send_to_queue", lambda *a: (
         asked.append(a[-1]), queue(*a))[1])
     app, _ = make_app(lambda a2a: a2a.add_agent("slow", slow, background=True))
-    caller = Caller(app.test_client(), agent="slow")
+    caller = Rpc(app.test_client(), agent="slow", version="1.0")
     answer = caller.result("SendMessage", {
-        "message": user_message("1"), "configuration": {"returnImmediately": True}})
+        "message": message("1", version="1.0"), "configuration": {"returnImmediately": True}})
     assert answer["task"]["status"]["state"] == "TASK_STATE_WORKING"
     got = caller.result("GetTask", {"id": answer["task"]["id"]})
     assert got["status"]["state"] == "TASK_STATE_WORKING"
@@ -317,5 +312,5 @@ def test_return_immediately_to_a_background_agent_answers_working(make_app,
 def test_the_endpoint_takes_a_trailing_slash(caller, path):
     # httpx given the card's URL as base_url posts to "/" below it (the
     # 1.0-dev conformance kit does): the same endpoint answers.
-    error = caller.error("GetTask", {"id": "nope"}, path=path)
+    _, error = caller.error("GetTask", {"id": "nope"}, path=path)
     assert error["code"] == -32001

@@ -5,24 +5,21 @@ newest status first, historyLength, includeArtifacts."""
 import pytest
 
 from a2a_flask.storage.base import TaskRecord
-from v1.inprocess import Caller, detail, user_message
+from helpers import detail, message
 
 BINDINGS = ("jsonrpc", "rest")
 
 
 @pytest.fixture
-def service(make_app):
-    app, _ = make_app(A2A_AUTH="required")
-    runtime = app.extensions["a2a"]
-    client = app.test_client()
-    keys = [runtime.credentials.create_key(None, label)[1] for label in ("a", "b")]
-    return runtime, [Caller(client, key=key) for key in keys]
+def service(keyed):
+    callers = keyed("a", "b")
+    return callers[0].app.extensions["a2a"], callers
 
 
 def list_tasks(caller, binding, **params):
     """(status or error code, answer) of ListTasks with ``params``."""
     if binding == "jsonrpc":
-        status, body = caller.rpc("ListTasks", params)
+        status, body = caller.call("ListTasks", params)
         if "error" in body:
             return body["error"]["code"], body["error"]
         return 200, body["result"]
@@ -33,7 +30,7 @@ def list_tasks(caller, binding, **params):
 
 
 def send(caller, text="hello", agent=None):
-    return caller.result("SendMessage", {"message": user_message(text)},
+    return caller.result("SendMessage", {"message": message(text, version="1.0")},
                          agent=agent)["task"]
 
 

@@ -4,8 +4,7 @@ routes of A2A_ROOT_REST. Every answer is checked against the 1.0 proto."""
 
 import pytest
 
-from helpers import metric_growth
-from v1.inprocess import Caller, detail, user_message
+from helpers import Rpc, detail, message, metric_growth
 
 
 # In the compat subset: .ci/matrix runs it on every supported Python and Flask.
@@ -13,14 +12,10 @@ pytestmark = pytest.mark.compat
 
 
 @pytest.fixture
-def service(make_app):
+def service(keyed):
     def build(**config):
-        config.setdefault("A2A_AUTH", "required")
-        app, _ = make_app(**config)
-        credentials = app.extensions["a2a"].credentials
-        client = app.test_client()
-        return (client, Caller(client, key=credentials.create_key(None, "a")[1]),
-                Caller(client, key=credentials.create_key(None, "b")[1]))
+        one, two = keyed("a", "b", **config)
+        return one.client, one, two
     return build
 
 
@@ -31,7 +26,7 @@ def caller(service):
 
 def send(caller, text="hello", **fields):
     status, body = caller.rest("POST", "/message:send",
-                               {"message": user_message(text, **fields)})
+                               {"message": message(text, version="1.0", **fields)})
     assert status == 200, body
     return body["task"]
 
@@ -157,7 +152,7 @@ def test_root_routes_only_with_a2a_root_rest(service, make_app):
     assert client.get("/tasks", headers=caller.headers).status_code == 404
     client, caller, _ = service(A2A_ROOT_REST=True)  # default agent: chat
     status, body = caller.rest("POST", "/message:send",
-                               {"message": user_message()}, base="")
+                               {"message": message(version="1.0")}, base="")
     assert status == 200
     assert body["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     status, page = caller.rest("GET", "/tasks", base="")
@@ -177,7 +172,7 @@ def test_metrics_and_access_log_name_the_1_0_methods(make_app, monkeypatch, capl
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     app, _ = make_app(A2A_METRICS=True)
     client = app.test_client()
-    caller = Caller(client)
+    caller = Rpc(client, version="1.0")
     before = client.get("/api/v1/metrics").get_data(as_text=True)
     with caplog.at_level(logging.INFO, logger="a2a_flask.access"):
         caller.send()  # JSON-RPC 1.0

@@ -5,26 +5,17 @@ fresh database per test."""
 
 import pytest
 
+from a2a_flask.config import Settings
 from a2a_flask.storage import open_storage
 
 BACKENDS = ["sqlite", "postgres"]
 
 
-class _Settings:
-    """The settings ``open_storage`` reads."""
-
-    def __init__(self, database, stale_turn_seconds=3600):
-        self.database = database
-        self.busy_timeout_ms = 5000
-        self.sqlite_synchronous = "NORMAL"
-        self.stale_turn_seconds = stale_turn_seconds
-        self.auto_migrate = True
-
-
 @pytest.fixture(params=BACKENDS)
 def make_storage(request, tmp_path):
-    """``make_storage(**settings)``: a new storage object on this test's
-    database (call it twice for two independent connections/processes).
+    """``make_storage(**config)``: a new storage object on this test's
+    database, opened with the package's ``Settings`` of ``config`` (A2A_...
+    names) over the defaults (call it twice for two independent connections/processes).
     PostgreSQL: skipped, or failed under A2A_TEST_REQUIRE_POSTGRES=1, when
     there is none."""
     if request.param == "sqlite":
@@ -33,8 +24,11 @@ def make_storage(request, tmp_path):
         database = request.getfixturevalue("postgres_url")
     made = []
 
-    def make(**settings):
-        storage = open_storage(_Settings(database, **settings))
+    def make(**config):
+        # The free-disk floor off, as before: a full /tmp is not the subject here.
+        settings = Settings({"A2A_DATABASE": database, "A2A_MIN_FREE_DISK_BYTES": 0,
+                             **config}, str(tmp_path / "instance"))
+        storage = open_storage(settings)
         storage.migrate()
         made.append(storage)
         return storage

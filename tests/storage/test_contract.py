@@ -213,7 +213,7 @@ def test_task_and_context_history_bounded_and_before(storage):
 # -- stale turns ------------------------------------------------------------------
 
 def test_a_stale_turn_is_failed_on_read_and_only_then(make_storage):
-    storage = make_storage(stale_turn_seconds=60)
+    storage = make_storage(A2A_STALE_TURN_SECONDS=60)
     start = storage.start_turn("alice", "echo", msg())
     assert not storage.fail_stale_turn(start.task_id)  # fresh: still running
     assert storage.get_task(start.task_id, "alice", "echo").state == "working"

@@ -1,9 +1,6 @@
 """The background-turn queue of the storage contract (``enqueue_turn``,
 ``claim_turns``, ``renew_leases``, ``finish_queued_turn``, ``expire_leases``,
-``release_turns``, ``progress``), on every backend that has one.
-
-A backend that does not implement the queue yet (``Storage``'s defaults raise
-``NotImplementedError``) is skipped here with that reason.
+``release_turns``, ``progress``), on every backend (both implement it: a backend without it fails here).
 """
 
 import threading
@@ -12,8 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from a2a_flask.storage.base import (
-    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, STALE_TURN_TEXT, Storage,
-    TaskNotWaitingError,
+    ATTEMPTS_EXHAUSTED_TEXT, LEASE_EXPIRED_TEXT, STALE_TURN_TEXT, TaskNotWaitingError,
 )
 from storage_helpers import agent_reply, finished, msg, set_updated_at
 
@@ -22,20 +18,8 @@ QUEUED = {"kind": "message", "role": "agent", "messageId": "q-1",
 
 
 @pytest.fixture
-def make_queue(make_storage):
-    def make(**settings):
-        storage = make_storage(**settings)
-        if type(storage).enqueue_turn is Storage.enqueue_turn:
-            pytest.skip("%s does not implement the background-turn queue yet "
-                        "(Storage.enqueue_turn, claim_turns, ...)"
-                        % type(storage).__name__)
-        return storage
-    return make
-
-
-@pytest.fixture
-def queue(make_queue):
-    return make_queue()
+def queue(make_storage):
+    return make_storage()
 
 
 def expire_lease(storage, task_id):
@@ -112,9 +96,9 @@ def test_a_turn_s_trace_context_comes_back_with_its_claim(queue):
     assert claimed == {traced.task_id: context, untraced.task_id: None}
 
 
-def test_two_workers_racing_never_hold_the_same_turn(make_queue):
-    first = make_queue()
-    second = make_queue()  # its own connections, as another process
+def test_two_workers_racing_never_hold_the_same_turn(make_storage):
+    first = make_storage()
+    second = make_storage()  # its own connections, as another process
     for i in range(40):
         first.enqueue_turn("alice", "bg", msg("m%d" % i))
     got = {"a": [], "b": []}
@@ -248,8 +232,8 @@ def test_release_fails_or_requeues_a_stopping_workers_turns(queue):
 
 
 def test_a_queued_turn_is_not_stale_failed_and_its_task_runs_one_turn_at_a_time(
-        make_queue):
-    storage = make_queue(stale_turn_seconds=60)
+        make_storage):
+    storage = make_storage(A2A_STALE_TURN_SECONDS=60)
     first = finished(storage, "input-required", agent="bg")
     start = storage.enqueue_turn("alice", "bg", msg("two"), task_id=first.task_id)
     follow_up = storage.enqueue_turn("alice", "bg", msg("three"),
@@ -267,8 +251,8 @@ def test_a_queued_turn_is_not_stale_failed_and_its_task_runs_one_turn_at_a_time(
     assert [c.task_id for c in storage.claim_turns("w1", 5, 30)] == [first.task_id]
 
 
-def test_reading_a_long_queued_task_never_tries_to_fail_it(make_queue, monkeypatch):
-    storage = make_queue(stale_turn_seconds=60)
+def test_reading_a_long_queued_task_never_tries_to_fail_it(make_storage, monkeypatch):
+    storage = make_storage(A2A_STALE_TURN_SECONDS=60)
     start = storage.enqueue_turn("alice", "bg", msg("queued"))
     set_updated_at(storage, start.task_id,
                    datetime.now(timezone.utc) - timedelta(seconds=3600))

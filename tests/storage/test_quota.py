@@ -10,8 +10,7 @@ import pytest
 from a2a_flask.config import DEFAULTS
 from a2a_flask.storage.postgres import migrations as pg_migrations
 from a2a_flask.storage.sqlite import migrations as sqlite_migrations
-from helpers import Rpc, message
-from v1.inprocess import Caller, detail, user_message
+from helpers import Rpc, detail, message
 
 QUOTA = 40000
 FUTURE = "9999-01-01T00:00:00.000Z"
@@ -22,19 +21,16 @@ def _register(a2a):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def service(request, make_app):
+def service(request, keyed):
     """(app, rpc of key a, rpc of key b, 1.0 caller of key a)."""
     config = {"A2A_AUTH": "required", "A2A_MAX_STORED_BYTES_PER_CALLER": str(QUOTA)}
     if request.param == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
-    app, a2a = make_app(_register, **config)
+    one, two = keyed("a", "b", register=_register, version="0.3", **config)
+    app = one.app
     app.backend = request.param
-    credentials = app.extensions["a2a"].credentials
-    made = [credentials.create_key(None, name) for name in "ab"]
-    app.owners = ["key:" + key.id for key, _ in made]
-    client = app.test_client()
-    rpcs = [Rpc(client, agent="echo", headers={"X-API-Key": secret}) for _, secret in made]
-    yield app, rpcs[0], rpcs[1], Caller(client, agent="echo", key=made[0][1])
+    app.owners = ["key:" + rpc.key_id for rpc in (one, two)]
+    yield app, one, two, Rpc(one.client, key=one.key, version="1.0")
     app.extensions["a2a"].storage.close()
 
 
@@ -78,10 +74,10 @@ def test_past_the_quota_sends_are_refused_in_every_binding_others_unaffected(ser
     assert "quota" in error["message"] and "nothing was stored" in error["message"]
     assert "full" not in error["message"]
 
-    status, answer = v10.rpc("SendMessage", {"message": user_message("more")})
+    status, answer = v10.call("SendMessage", {"message": message("more", version="1.0")})
     assert status == 429 and answer["error"]["code"] == -32000
     assert detail(answer["error"], "ErrorInfo")["reason"] == "QUOTA_EXCEEDED"
-    status, answer = v10.rest("POST", "/message:send", {"message": user_message("more")})
+    status, answer = v10.rest("POST", "/message:send", {"message": message("more", version="1.0")})
     assert status == 429 and answer["error"]["status"] == "RESOURCE_EXHAUSTED"
     assert detail(answer["error"], "ErrorInfo")["reason"] == "QUOTA_EXCEEDED"
     assert "quota" in answer["error"]["message"]

@@ -139,8 +139,6 @@ def test_a_refused_outcome_writes_nothing(sqlite_storage):
 
 def test_concurrent_duplicates_of_a_message_id_run_once(make_storage):
     stores = [make_storage() for _ in range(8)]
-    if type(stores[0]).__name__ != "SqliteStorage":
-        pytest.skip("SQLite's write path")
     go, starts = threading.Barrier(len(stores)), []
 
     def send(storage):
@@ -159,8 +157,6 @@ def test_concurrent_duplicates_of_a_message_id_run_once(make_storage):
 
 def test_concurrent_continuations_of_a_waiting_task_claim_it_once(make_storage):
     stores = [make_storage() for _ in range(8)]
-    if type(stores[0]).__name__ != "SqliteStorage":
-        pytest.skip("SQLite's write path")
     waiting = finished(stores[0], "input-required")
     go, claimed, refused = threading.Barrier(len(stores)), [], []
 

@@ -14,7 +14,6 @@ import pytest
 from a2a_flask import InputRequired, Reply
 from a2a_flask.worker import Worker
 from helpers import Rpc, message, wait_until
-from v1.inprocess import Caller, user_message
 
 #: Past the cap every blocking send had before (10 s): a send answered
 #: before this is answered by a cap, not by the turn.
@@ -67,18 +66,18 @@ def _v03(app, blocking):
 
 
 def _v10_jsonrpc(app, return_immediately):
-    params = {"message": user_message("b")}
+    params = {"message": message("b", version="1.0")}
     if return_immediately is not None:
         params["configuration"] = {"returnImmediately": return_immediately}
-    answer = Caller(app.test_client(), agent="gated").result("SendMessage", params)
+    answer = Rpc(app.test_client(), agent="gated", version="1.0").result("SendMessage", params)
     return answer["task"]["status"]["state"]
 
 
 def _v10_rest(app, return_immediately):
-    body = {"message": user_message("c")}
+    body = {"message": message("c", version="1.0")}
     if return_immediately is not None:
         body["configuration"] = {"returnImmediately": return_immediately}
-    status, answer = Caller(app.test_client(), agent="gated").rest(
+    status, answer = Rpc(app.test_client(), agent="gated", version="1.0").rest(
         "POST", "/message:send", body)
     assert status == 200, answer
     return answer["task"]["status"]["state"]
@@ -120,8 +119,8 @@ def test_an_interrupted_turn_answers_the_blocking_send(service):
     app, _ = service()
     assert Rpc(app.test_client(), agent="asks").send("x")["status"]["state"] \
         == "input-required"
-    status, answer = Caller(app.test_client(), agent="asks").rest(
-        "POST", "/message:send", {"message": user_message("y")})
+    status, answer = Rpc(app.test_client(), agent="asks", version="1.0").rest(
+        "POST", "/message:send", {"message": message("y", version="1.0")})
     assert answer["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
 
 
@@ -150,8 +149,8 @@ def _follow_up_v03(app, task_id):
 
 
 def _follow_up_v10(app, task_id):
-    task = Caller(app.test_client(), agent="asks_first").result("SendMessage", {
-        "message": user_message("two", taskId=task_id)})["task"]
+    task = Rpc(app.test_client(), agent="asks_first", version="1.0").result("SendMessage", {
+        "message": message("two", taskId=task_id, version="1.0")})["task"]
     return task["status"]["state"], task["status"]["message"]["parts"][0]["text"]
 
 

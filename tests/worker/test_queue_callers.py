@@ -8,8 +8,7 @@ import threading
 import pytest
 
 from a2a_flask.worker import Worker
-from helpers import Rpc, add_gated_agent, message, wait_until
-from v1.inprocess import Caller, detail, user_message
+from helpers import Rpc, add_gated_agent, detail, message, wait_until
 
 NON_BLOCKING = {"blocking": False}
 
@@ -23,20 +22,17 @@ def _register(a2a):
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def service(request, make_app):
+def service(request, keyed):
     """(app, rpc for key a, rpc for key b, 1.0 caller for key a), keys
     required, agent ``waits`` in the background, no worker yet."""
     config = {"A2A_AUTH": "required", "A2A_QUEUE_LIMIT_PER_CALLER": "2",
               "A2A_BLOCKING_WAIT_SECONDS": "5"}
     if request.param == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
-    app, a2a = make_app(_register, **config)
+    one, two = keyed("a", "b", register=_register, agent="waits", version="0.3", **config)
+    app, a2a = one.app, one.a2a
     app.gate = a2a.gate
-    keys = [app.extensions["a2a"].credentials.create_key(None, name)[1]
-            for name in "ab"]
-    client = app.test_client()
-    rpcs = [Rpc(client, agent="waits", headers={"X-API-Key": key}) for key in keys]
-    yield app, rpcs[0], rpcs[1], Caller(client, agent="waits", key=keys[0])
+    yield app, one, two, Rpc(one.client, agent="waits", key=one.key, version="1.0")
     a2a.gate.set()
     app.extensions["a2a"].storage.close()
 
@@ -61,13 +57,13 @@ def test_over_the_queue_limit_is_429_in_every_binding_and_stores_nothing(service
     assert answer["error"]["data"] == {"retryAfter": 10, "queueLimit": 2}
     assert "nothing was stored" in answer["error"]["message"]
 
-    status, answer = v10.rpc("SendMessage", {
-        "message": user_message("three"), "configuration": {"returnImmediately": True}})
+    status, answer = v10.call("SendMessage", {
+        "message": message("three", version="1.0"), "configuration": {"returnImmediately": True}})
     assert status == 429 and answer["error"]["code"] == -32000
     assert detail(answer["error"], "ErrorInfo")["reason"] == "QUEUE_FULL"
 
     status, answer = v10.rest("POST", "/message:send", {
-        "message": user_message("three"), "configuration": {"returnImmediately": True}})
+        "message": message("three", version="1.0"), "configuration": {"returnImmediately": True}})
     assert status == 429 and answer["error"]["status"] == "RESOURCE_EXHAUSTED"
     assert detail(answer["error"], "ErrorInfo")["reason"] == "QUEUE_FULL"
 
@@ -90,7 +86,7 @@ def test_a_follow_up_to_a_running_task_is_its_next_turn(service):
         follow = rpc.send("two", taskId=task["id"], configuration=NON_BLOCKING)
         assert (follow["id"], follow["status"]["state"]) == (task["id"], "working")
         later = v10.result("SendMessage", {
-            "message": user_message("three", taskId=task["id"]),
+            "message": message("three", taskId=task["id"], version="1.0"),
             "configuration": {"returnImmediately": True}})["task"]
         assert later["status"]["state"] == "TASK_STATE_WORKING"
         app.gate.set()
