@@ -3,7 +3,7 @@
 It takes and returns neutral values (``TaskRecord``, messages in their stored
 form) and raises neutral errors (``storage.base.StorageError`` subclasses,
 ``errors.A2AError`` for what every version words alike). It knows no
-JSON-RPC and no method names: a binding (``bindings/``) parses a protocol's
+JSON-RPC and no method names: a binding (``protocol/``) parses a protocol's
 params into these calls and renders what they return.
 
 Ownership: every call is keyed by (caller, agent, tenant); another caller's

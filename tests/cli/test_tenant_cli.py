@@ -74,10 +74,10 @@ def test_an_operator_key_of_a_tenant_sees_every_tenant(tmp_path, make_app):
     credentials = app.extensions["a2a"].credentials
     client = app.test_client()
     for tenant in ("beta", None):
-        caller = Caller(client, key=credentials.create_key(None, "k", tenant=tenant)[1])
-        caller.agent = "chat"
-        status, body = caller.rpc("SendMessage", dict(
-            {"message": user_message()}, **({"tenant": tenant} if tenant else {})))
+        caller = Rpc(client, "chat", key=credentials.create_key(None, "k", tenant=tenant)[1],
+                     version="1.0")
+        status, body = caller.call("SendMessage", dict(
+            {"message": message(version="1.0")}, **({"tenant": tenant} if tenant else {})))
         assert status == 200, body
     operator = {"Authorization": "Bearer " + ops_key, "Accept": "application/json"}
     page = client.get("/api/v1/dashboard/", headers=operator)
