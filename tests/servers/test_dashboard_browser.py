@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from a2a_flask.auth.credentials import Credentials
+from a2a_flask.config import Settings
 from a2a_flask.storage import open_storage
 from helpers import message
 from serving import REPO_DIR, GunicornServer
@@ -28,15 +29,6 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
 SHOTS = os.path.join(os.environ.get("A2A_TEST_ARTIFACTS")
                      or os.path.join(REPO_DIR, "build", "test-artifacts"), "dashboard")
 WAIT_MS = 30000  # a bound on each wait, not a claim about speed
-
-
-class _Settings:
-    def __init__(self, database):
-        self.database = database
-        self.busy_timeout_ms = 5000
-        self.sqlite_synchronous = "NORMAL"
-        self.stale_turn_seconds = 3600
-        self.auto_migrate = True
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +47,8 @@ def demo(tmp_path_factory):
 @pytest.fixture(scope="module")
 def made(demo):
     """What the test put in the demo's database."""
-    storage = open_storage(_Settings(demo.database))
+    storage = open_storage(Settings({"A2A_DATABASE": demo.database},
+                                    os.path.dirname(demo.database)))
     try:
         done = storage.start_turn("key:someone", "echo", message("hi"))
         storage.finish_turn(done.task_id, "key:someone", "echo", "completed",
