@@ -218,15 +218,7 @@ class TaskOperations(OutcomeWrites):
         """Raise why a continuation's claim changed no row, as read now;
         returns (try again) when the task reads as claimable, unless
         ``last``."""
-        row = conn.execute(
-            "SELECT state, context_id FROM a2a_tasks"
-            " WHERE id = ? AND owner = ? AND agent = ? AND tenant = ?",
-            (task_id, owner, agent, tenant)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        state, task_context = row
-        if context_id is not None and context_id != task_context:
-            raise ContextMismatchError(task_id, task_context)
+        state, task_context = _task_state(conn, owner, agent, task_id, context_id, tenant)
         if state in WAITING_STATES and not last:
             return  # waiting again since the refusal
         raise TaskNotWaitingError(task_id, state, task_context)
@@ -249,15 +241,7 @@ class TaskOperations(OutcomeWrites):
                 return context_id, False
             return conn.execute("SELECT context_id FROM a2a_tasks WHERE id = ?",
                                 (task_id,)).fetchone()[0], False
-        row = conn.execute(
-            "SELECT state, context_id FROM a2a_tasks"
-            " WHERE id = ? AND owner = ? AND agent = ? AND tenant = ?",
-            (task_id, owner, agent, tenant)).fetchone()
-        if row is None:
-            raise NoSuchTaskError(task_id)
-        state, task_context = row
-        if context_id is not None and context_id != task_context:
-            raise ContextMismatchError(task_id, task_context)
+        state, task_context = _task_state(conn, owner, agent, task_id, context_id, tenant)
         if follow_up and state == "working" and conn.execute(
                 "SELECT 1 FROM a2a_turns WHERE task_id = ?", (task_id,)).fetchone():
             return task_context, True
@@ -309,3 +293,19 @@ class TaskOperations(OutcomeWrites):
             self._insert_message(conn, task_id, context_id, owner, agent,
                                  message, seq)
         return True
+
+
+def _task_state(conn, owner, agent, task_id, context_id, tenant):
+    """(state, context id) of the caller's task, as read now: why a claim of
+    it changed no row; ``NoSuchTaskError`` or ``ContextMismatchError`` when
+    it is not theirs or not in ``context_id``."""
+    row = conn.execute(
+        "SELECT state, context_id FROM a2a_tasks"
+        " WHERE id = ? AND owner = ? AND agent = ? AND tenant = ?",
+        (task_id, owner, agent, tenant)).fetchone()
+    if row is None:
+        raise NoSuchTaskError(task_id)
+    state, task_context = row
+    if context_id is not None and context_id != task_context:
+        raise ContextMismatchError(task_id, task_context)
+    return state, task_context
