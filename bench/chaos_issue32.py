@@ -117,8 +117,11 @@ def _fill(server, headers, threads=4, refusals_each=2, seconds=60.0, mixed=False
 
 
 def _stored_message_ids(database):
-    with sqlite3.connect("file:%s?mode=ro" % database, uri=True) as conn:
+    conn = sqlite3.connect("file:%s?mode=ro" % database, uri=True)
+    try:  # closed here: an open file would keep the tmpfs from unmounting
         return {row[0] for row in conn.execute("SELECT message_id FROM a2a_deliveries")}
+    finally:
+        conn.close()
 
 
 def _health(server):
