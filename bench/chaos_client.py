@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from chaos_harness import REPO
+from chaos_harness import REPO, free_port
 
 if REPO not in sys.path:  # the client of this checkout, as its servers are
     sys.path.insert(0, REPO)
@@ -54,7 +54,7 @@ class _Server(socketserver.ThreadingTCPServer):
 
     def __init__(self, behave):
         self.behave, self.seen = behave, []
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", free_port()), _Handler)
         self.url = "http://127.0.0.1:%d" % self.server_address[1]
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
@@ -116,8 +116,8 @@ def _case(behave, **options):
         outcome = type(exc).__name__
     finally:
         server.stop()
-    return "%s after %.1f s, +%.0f MB" % (outcome, time.monotonic() - started,
-                                        _peak_mb() - before)
+    took = time.monotonic() - started
+    return outcome, took, "%s after %.1f s, +%.0f MB" % (outcome, took, _peak_mb() - before)
 
 
 def _cross_origin():
@@ -134,20 +134,38 @@ def _cross_origin():
         except BaseException as exc:
             outcome = type(exc).__name__
         sent = sum(1 for headers in other.seen if KEY in " ".join(headers.values()))
-        return "%s, the key reached the other origin %d time(s)" % (outcome, sent)
+        return outcome, sent, "%s, the key reached the other origin %d time(s)" % (outcome, sent)
     finally:
         other.stop()
         home.stop()
 
 
 def c1_client_hostile_server():
+    from a2a_flask.client import ClientError
+    from a2a_flask.client import errors as client_errors
+    documented = {name for name in dir(client_errors)
+                  if isinstance(getattr(client_errors, name), type)
+                  and issubclass(getattr(client_errors, name), ClientError)}
+    huge, chunked = _case(_huge), _case(_chunked)
+    drip, deep = _case(_drip, timeout=5), _case(_deep)
+    other = _cross_origin()
+    # The targets: the answer cut at max_answer_bytes, the call ended
+    # by its timeout (a second of slack), only ClientErrors, no key elsewhere.
+    checks = {
+        "2 GiB refused": huge[0] == "AnswerTooLarge",
+        "endless chunked cut": chunked[0] == "AnswerTooLarge",
+        "timeout=5 ends by 6 s": drip[1] <= 6.0 and drip[0] in documented,
+        "nesting a ClientError": deep[0] in documented,
+        "no key to another origin": other[0] in documented and other[1] == 0,
+    }
+    failed = [name for name, ok in checks.items() if not ok]
     return "; ".join([
-        "declared 2 GiB: " + _case(_huge),
-        "endless chunked: " + _case(_chunked),
-        "1 byte / 2 s, timeout=5: " + _case(_drip, timeout=5),
-        "100,000 nested: " + _case(_deep),
-        "card naming another origin: " + _cross_origin(),
-    ])
+        "declared 2 GiB: " + huge[2],
+        "endless chunked: " + chunked[2],
+        "1 byte / 2 s, timeout=5: " + drip[2],
+        "100,000 nested: " + deep[2],
+        "card naming another origin: " + other[2],
+    ]) + "; " + ("PASS" if not failed else "FAIL (%s)" % ", ".join(failed))
 
 
 FINDINGS = [

@@ -22,16 +22,36 @@ ECHO = "/api/v1/agents/echo/a2a"
 CHAT = "/api/v1/agents/chat/a2a"
 
 
+#: CHAOS_PORTS=9500-9599: take the run's ports from that range (a shared
+#: machine where each user has its own); otherwise any free port.
+_RANGE = os.environ.get("CHAOS_PORTS", "")
+_next = [0]
+
+
 def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    if not _RANGE:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+    low, high = (int(n) for n in _RANGE.split("-"))
+    for _ in range(high - low + 1):
+        port = low + _next[0] % (high - low + 1)
+        _next[0] += 1  # not the same port twice in a row: TIME_WAIT, a slow exit
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in CHAOS_PORTS=%s" % _RANGE)
 
 
 class Server:
-    """``gunicorn -w N wsgi:app`` on a fresh database; ``key`` when auth is on."""
+    """``gunicorn -w N wsgi:app`` on a fresh database; ``key`` when auth is on.
+    ``app``: another module of the checkout (bench/servers/chaos_app.py)."""
 
-    def __init__(self, workers=2, auth=True, database=None, env=None):
+    def __init__(self, workers=2, auth=True, database=None, env=None, app="wsgi:app"):
         self.dir = tempfile.mkdtemp(prefix="a2a-chaos-")
         self.database = database or os.path.join(self.dir, "a2a.sqlite3")
         self.env = dict(os.environ, A2A_DATABASE=self.database, **(env or {}))
@@ -43,7 +63,7 @@ class Server:
         self.key = None
         if auth:
             self.key = subprocess.run(
-                [os.path.join(BIN, "flask"), "--app", "wsgi", "a2a", "keys",
+                [os.path.join(BIN, "flask"), "--app", app.split(":")[0], "a2a", "keys",
                  "create", "--quiet"], cwd=REPO, env=self.env, check=True,
                 capture_output=True, text=True, timeout=60).stdout.strip()
         self.port = free_port()
@@ -55,7 +75,7 @@ class Server:
                  "127.0.0.1:%d" % self.port, "--timeout", "60",
                  "--graceful-timeout", "2"]
                 + (["--no-control-socket"] if _has_control_socket() else [])
-                + ["wsgi:app"], cwd=REPO, env=self.env, stdout=log,
+                + ["-c", os.path.join(REPO, "gunicorn.conf.py"), app], cwd=REPO, env=self.env, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and self.alive():
