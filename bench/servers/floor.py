@@ -57,6 +57,14 @@ storage = open_storage(Settings({"A2A_DATABASE": os.environ["A2A_DATABASE"]},
                                 app.instance_path))
 
 
+@app.teardown_request
+def _release(_exc):
+    # The thread's connection back to the pool, as the package's pipeline
+    # does: gthread runs requests on many threads, and a connection kept by
+    # each would leave the pool empty (a 5 s wait, then a 500).
+    storage.release_connection()
+
+
 def _error(rid, code, message, status=200):
     body = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
     return jsonify(body), status
