@@ -14,7 +14,7 @@ the storage's (``get_task``).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from . import errors
 from .answer_budget import SMALL_ANSWER_BYTES
@@ -89,9 +89,17 @@ def fit(record: TaskRecord, budget: int) -> TaskRecord:
     in its metadata (``HISTORY_OMITTED``, with those the storage already
     left out: ``TaskRecord.history_omitted``); status and artifacts whole.
     A task well under the budget is left as it is, measured cheaply."""
+    return _fit(record, budget)[0]
+
+
+def _fit(record: TaskRecord, budget: int) -> Tuple[TaskRecord, Optional[int]]:
+    """``fit``, and the rough size of the record it answers when measured
+    on the way (None when not, or changed since)."""
     history = record.history
     omitted = record.history_omitted
-    if history and sizes.may_exceed(sizes.rough_task_size(record), budget):
+    rough = sizes.rough_task_size(record) if history else None
+    if rough is not None and sizes.may_exceed(rough, budget):
+        rough = None
         room = budget - sizes.FIXED_BYTES - sizes.size(record.status_message) - sum(
             sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata)
         kept = 0
@@ -105,7 +113,8 @@ def fit(record: TaskRecord, budget: int) -> TaskRecord:
             omitted += len(history) - kept
     if omitted:
         record.metadata = dict(record.metadata or {}, **{HISTORY_OMITTED: omitted})
-    return record
+        rough = None
+    return record, rough
 
 
 def _budget(context: CallContext) -> int:
@@ -351,11 +360,13 @@ def get(context: CallContext, task_id: str,
     history_length = context.history_length(history_length)
     # A key taken on trust (auth.authenticate) is checked by the read itself.
     remembered_key = context.caller.remembered_key
-    record = _read(context, task_id, history_length, remembered_key)
+    record, weight = _fit(_stored(context, task_id, history_length, remembered_key),
+                          _budget(context))
     budget = context.app_state.answer_budget
     if budget is None:
         return record
-    weight = sizes.rough_task_size(record)
+    if weight is None:
+        weight = sizes.rough_task_size(record)
     if weight < SMALL_ANSWER_BYTES:
         return record
     context.answer_held = budget.try_reserve(weight)
