@@ -105,23 +105,14 @@ class TaskReads(HistoryReads):
         limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
         params = {"id": task_id, "owner": owner, "agent": agent, "limit": limit,
                   "key": remembered_key, "tenant": tenant}
-        count = None
+        sql = self._READ_TASK
         if max_bytes is not None:
-            # The plain read of no more messages than could fit; sized here
-            # as _READ_TASK_WITHIN sizes them when it holds them all.
-            params["limit"] = scan = most_messages(max_bytes, history_length)
-        conn = self.connection()
-        rows = conn.execute(self._READ_TASK, params).fetchall()
-        if rows and rows[0][0] == 0 and max_bytes is not None:
-            rows, count = _within(rows, max_bytes, scan, history_length)
-            if rows is None:  # more messages than it read: sized in SQL
-                params.update(limit=limit, bytes=max_bytes, scan=scan)
-                rows = conn.execute(self._READ_TASK_WITHIN, params).fetchall()
+            sql = self._READ_TASK_WITHIN
+            params.update(bytes=max_bytes, scan=most_messages(max_bytes, history_length))
+        rows = self.connection().execute(sql, params).fetchall()
         if not rows or rows[0][0] != 0:
             raise NoSuchTaskError(task_id)
-        _, counted, context_id, state, status_message, updated_at, metadata = rows[0]
-        if count is None:
-            count = counted
+        _, count, context_id, state, status_message, updated_at, metadata = rows[0]
         status = None
         if status_message is not None:  # a copy in the row
             status = load_message(status_message, task_id, context_id, None)
@@ -173,36 +164,3 @@ class TaskReads(HistoryReads):
         # Changes when another connection (of any process) commits: a read of
         # the WAL index in shared memory, no table is touched.
         return self.connection().execute("PRAGMA data_version").fetchone()[0]
-
-
-def _blob_bytes(text: str) -> int:
-    """``length(CAST(text AS BLOB))``."""
-    return len(text.encode("utf-8"))
-
-
-def _within(rows: List[Sequence[Any]], max_bytes: int, scan: int,
-            history_length: Optional[int]) -> Tuple[Optional[List[Sequence[Any]]], int]:
-    """The rows of ``_READ_TASK`` (read with ``LIMIT scan``) that
-    ``_READ_TASK_WITHIN`` would answer, and how many messages its count
-    would hold; (None, 0) when the read may have left out messages that
-    count (``scan`` of them read, fewer than ``history_length``)."""
-    messages = [row for row in rows if row[0] == 2]
-    if len(messages) >= scan and scan != history_length:
-        return None, 0
-    _, _, _, _, status_message, _, metadata = rows[0]
-    room = max_bytes - FIXED_BYTES - (_blob_bytes(metadata) if metadata is not None else 0)
-    if status_message is not None:
-        room -= _blob_bytes(status_message) + OVERHEAD
-    elif rows[-1][0] == 3:
-        room -= _blob_bytes(rows[-1][2]) + OVERHEAD
-    room -= sum(_blob_bytes(row[2]) + OVERHEAD for row in rows if row[0] == 1)
-    kept = 0  # the newest messages whose running total fits
-    for row in reversed(messages):
-        room -= _blob_bytes(row[2]) + OVERHEAD
-        if room < 0:
-            break
-        kept += 1
-    if kept == len(messages):
-        return rows, len(messages)
-    left_out = {id(row) for row in messages[:len(messages) - kept]}
-    return [row for row in rows if id(row) not in left_out], len(messages)
