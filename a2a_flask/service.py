@@ -14,7 +14,7 @@ the storage's (``get_task``).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from . import errors
 from .answer_budget import SMALL_ANSWER_BYTES
@@ -89,9 +89,17 @@ def fit(record: TaskRecord, budget: int) -> TaskRecord:
     in its metadata (``HISTORY_OMITTED``, with those the storage already
     left out: ``TaskRecord.history_omitted``); status and artifacts whole.
     A task well under the budget is left as it is, measured cheaply."""
+    return _fit(record, budget)[0]
+
+
+def _fit(record: TaskRecord, budget: int) -> Tuple[TaskRecord, Optional[int]]:
+    """``fit``, and the rough size of the record it answers when measured
+    on the way (None when not, or changed since)."""
     history = record.history
     omitted = record.history_omitted
-    if history and sizes.may_exceed(sizes.rough_task_size(record), budget):
+    rough = sizes.rough_task_size(record) if history else None
+    if rough is not None and sizes.may_exceed(rough, budget):
+        rough = None
         room = budget - sizes.FIXED_BYTES - sizes.size(record.status_message) - sum(
             sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata)
         kept = 0
@@ -105,7 +113,8 @@ def fit(record: TaskRecord, budget: int) -> TaskRecord:
             omitted += len(history) - kept
     if omitted:
         record.metadata = dict(record.metadata or {}, **{HISTORY_OMITTED: omitted})
-    return record
+        rough = None
+    return record, rough
 
 
 def _budget(context: CallContext) -> int:
@@ -142,13 +151,16 @@ def _wait_for_room(context: CallContext, budget: AnswerBudget,
     return budget.reserve(weight)
 
 
-def _counted(context: CallContext, record: TaskRecord) -> TaskRecord:
+def _counted(context: CallContext, record: TaskRecord,
+             weight: Optional[int] = None) -> TaskRecord:
     """``record``, its answer counted in the process's budget without
     waiting: the call's work is done (a send's turn ran, a cancel was
-    stored), so it is never refused for want of room."""
+    stored), so it is never refused for want of room. ``weight``: its rough
+    size, when already measured."""
     budget = context.app_state.answer_budget
     if budget is not None:
-        weight = sizes.rough_task_size(record)
+        if weight is None:
+            weight = sizes.rough_task_size(record)
         if weight >= SMALL_ANSWER_BYTES:
             context.answer_held = budget.reserve(weight, wait=False)
     return record
@@ -179,8 +191,8 @@ def send(context: CallContext, message: dict,
     as the task's next turn (docs/background.md); a caller with
     A2A_QUEUE_LIMIT_PER_CALLER turns queued is refused (``QueueFullError``).
     Any other agent runs inside the call, ``return_immediately`` or not."""
-    return _counted(context, _send(context, message, accepted_output_modes, metadata,
-                                   history_length, return_immediately))
+    return _counted(context, *_send(context, message, accepted_output_modes, metadata,
+                                    history_length, return_immediately))
 
 
 def _mime_matches(pattern: str, mime: str) -> bool:
@@ -212,14 +224,15 @@ def _check_accepts(agent: Agent, message: dict,
 def _send(context: CallContext, message: dict,
           accepted_output_modes: Optional[List[str]],
           metadata: Optional[dict], history_length: Optional[int],
-          return_immediately: bool) -> TaskRecord:
+          return_immediately: bool) -> Tuple[TaskRecord, Optional[int]]:
+    """The answer's record, and its rough size when measured on the way."""
     _check_accepts(context.agent, message, accepted_output_modes)
     owner, agent_name = context.caller.id, context.agent.name
     storage = context.storage
     if context.agent.background:
         return _send_to_queue(context, message, metadata,
                               context.history_length(history_length),
-                              return_immediately)
+                              return_immediately), None
     # A key taken on trust (auth.authenticate) is checked by the start itself.
     remembered_key = context.caller.remembered_key
     try:
@@ -232,7 +245,7 @@ def _send(context: CallContext, message: dict,
         raise errors.UnauthenticatedError(KEY_REFUSED) from None
     history_length = context.history_length(history_length)
     if start.replayed:
-        return _read(context, start.task_id, history_length, remembered_key)
+        return _read(context, start.task_id, history_length, remembered_key), None
     context.caller.remembered_key = None  # live when the turn was stored
     # The agent may wait seconds on a model: the thread's SQLite connection
     # goes back to the process's pool meanwhile, as before a blocking send
@@ -248,13 +261,14 @@ def _send(context: CallContext, message: dict,
         raise _interrupted(turn, start, interrupted.failure) from None
     if outcome is None or not start.created:
         # Canceled meanwhile, or a task with earlier turns: read it as stored.
-        return _read(context, start.task_id, history_length)
+        return _read(context, start.task_id, history_length), None
     # A new task holds exactly what this turn wrote: no need to read it back.
     state, status_message, artifacts, timestamp = outcome
-    return _answer(context, TaskRecord(
+    return _fit(TaskRecord(
         start.task_id, start.context_id, agent_name, owner, state, timestamp,
         status_message, artifacts,
-        clamp_history([start.message, status_message], history_length), metadata))
+        clamp_history([start.message, status_message], history_length), metadata),
+        _budget(context))
 
 
 #: The outcome of a continuation whose agent's read met a storage outage.
@@ -351,11 +365,13 @@ def get(context: CallContext, task_id: str,
     history_length = context.history_length(history_length)
     # A key taken on trust (auth.authenticate) is checked by the read itself.
     remembered_key = context.caller.remembered_key
-    record = _read(context, task_id, history_length, remembered_key)
+    record, weight = _fit(_stored(context, task_id, history_length, remembered_key),
+                          _budget(context))
     budget = context.app_state.answer_budget
     if budget is None:
         return record
-    weight = sizes.rough_task_size(record)
+    if weight is None:
+        weight = sizes.rough_task_size(record)
     if weight < SMALL_ANSWER_BYTES:
         return record
     context.answer_held = budget.try_reserve(weight)
