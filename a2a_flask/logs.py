@@ -176,10 +176,16 @@ def _taken_elsewhere(record):
     logger = logging.Logger.manager.loggerDict.get(record.name)
     if not isinstance(logger, logging.Logger):  # a PlaceHolder, or not one
         logger = logging.getLogger("a2a_flask")
+    return taken_from(logger, record.levelno)
+
+
+def taken_from(logger: Optional[logging.Logger], levelno: int) -> bool:
+    """Whether a handler other than ours, on ``logger`` or a logger it
+    propagates to, takes a record of ``levelno``."""
     while logger is not None:
         for handler in logger.handlers:
             if (not isinstance(handler, FallbackHandler)
-                    and record.levelno >= handler.level):
+                    and levelno >= handler.level):
                 return True
         if not logger.propagate:
             return False

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 from flask import request
 
 from ..auth.proxies import client_address
-from ..logs import (FIELD_CHARS, PLAIN_DATEFMT, PLAIN_FORMAT, UNSAFE, FallbackHandler,
-                    PlainFormatter, SameStreamHandler, StderrHandler, clean)
+from ..logs import (FIELD_CHARS, PLAIN_DATEFMT, PLAIN_FORMAT, UNSAFE, PlainFormatter,
+                    SameStreamHandler, StderrHandler, clean, taken_from)
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Response
@@ -219,17 +219,8 @@ def _plain_handlers(logger: logging.Logger) -> Optional[list]:
             return None
         if logging.INFO >= handler.level:
             handlers.append(handler)
-    if not parent.propagate:
-        return handlers
-    above: Optional[logging.Logger] = parent.parent
-    while above is not None:  # as logs._taken_elsewhere: another handler takes it
-        for handler in above.handlers:
-            if not isinstance(handler, FallbackHandler) and logging.INFO >= handler.level:
-                return None
-        if not above.propagate:
-            break
-        above = above.parent
-    return handlers
+    # Another handler (the host's, above a2a_flask) takes it: logging's way.
+    return None if taken_from(parent, logging.INFO) else handlers
 
 
 def _write_record(logger: logging.Logger, text: str, fields: dict, path: str) -> None:
