@@ -13,7 +13,7 @@ from ..common import (
     where_clause,
 )
 from ..listing import TaskListing
-from ..sizes import page_size
+from ..records import page_size
 from ..states import TERMINAL_SQL
 from .forms import (
     artifact_body, load_artifact, load_message, message_body,

@@ -91,8 +91,8 @@ def _add(owner, amount):
             " WHERE owner = %s AND shard = 0;" % (owner, amount, owner))
 
 
-_MESSAGE = "length(CAST(%s.body AS BLOB)) + 256"  # sizes.OVERHEAD
-_TASK = "coalesce(length(CAST(%s.metadata AS BLOB)), 0) + 320"  # sizes.FIXED_BYTES
+_MESSAGE = "length(CAST(%s.body AS BLOB)) + 256"  # records.OVERHEAD
+_TASK = "coalesce(length(CAST(%s.metadata AS BLOB)), 0) + 320"  # records.FIXED_BYTES
 _ARTIFACT_OWNER = "(SELECT owner FROM a2a_tasks WHERE id = %s.task_id)"
 
 #: What each caller's stored tasks take (A2A_MAX_STORED_BYTES_PER_CALLER),

@@ -14,8 +14,7 @@ from typing import Optional, Sequence
 from ..base import ARTIFACTS_FULL_TEXT, ArtifactsFullError
 from ..common import FINISH_ATTEMPTS, pause_before_retry
 from ..errors import StorageUnavailableError
-from ..records import Artifact, Message, TurnStart
-from ..sizes import OVERHEAD, stored_artifact_bytes
+from ..records import OVERHEAD, Artifact, Message, TurnStart, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
 from .forms import artifact_body, message_body
@@ -32,7 +31,7 @@ _OUTCOME_SQL = "INSERT INTO a2a_outcome_rows (%s) VALUES (%s)" % (
 _ARTIFACT_ROW = ", (?, %s?, ?)" % ("NULL, " * (len(OUTCOME_COLUMNS) - 3))
 
 # What a task's stored artifacts count against its allowance, as
-# sizes.stored_artifact_bytes counts one.
+# records.stored_artifact_bytes counts one.
 _ARTIFACT_BYTES = ("(SELECT coalesce(sum(length(CAST(body AS BLOB)) + %d), 0)"
                    " FROM a2a_artifacts WHERE task_id = a2a_tasks.id)" % OVERHEAD)
 

@@ -8,10 +8,9 @@ import json
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from ..base import NoSuchTaskError, TaskRecord
-from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
+from ..records import FIXED_BYTES, OVERHEAD, Message, most_messages
 from .forms import load_artifact, load_message
 from ..history import HistoryReads
-from ..records import Message
 
 
 class TaskReads(HistoryReads):
