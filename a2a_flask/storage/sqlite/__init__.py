@@ -1,6 +1,7 @@
 """The SQLite backend: one file, several worker processes.
 
-``connection`` (the file, its connections, transactions, checkpoints),
+``connection`` (the file, its connections, transactions, checkpoints;
+a thread's lease of a connection in ``pool``),
 ``tasks``, ``outcomes`` and ``reading`` (the request path: its writes, a
 turn's outcome and its keeping aside, its reads; the stored form of
 messages and artifacts, written in ``outcomes``, read in ``reading``),
