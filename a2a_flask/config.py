@@ -245,7 +245,7 @@ class Settings:
                 "A2A_MAX_TURN_OUTPUT_BYTES=%d: expected at most half of "
                 "A2A_MAX_ANSWER_BYTES (%d), so that any task fits an answer"
                 % (self.max_turn_output_bytes, self.max_answer_bytes))
-        #: What a task's artifacts may count together (storage.sizes), so
+        #: What a task's artifacts may count together (storage.records), so
         #: that the task fits an answer: the budget less one turn's output
         #: (the status message) and an eighth for the rest (envelope, ids,
         #: metadata, the newest message).

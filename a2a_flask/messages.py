@@ -12,7 +12,7 @@ from marshmallow import (
     INCLUDE, Schema, ValidationError, fields, post_load, validate, validates_schema,
 )
 
-from .ids import new_id
+from .storage.common import new_id
 from .validation import NON_EMPTY, Id, Text
 
 #: A message, part or artifact in its stored form: a plain JSON object.

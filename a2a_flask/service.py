@@ -21,7 +21,7 @@ from .answer_budget import SMALL_ANSWER_BYTES
 from .agent import Turn, TurnReadFailed, run_turn
 from .agent.engine import store_outcome
 from .auth.callers import KEY_REFUSED
-from .storage import sizes
+from .storage import records
 from .storage.base import (
     QUEUED_TEXT, RememberedKeyRevokedError, StorageUnavailableError, StoredTaskPage,
     TaskRecord, TurnStart,
@@ -97,14 +97,14 @@ def _fit(record: TaskRecord, budget: int) -> Tuple[TaskRecord, Optional[int]]:
     on the way (None when not, or changed since)."""
     history = record.history
     omitted = record.history_omitted
-    rough = sizes.rough_task_size(record) if history else None
-    if rough is not None and sizes.may_exceed(rough, budget):
+    rough = records.rough_task_size(record) if history else None
+    if rough is not None and records.may_exceed(rough, budget):
         rough = None
-        room = budget - sizes.FIXED_BYTES - sizes.size(record.status_message) - sum(
-            sizes.size(a) for a in record.artifacts or ()) - sizes.size(record.metadata)
+        room = budget - records.FIXED_BYTES - records.size(record.status_message) - sum(
+            records.size(a) for a in record.artifacts or ()) - records.size(record.metadata)
         kept = 0
         for message in reversed(history):
-            room -= sizes.size(message)
+            room -= records.size(message)
             if room < 0:
                 break
             kept += 1
@@ -160,7 +160,7 @@ def _counted(context: CallContext, record: TaskRecord,
     budget = context.app_state.answer_budget
     if budget is not None:
         if weight is None:
-            weight = sizes.rough_task_size(record)
+            weight = records.rough_task_size(record)
         if weight >= SMALL_ANSWER_BYTES:
             context.answer_held = budget.reserve(weight, wait=False)
     return record
@@ -371,7 +371,7 @@ def get(context: CallContext, task_id: str,
     if budget is None:
         return record
     if weight is None:
-        weight = sizes.rough_task_size(record)
+        weight = records.rough_task_size(record)
     if weight < SMALL_ANSWER_BYTES:
         return record
     context.answer_held = budget.try_reserve(weight)
@@ -379,7 +379,7 @@ def get(context: CallContext, task_id: str,
         del record
         context.answer_held = _wait_for_room(context, budget, weight)
         record = _read(context, task_id, history_length, remembered_key)
-        context.answer_held.resize(sizes.rough_task_size(record))
+        context.answer_held.resize(records.rough_task_size(record))
     return record
 
 
@@ -417,7 +417,7 @@ def list_tasks(context: CallContext, context_id: Optional[str] = None,
         if index == 0 or task.history_omitted:
             fit(task, budget)  # the first may be alone over the budget
     if context.answer_held is not None:
-        weight = sum(sizes.rough_task_size(task) for task in page.tasks)
+        weight = sum(records.rough_task_size(task) for task in page.tasks)
         if weight < SMALL_ANSWER_BYTES:
             context.release_answer()
         else:

@@ -4,10 +4,10 @@ returned (a reply, a question, a refusal, or a failure naming no internals)."""
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..ids import new_id
+from ..storage.common import new_id
 from ..messages import agent_message, text_part
 from ..storage.base import ARTIFACTS_FULL_TEXT, ArtifactsFullError
-from ..storage.sizes import may_exceed, rough_size, size
+from ..storage.records import may_exceed, rough_size, size
 from .api import Reply, _StatusReply
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -83,7 +83,7 @@ class QuotaReachedError(StorageError):
 
 class ArtifactsFullError(StorageError):
     """A turn's artifacts would bring its task's artifacts over ``limit``
-    bytes (``total``, as ``sizes.stored_artifact_bytes`` counts them):
+    bytes (``total``, as ``records.stored_artifact_bytes`` counts them):
     nothing of the outcome was stored."""
 
     def __init__(self, task_id, total, limit):

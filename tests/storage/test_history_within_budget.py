@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from a2a_flask.storage import sizes
+from a2a_flask.storage import records
 import a2a_flask.storage.postgres.admin as postgres_admin
 import a2a_flask.storage.postgres.reading as postgres_reading
 import a2a_flask.storage.sqlite.reading as sqlite_reading
@@ -79,9 +79,9 @@ def test_only_the_newest_messages_that_fit_are_read(storage, fetched):
     # What was fetched: the status, the artifact, the metadata and the kept
     # messages, nothing older (the whole history is ten times the budget).
     assert sum(len(body) for body in fetched) <= BUDGET
-    room = BUDGET - sizes.FIXED_BYTES - sizes.size(task.status_message) - sum(
-        sizes.size(a) for a in task.artifacts) - sizes.size(task.metadata)
-    assert sum(sizes.size(m) for m in task.history) <= room
+    room = BUDGET - records.FIXED_BYTES - records.size(task.status_message) - sum(
+        records.size(a) for a in task.artifacts) - records.size(task.metadata)
+    assert sum(records.size(m) for m in task.history) <= room
 
 
 def test_history_length_still_bounds_the_messages_and_the_count(storage):

@@ -73,7 +73,7 @@ class TaskStorage(abc.ABC):
         Returns the status timestamp, or None when the task left ``working``
         meanwhile (canceled; stale-failed): the outcome is discarded.
         ``max_artifact_bytes``: the task's artifacts, these included, may
-        count at most that many bytes (``sizes.stored_artifact_bytes``),
+        count at most that many bytes (``records.stored_artifact_bytes``),
         a condition of the same UPDATE; over it, ``ArtifactsFullError`` and
         nothing is stored.
         A backend may keep a refused outcome aside and store it on the next
@@ -110,7 +110,7 @@ class TaskStorage(abc.ABC):
         ``max_bytes``: only the newest of those messages that fit in that
         many bytes beside the task's status message, artifacts and metadata
         are read, measured in SQL on the stored JSON (``OVERHEAD`` more per
-        message and artifact, ``FIXED_BYTES`` for the task; storage.sizes),
+        message and artifact, ``FIXED_BYTES`` for the task; storage.records),
         newest first: the rest of the history is never fetched.
         ``history_omitted`` is how many were left out. A ``working`` task whose turn
         began longer than the stale-turn limit ago is failed first
@@ -190,7 +190,7 @@ class TaskStorage(abc.ABC):
         ``updated_at`` first, ties by id descending; ``limit`` per page.
 
         ``max_bytes``: the page also ends before the task that would take
-        its tasks (as ``sizes.page_size`` counts them; the stored JSON on
+        its tasks (as ``records.page_size`` counts them; the stored JSON on
         PostgreSQL) over this many bytes, with a ``next_cursor`` for the
         rest; its first task is there whatever its size. Tasks past the
         budget are not read into memory.

@@ -22,7 +22,7 @@ from ..common import (
     record_reader, where_clause,
 )
 from ..listing import TaskListing
-from ..sizes import OVERHEAD
+from ..records import OVERHEAD
 from .changes import notify_changes
 from ..states import TERMINAL_SQL
 from .tasks import NOW

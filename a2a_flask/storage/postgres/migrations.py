@@ -125,7 +125,7 @@ CREATE INDEX a2a_turns_caller ON a2a_turns (owner, caller_round);
 #: concurrent writers add to different shards (their backend's pid), so
 #: that its sends do not queue on one row's lock; a transaction keeps to
 #: one shard, so two never wait on each other's.
-#: 256 and 320: sizes.OVERHEAD and sizes.FIXED_BYTES.
+#: 256 and 320: records.OVERHEAD and records.FIXED_BYTES.
 STORED_BYTES = """
 CREATE TABLE a2a_stored_bytes (
     owner text NOT NULL,

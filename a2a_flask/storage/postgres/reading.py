@@ -8,11 +8,10 @@ import json
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..base import NoSuchTaskError, TaskRecord
-from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
+from ..records import FIXED_BYTES, OVERHEAD, Message, most_messages
 from ..common import history_limit
 from .tasks import KEY_IS_LIVE, stale_cutoff_sql
 from ..history import HistoryReads
-from ..records import Message
 
 # Within %(bytes)s: the newest messages are sized first (octet_length, no
 # body read; no more of them than could fit), and only those that fit beside

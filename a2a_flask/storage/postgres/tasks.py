@@ -19,10 +19,9 @@ from ..base import (
     TaskNotWaitingError, TurnStart,
 )
 from ..common import FINISH_ATTEMPTS, delivery_fingerprint, dumps, new_id, pause_before_retry
-from ..sizes import OVERHEAD, stored_artifact_bytes
+from ..records import OVERHEAD, Artifact, Message, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .connection import is_storage_failure
-from ..records import Artifact, Message
 
 log = logging.getLogger("a2a_flask")
 
@@ -99,7 +98,7 @@ _SEEN = (
     " AND d.tenant = %s")
 
 # A turn's artifacts (%(adding)s bytes) fit beside the task's stored ones
-# within %(alimit)s (NULL: no limit), as sizes.stored_artifact_bytes counts.
+# within %(alimit)s (NULL: no limit), as records.stored_artifact_bytes counts.
 ARTIFACTS_FIT = (
     "(%%(alimit)s::bigint IS NULL OR %%(adding)s::bigint + (SELECT"
     " coalesce(sum(octet_length(body) + %d), 0) FROM a2a_artifacts"

@@ -1,12 +1,13 @@
 """The SQLite backend: one file, several worker processes.
 
-``connection`` (the file, its connections, transactions and schema),
+``connection`` (the file, its connections, transactions, checkpoints;
+a thread's lease of a connection in ``pool``),
 ``tasks``, ``outcomes`` and ``reading`` (the request path: its writes, a
-turn's outcome and its keeping aside, its reads),
-``forms`` (the stored form of messages and artifacts), ``admin`` (listing,
-operations, bulk copy), ``credentials`` (keys and users), ``queue``
-(background turns), ``file`` (lock, identity, failures, kept outcomes),
-``upkeep`` (the health of writes, checkpoints),
+turn's outcome and its keeping aside, its reads; the stored form of
+messages and artifacts, written in ``outcomes``, read in ``reading``),
+``admin`` (listing, operations, bulk copy), ``credentials`` (keys and
+users), ``queue`` (background turns), ``file`` (lock, identity, failures,
+kept outcomes), ``upkeep`` (the schema's migration, the health of writes),
 ``dashboard`` (the operator's page), ``migrations`` (the versioned schema).
 """
 

@@ -13,12 +13,10 @@ from ..common import (
     where_clause,
 )
 from ..listing import TaskListing
-from ..sizes import page_size
+from ..records import page_size
 from ..states import TERMINAL_SQL
-from .forms import (
-    artifact_body, load_artifact, load_message, message_body,
-    stored_fingerprint,
-)
+from .outcomes import artifact_body, message_body, stored_fingerprint
+from .reading import load_artifact, load_message
 
 # The status message: its copy in the row (one not in the history), else
 # the history message the row points at.

@@ -1,7 +1,9 @@
-"""The SQLite file of ``SqliteStorage``: connections per thread from a
-bounded pool (``pool.py``), short write transactions behind the process's
-writers' lock, the schema migration; ``/health``'s word on writes and the
-checkpoints after commits are in ``upkeep.py``.
+"""The SQLite file of ``SqliteStorage``: its connections opened (a thread's
+lease of one from the process's bounded pool is in ``pool.py``), short
+write transactions behind the process's writers' lock, and what every write
+runs (the disk's free space for the reserve, the checkpoints after commits);
+the schema's migration at open and ``/health``'s word on writes are in
+``upkeep.py``.
 
 WAL journal, a busy timeout, short ``BEGIN IMMEDIATE`` write transactions (so
 a writer takes the lock up front instead of failing to upgrade a read lock).
@@ -15,7 +17,7 @@ it holds SQLite's lock only inside one ``sqlite3_step``, and waits in
 SQLite's busy handler alone.
 """
 
-import errno
+import logging
 import os
 import sqlite3
 import threading
@@ -34,45 +36,21 @@ from .file import (
 from . import migrations
 from .library import check_sqlite_library
 from .migrations import stored_version
-from .pool import ConnectionPool, Lease
+from .pool import ConnectionLeases
 from .upkeep import WriteUpkeep
+
+log = logging.getLogger("a2a_flask")
+
 
 def _utc_now():
     return datetime.now(timezone.utc)
 
 
-def _close(conn):
-    try:
-        conn.close()
-    except sqlite3.Error:
-        pass
-
-
-class SqliteConnections(WriteUpkeep):
-    """One SQLite file; one connection per thread, one lock per process.
-
-    A thread's connection lives in a ``threading.local`` while the thread
-    uses it. ``release_connection`` (the end of each web request, before a
-    blocking send waits, before and after an agent's reads: anything that
-    then waits on something else) hands it back to the process's pool,
-    whose next user takes it: as many connections as calls using the
-    storage at once, not as threads or greenlets, and never more than
-    MAX_CONNECTIONS (a thread needing one then waits, within the busy
-    timeout). A thread that ends holding one gives it back with its
-    thread-local. The lock file is opened once per process and closed when
-    the Store is garbage-collected.
+class SqliteConnections(ConnectionLeases, WriteUpkeep):
+    """One SQLite file; one connection per thread (leased from the process's
+    pool: ``pool.ConnectionLeases``), one lock per process. The lock file is
+    opened once per process and closed when the Store is garbage-collected.
     """
-
-    #: Connections a process opens at most (held by its threads or idle).
-    #: Each costs 100-150 KB that SQLite hardly returns; with the interpreter
-    #: lock one thread runs at a time, and a connection is held only while a
-    #: call uses the storage (not while an agent or a blocking send waits).
-    #: Measured on 2 idle cores (bench/waiting.py, 2 workers): 8, 16 and 32
-    #: all served 1,000 callers without an error; 16 gave the RSS of 8 (8-28
-    #: MB less than 32 at 400-1,000 callers) and the echo req/s of 32 (8
-    #: lost 15%). A thread past the bound waits for one, first come first
-    #: served, within A2A_BUSY_TIMEOUT_MS.
-    MAX_CONNECTIONS = 16
 
     #: The storage's clock (a test may set a fixed one to make tasks old).
     clock = staticmethod(_utc_now)
@@ -86,7 +64,7 @@ class SqliteConnections(WriteUpkeep):
         #: A turn ``working`` for longer lost its worker (killed mid-turn).
         self.stale_turn = timedelta(seconds=stale_turn_seconds)
         self._local = threading.local()
-        self._pool = None  # this process's (see _connection_pool)
+        self._pool = None  # this process's (see pool.ConnectionLeases)
         self._pool_lock = threading.Lock()
         self._writer = ProcessWriteLock(path + "-lock")
         self._kept = KeptOutcomes(path + "-outcomes")
@@ -136,84 +114,6 @@ class SqliteConnections(WriteUpkeep):
             conn.close()
             raise
         return conn, identity
-
-    def connection(self, deadline=None):
-        """This thread's connection, taken from the pool on first use (a wait
-        past ``deadline``, by default the busy timeout from now: "database
-        is locked").
-
-        Keyed by process id too: a connection must never cross a fork (gunicorn
-        --preload forks workers after the app is built).
-        """
-        local = self._local
-        conn = getattr(local, "conn", None)
-        if conn is not None and local.generation != self._generation \
-                and local.pid == os.getpid() and not conn.in_transaction:
-            self.drop_connection()  # opened before a read-only write: retired
-            conn = None
-        if conn is None or local.pid != os.getpid():
-            local.conn = None
-            pool = self._connection_pool()
-            lease = getattr(local, "lease", None)
-            if lease is None:
-                lease = local.lease = Lease()
-            if deadline is None:
-                deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
-            lease.entry = None  # an inherited one is the parent's
-            lease.pool, lease.entry = pool, pool.take(deadline)
-            conn, local.identity = lease.entry
-            local.conn, local.pid = conn, os.getpid()
-            local.generation = self._generation
-        return conn
-
-    def _connection_pool(self):
-        pool = self._pool
-        if pool is None or pool.pid != os.getpid():  # none yet, or the parent's
-            with self._pool_lock:
-                pool = self._pool
-                if pool is None or pool.pid != os.getpid():
-                    pool = self._pool = ConnectionPool(self.MAX_CONNECTIONS,
-                                                       self._open_for_pool)
-        return pool
-
-    def _open_for_pool(self):
-        if not self._ready and self.auto_migrate:
-            self._retry_migrate()
-        opened = self._open(create=not self._ready)
-        self._ready = True
-        return opened
-
-    def _end_lease(self):
-        """This thread's (connection, pool) if it holds one of this process,
-        no longer the thread's; else (None, None)."""
-        local = self._local
-        conn = getattr(local, "conn", None)
-        local.conn = None
-        if conn is None or local.pid != os.getpid():
-            return None, None  # none, or the parent's (never closed here)
-        lease = local.lease
-        entry = lease.end()
-        return (conn, lease.pool) if entry is not None else (None, None)
-
-    def release_connection(self) -> None:
-        """Hand this thread's connection back to the process's pool (see the
-        class); the thread takes one again on its next use."""
-        conn, pool = self._end_lease()
-        if conn is None:
-            return
-        if conn.in_transaction or self._local.generation != self._generation:
-            # A transaction left open: never shared. Retired: never reused.
-            _close(conn)
-            pool.closed()
-        else:
-            pool.give_back((conn, self._local.identity))
-
-    def drop_connection(self):
-        """Close this thread's connection; the next use takes another."""
-        conn, pool = self._end_lease()
-        if conn is not None:
-            _close(conn)
-            pool.closed()
 
     def failed(self, exc):
         """The ``StorageUnavailableError`` for ``exc`` (logged with the path);
@@ -359,53 +259,52 @@ class SqliteConnections(WriteUpkeep):
             self._checkpoint(conn)
         return cursor
 
-    def migrate(self) -> None:
-        """Create or upgrade the schema; safe to call from every worker."""
-        directory = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(directory, exist_ok=True)
-        if not os.path.exists(self.path) and os.path.exists(self.path + "-lock"):
-            # Its lock file says it was in use: deleted under the service. An
-            # empty new file would silently serve without keys and tasks.
-            raise FileNotFoundError(
-                errno.ENOENT, "the database file is missing but its lock file "
-                "shows it was in use: restore it from a backup, or delete %s-lock "
-                "to start with an empty database" % self.path, self.path)
-        conn, _ = self._open(create=True)  # the file first, then its lock file
-        try:
-            # One process at a time, from the switch to WAL on: processes
-            # starting together on a new file otherwise meet "database is
-            # locked" (changing the journal mode takes no busy wait).
-            with self._writer.hold():
-                # WAL is a property of the file: set once, kept by every opener.
-                conn.execute("PRAGMA journal_mode = WAL")
-                # A current schema takes no write transaction: SQLite 3.32
-                # and older refuse BEGIN IMMEDIATE on a read-only file (3.34
-                # begins a read there), and the process could not even read.
-                if stored_version(conn) != migrations.EXPECTED_VERSION:
-                    # Imported only to migrate: sqlite-utils (and click,
-                    # which it imports) held ~16 MB in every process.
-                    import sqlite_utils
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:  # reads the version again, in the write transaction
-                        migrations.migrate(sqlite_utils.Database(conn))
-                    except BaseException:
-                        rollback(conn)
-                        raise
-                    conn.execute("COMMIT")
-        finally:
-            conn.close()
-        self._ready = True
+    # -- what every write runs -----------------------------------------
 
-    def _retry_migrate(self):
-        """Open the storage that was unavailable at start, at most once a second."""
-        at, error = self._last_attempt
-        if error is not None and time.monotonic() - at < 1.0:
-            raise error
+    def free_disk_bytes(self) -> int:
+        """Free bytes on the database's disk (for this process's user); -1
+        when its folder cannot be read."""
         try:
-            self.migrate()
-        except (sqlite3.Error, OSError) as exc:
-            self._last_attempt = (time.monotonic(), exc)
-            raise
+            found = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return -1
+        return found.f_bavail * found.f_frsize
+
+    #: A checkpoint is due once the last one is this old and this thread has
+    #: committed CHECKPOINT_COMMITS times since its own last one: at the
+    #: benchmark's ~3,000 commits/s that is up to ~1,000 pages a checkpoint
+    #: (fewer, more frequent ones cost more CPU: the hot pages are copied
+    #: again each time); idle, nothing happens.
+    CHECKPOINT_AGE_NS = 50 * 1000000
+    CHECKPOINT_COMMITS = 8
+    #: SQLite's own checkpoint, inside the COMMIT that crosses this many WAL
+    #: pages: the backstop for when ours cannot keep up (the default, 1,000,
+    #: would fire before ours under load).
+    AUTO_CHECKPOINT_PAGES = 4000
+
+    def _checkpoint_due(self):
+        local = self._local
+        local.commits = getattr(local, "commits", 0) + 1
+        if local.commits < self.CHECKPOINT_COMMITS or time.time_ns() - getattr(
+                local, "copied_at_ns", 0) < self.CHECKPOINT_AGE_NS:
+            return False
+        local.commits = 0
+        return True
+
+    @staticmethod
+    def _checkpoint(conn):
+        """Copy the WAL's new pages into the database file after the write
+        lock is released. SQLite's automatic checkpoint runs inside the
+        COMMIT that crosses its threshold, so that writer holds the lock for
+        the milliseconds of copying while every other writer waits (message/
+        send's p99: 23-25 ms against 18-20 ms this way, bench/README.md).
+        A passive checkpoint never waits and blocks no writer; one that
+        finds another checkpoint running returns at once. The automatic one
+        stays as the backstop."""
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:  # the next one catches up
+            log.debug("checkpoint skipped: %s", exc)
 
     @property
     def location(self):

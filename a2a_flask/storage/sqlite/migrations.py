@@ -41,18 +41,18 @@ START = (
     " (owner, agent, state, updated_at DESC, id DESC)",
     # seq orders history; the indexes serve a task's history and a context's.
     # A body leaves out the messageId, taskId and contextId of its row's
-    # columns and its "kind": "message" (forms.py).
+    # columns and its "kind": "message" (outcomes.message_body).
     "CREATE TABLE a2a_messages (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL,"
     " context_id TEXT NOT NULL, owner TEXT NOT NULL, agent TEXT NOT NULL,"
     " role TEXT NOT NULL, message_id TEXT NOT NULL, body TEXT NOT NULL)",
     "CREATE INDEX a2a_messages_task ON a2a_messages (task_id, seq)",
     "CREATE INDEX a2a_messages_context ON a2a_messages (context_id, seq)",
-    # A body leaves out the artifactId of its row (forms.py).
+    # A body leaves out the artifactId of its row (outcomes.artifact_body).
     "CREATE TABLE a2a_artifacts (seq INTEGER PRIMARY KEY, task_id TEXT NOT NULL,"
     " artifact_id TEXT NOT NULL, body TEXT NOT NULL)",
     "CREATE INDEX a2a_artifacts_task ON a2a_artifacts (task_id, seq)",
     # One row per (caller, agent, messageId): what makes retries safe. The
-    # fingerprint is 16 bytes (forms.stored_fingerprint).
+    # fingerprint is 16 bytes (outcomes.stored_fingerprint).
     "CREATE TABLE a2a_deliveries (owner TEXT NOT NULL, agent TEXT NOT NULL,"
     " message_id TEXT NOT NULL, fingerprint TEXT NOT NULL,"
     " task_id TEXT NOT NULL, PRIMARY KEY (owner, agent, message_id))"
@@ -91,8 +91,8 @@ def _add(owner, amount):
             " WHERE owner = %s AND shard = 0;" % (owner, amount, owner))
 
 
-_MESSAGE = "length(CAST(%s.body AS BLOB)) + 256"  # sizes.OVERHEAD
-_TASK = "coalesce(length(CAST(%s.metadata AS BLOB)), 0) + 320"  # sizes.FIXED_BYTES
+_MESSAGE = "length(CAST(%s.body AS BLOB)) + 256"  # records.OVERHEAD
+_TASK = "coalesce(length(CAST(%s.metadata AS BLOB)), 0) + 320"  # records.FIXED_BYTES
 _ARTIFACT_OWNER = "(SELECT owner FROM a2a_tasks WHERE id = %s.task_id)"
 
 #: What each caller's stored tasks take (A2A_MAX_STORED_BYTES_PER_CALLER),

@@ -5,20 +5,23 @@
 file beside the database (``file.KeptOutcomes``) and stored by the next
 read of its task (``_store_kept_outcome``), or, when even that fails, the
 task failed in place. The queue's outcomes (``finish_queued_turn``) use the
-same conditional write inside their transaction (``_write_outcome``)."""
+same conditional write inside their transaction (``_write_outcome``).
+
+Here too: the stored forms every write of the request path gives a message,
+an artifact and a message's retry fingerprint (``message_body``,
+``artifact_body``, ``stored_fingerprint``; ``tasks`` imports them from here,
+it already derives from ``OutcomeWrites``); ``reading`` turns them back."""
 
 import logging
 import sqlite3
 from typing import Optional, Sequence
 
 from ..base import ARTIFACTS_FULL_TEXT, ArtifactsFullError
-from ..common import FINISH_ATTEMPTS, pause_before_retry
+from ..common import FINISH_ATTEMPTS, dumps, pause_before_retry
 from ..errors import StorageUnavailableError
-from ..records import Artifact, Message, TurnStart
-from ..sizes import OVERHEAD, stored_artifact_bytes
+from ..records import OVERHEAD, Artifact, Message, TurnStart, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
-from .forms import artifact_body, message_body
 from .migrations import OUTCOME_COLUMNS
 
 log = logging.getLogger("a2a_flask")
@@ -32,9 +35,36 @@ _OUTCOME_SQL = "INSERT INTO a2a_outcome_rows (%s) VALUES (%s)" % (
 _ARTIFACT_ROW = ", (?, %s?, ?)" % ("NULL, " * (len(OUTCOME_COLUMNS) - 3))
 
 # What a task's stored artifacts count against its allowance, as
-# sizes.stored_artifact_bytes counts one.
+# records.stored_artifact_bytes counts one.
 _ARTIFACT_BYTES = ("(SELECT coalesce(sum(length(CAST(body AS BLOB)) + %d), 0)"
                    " FROM a2a_artifacts WHERE task_id = a2a_tasks.id)" % OVERHEAD)
+
+
+# A message is stored once, in a2a_messages, without the ids that its row's
+# columns hold (messageId, taskId, contextId; an artifact without its
+# artifactId) nor its constant "kind": "message": a task's status message is
+# its row's status_seq, a pointer into its history, not a second copy.
+_ROW_IDS = ("kind", "messageId", "taskId", "contextId")
+
+
+def message_body(message: Message, task_id: str, context_id: str) -> str:
+    """The stored JSON of ``message``, in the history of task ``task_id``
+    (``reading.load_message`` reads it back)."""
+    if message.get("taskId") == task_id and message.get("contextId") == context_id:
+        return dumps({k: v for k, v in message.items() if k not in _ROW_IDS})
+    return dumps({k: v for k, v in message.items()
+                  if k not in ("kind", "messageId")})
+
+
+def artifact_body(artifact: Artifact) -> str:
+    return dumps({k: v for k, v in artifact.items() if k != "artifactId"})
+
+
+def stored_fingerprint(digest: str) -> bytes:
+    """A message's fingerprint as a2a_deliveries keeps it: the first 128
+    bits of the SHA-256, as bytes (16 bytes, not 64 hex digits); enough to
+    tell a retry of one caller's message from a different message."""
+    return bytes.fromhex(digest[:32])
 
 
 class OutcomeWrites:

@@ -16,7 +16,7 @@ from ..base import (
 )
 from ..common import WORKER_ROWS_KEPT_SECONDS, dumps, now_iso
 from ...messages import agent_message, text_part
-from .forms import load_message
+from .reading import load_message
 from ..turns import QueuedTurn, TurnWrites
 from ..records import Artifact, Message, TurnStart
 

@@ -1,24 +1,43 @@
 """The reading side of ``SqliteStorage``: a task (with its kept outcome
 stored, or its stale turn failed, on the way), its history, its state.
 
-One statement reads one state of the file (see ``_READ_TASK``).
+One statement reads one state of the file (see ``_READ_TASK``). The stored
+forms are read back here (``load_message``, ``load_artifact``: what
+``outcomes.message_body`` and ``artifact_body`` wrote), for ``queue`` and
+``admin`` too.
 """
 
 import json
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from ..base import NoSuchTaskError, TaskRecord
-from ..sizes import FIXED_BYTES, OVERHEAD, most_messages
-from .forms import load_artifact, load_message
+from ..records import FIXED_BYTES, OVERHEAD, Artifact, Message, most_messages
 from ..history import HistoryReads
-from ..records import Message
+
+
+
+def load_message(body: str, task_id: str, context_id: str, message_id: str) -> Message:
+    """A message as stored by ``message_body``, or whole (a status message
+    absent from the history, kept in its task row)."""
+    message = json.loads(body)
+    if "kind" not in message:
+        message = dict({"kind": "message"}, **message)
+    message.setdefault("messageId", message_id)
+    if "taskId" not in message:
+        message["taskId"] = task_id
+        message["contextId"] = context_id
+    return message
+
+
+def load_artifact(body: str, artifact_id: str) -> Artifact:
+    return dict({"artifactId": artifact_id}, **json.loads(body))
 
 
 class TaskReads(HistoryReads):
     """Mixed into ``SqliteStorage`` (needs ``connection``, and
     ``TaskOperations`` for the writes a read may do)."""
 
-    #: A history's messages in their stored form (``forms.py``).
+    #: A history's messages in their stored form (``load_message``).
     MESSAGE_COLUMNS = "body, task_id, context_id, message_id"
 
     @staticmethod

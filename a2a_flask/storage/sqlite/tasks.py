@@ -28,9 +28,8 @@ from ..common import (
     delivery_fingerprint, dumps, new_id,
 )
 from ...messages import agent_message, text_part
-from .forms import message_body, stored_fingerprint
+from .outcomes import OutcomeWrites, message_body, stored_fingerprint
 from .migrations import TURN_START_COLUMNS
-from .outcomes import OutcomeWrites
 from ..states import WAITING_STATES
 
 log = logging.getLogger("a2a_flask")
@@ -137,7 +136,7 @@ class TaskOperations(OutcomeWrites):
             context_id = context_id or new_id("ctx_")
         digest = stored_fingerprint(
             delivery_fingerprint(message, task_id, context_id))
-        # The stored body leaves out the row's ids whatever the context (forms.py).
+        # The stored body leaves out the row's ids whatever the context (outcomes.message_body).
         body = message_body(dict(message, taskId=task_id, contextId=context_id),
                             task_id, context_id)
         for attempt in range(1, self.START_ATTEMPTS + 1):

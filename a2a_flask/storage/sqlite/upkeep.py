@@ -1,23 +1,26 @@
-"""What keeps the writes of ``SqliteStorage``'s file healthy, beside its
-connections and transactions (``connection.py``): ``/health``'s word on
-writes (the disk's free space, the reserve, the outcome of the last write
-or of a probe), and the checkpoints that copy the WAL into the file after
-a commit, outside the writers' lock."""
+"""What keeps the schema and the writes of ``SqliteStorage``'s file healthy,
+beside its connections and transactions (``connection.py``): the schema's
+creation or upgrade when the file is opened (``migrate``, and its retry
+while the file is unavailable at start), and ``/health``'s word on writes
+(the disk's free space, the reserve, the outcome of the last write or of a
+probe). A warm send or read calls nothing here: what every write runs (the
+free-disk measure, the checkpoints after commits) is in ``connection.py``."""
 
-import logging
+import errno
 import os
 import sqlite3
 import time
 from typing import Optional
 
-from .file import READ_ONLY, write_failure
-
-log = logging.getLogger("a2a_flask")
+from . import migrations
+from .file import READ_ONLY, rollback, write_failure
+from .migrations import stored_version
 
 
 class WriteUpkeep:
-    """Mixed into ``SqliteConnections`` (needs ``path``, ``transaction``,
-    ``min_free_disk_bytes`` and the thread-local ``_local``)."""
+    """Mixed into ``SqliteConnections`` (needs its ``path``, ``_open``,
+    ``_writer``, ``transaction``, ``_writes``, ``free_disk_bytes``,
+    ``min_free_disk_bytes``, ``retire`` and the connection's lease)."""
 
     #: Free bytes under which ``writes_problem`` calls the disk full: a write
     #: that only overwrites pages the WAL already holds still succeeds there,
@@ -26,15 +29,6 @@ class WriteUpkeep:
 
     #: What the reserve says for /health (``writes_problem``).
     RESERVE_REACHED = "the disk is at its free-space reserve (A2A_MIN_FREE_DISK_BYTES)"
-
-    def free_disk_bytes(self) -> int:
-        """Free bytes on the database's disk (for this process's user); -1
-        when its folder cannot be read."""
-        try:
-            found = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
-        except OSError:
-            return -1
-        return found.f_bavail * found.f_frsize
 
     def writes_problem(self) -> Optional[str]:
         """See ``Storage.writes_problem``. Under A2A_MIN_FREE_DISK_BYTES the
@@ -60,38 +54,50 @@ class WriteUpkeep:
                 self.retire()
             raise
 
-    #: A checkpoint is due once the last one is this old and this thread has
-    #: committed CHECKPOINT_COMMITS times since its own last one: at the
-    #: benchmark's ~3,000 commits/s that is up to ~1,000 pages a checkpoint
-    #: (fewer, more frequent ones cost more CPU: the hot pages are copied
-    #: again each time); idle, nothing happens.
-    CHECKPOINT_AGE_NS = 50 * 1000000
-    CHECKPOINT_COMMITS = 8
-    #: SQLite's own checkpoint, inside the COMMIT that crosses this many WAL
-    #: pages: the backstop for when ours cannot keep up (the default, 1,000,
-    #: would fire before ours under load).
-    AUTO_CHECKPOINT_PAGES = 4000
-
-    def _checkpoint_due(self):
-        local = self._local
-        local.commits = getattr(local, "commits", 0) + 1
-        if local.commits < self.CHECKPOINT_COMMITS or time.time_ns() - getattr(
-                local, "copied_at_ns", 0) < self.CHECKPOINT_AGE_NS:
-            return False
-        local.commits = 0
-        return True
-
-    @staticmethod
-    def _checkpoint(conn):
-        """Copy the WAL's new pages into the database file after the write
-        lock is released. SQLite's automatic checkpoint runs inside the
-        COMMIT that crosses its threshold, so that writer holds the lock for
-        the milliseconds of copying while every other writer waits (message/
-        send's p99: 23-25 ms against 18-20 ms this way, bench/README.md).
-        A passive checkpoint never waits and blocks no writer; one that
-        finds another checkpoint running returns at once. The automatic one
-        stays as the backstop."""
+    def migrate(self) -> None:
+        """Create or upgrade the schema; safe to call from every worker."""
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        if not os.path.exists(self.path) and os.path.exists(self.path + "-lock"):
+            # Its lock file says it was in use: deleted under the service. An
+            # empty new file would silently serve without keys and tasks.
+            raise FileNotFoundError(
+                errno.ENOENT, "the database file is missing but its lock file "
+                "shows it was in use: restore it from a backup, or delete %s-lock "
+                "to start with an empty database" % self.path, self.path)
+        conn, _ = self._open(create=True)  # the file first, then its lock file
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error as exc:  # the next one catches up
-            log.debug("checkpoint skipped: %s", exc)
+            # One process at a time, from the switch to WAL on: processes
+            # starting together on a new file otherwise meet "database is
+            # locked" (changing the journal mode takes no busy wait).
+            with self._writer.hold():
+                # WAL is a property of the file: set once, kept by every opener.
+                conn.execute("PRAGMA journal_mode = WAL")
+                # A current schema takes no write transaction: SQLite 3.32
+                # and older refuse BEGIN IMMEDIATE on a read-only file (3.34
+                # begins a read there), and the process could not even read.
+                if stored_version(conn) != migrations.EXPECTED_VERSION:
+                    # Imported only to migrate: sqlite-utils (and click,
+                    # which it imports) held ~16 MB in every process.
+                    import sqlite_utils
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:  # reads the version again, in the write transaction
+                        migrations.migrate(sqlite_utils.Database(conn))
+                    except BaseException:
+                        rollback(conn)
+                        raise
+                    conn.execute("COMMIT")
+        finally:
+            conn.close()
+        self._ready = True
+
+    def _retry_migrate(self):
+        """Open the storage that was unavailable at start, at most once a second."""
+        at, error = self._last_attempt
+        if error is not None and time.monotonic() - at < 1.0:
+            raise error
+        try:
+            self.migrate()
+        except (sqlite3.Error, OSError) as exc:
+            self._last_attempt = (time.monotonic(), exc)
+            raise
