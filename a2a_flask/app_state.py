@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
 
 from . import errors
 from .answer_budget import AnswerBudget
+from .auth.callers import reachable
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
 from .logs import RefusalBudget
@@ -117,17 +118,6 @@ class AppState:
             "The database schema is version %d; this a2a_flask needs version "
             "%d. %s" % (version, expected, remedy))
 
-    def _reachable(self, agent):
-        """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
-        return agent.enabled and agent.name not in self.settings.disabled_agents
-
-    def reachable_agent(self, name: str) -> "Agent":
-        """The agent ``name`` if it may be talked to now, else ``AgentNotFound``."""
-        agent = self.extension.agents.get(name)
-        if agent is None or not self._reachable(agent):
-            raise errors.agent_not_found(name)
-        return agent
-
     def agent_tenants(self, agent: "Agent") -> Tuple[str, ...]:
         """The tenants ``agent`` is served to: A2A_TENANTS' and its own."""
         return tuple(self.settings.tenants) + tuple(
@@ -144,4 +134,4 @@ class AppState:
     def reachable_agents(self) -> List["Agent"]:
         """The agents that may be talked to now, by name."""
         return [agent for _, agent in sorted(self.extension.agents.items())
-                if self._reachable(agent)]
+                if reachable(agent, self.settings)]

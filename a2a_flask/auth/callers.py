@@ -299,6 +299,20 @@ def _common_name(subject):
     return subject
 
 
+def reachable(agent: "Agent", settings: Any) -> bool:
+    """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
+    return agent.enabled and agent.name not in settings.disabled_agents
+
+
+def reachable_agent(app_state: "AppState", name: str) -> "Agent":
+    """The agent ``name`` if it may be talked to now, else ``AgentNotFound``
+    (asked before ``authorize``, which checks that the caller may)."""
+    agent = app_state.extension.agents.get(name)
+    if agent is None or not reachable(agent, app_state.settings):
+        raise errors.agent_not_found(name)
+    return agent
+
+
 def authorize(caller: Caller, agent: "Agent",
               default_scopes: AbstractSet[str] = frozenset()) -> None:
     """``ForbiddenError`` unless ``caller`` may talk to ``agent``: a key's

@@ -1,58 +1,20 @@
 """The blueprint: every route of the service, laid out by ``urls.py``.
 
 Calls to an agent (JSON-RPC at ``.../a2a``, HTTP+JSON under ``.../rest``) go
-through the one call pipeline (``pipeline.answer_call``); the cards, the
+through the one call pipeline (``pipeline.answer_call``; the JSON-RPC view,
+``pipeline.rpc``, and the hook of the headers every answer carries live
+there too, so that a call's view is no hop of its own); the cards, the
 agent list and the health check are ``discovery.py``'s; every other path of
 ours answers JSON (``json_fallbacks.py``).
 """
 
-from flask import Blueprint, Response, request
+from flask import Blueprint
 
 from .. import urls
-from ..protocol.call import asked_version
-from ..protocol.jsonrpc import JsonRpcCall
-from ..protocol.jsonrpc_versions import BINDINGS
 from ..protocol.v10 import rest
 from . import dashboard, discovery
 from .json_fallbacks import add_fallbacks
-from .pipeline import answer_call, current_app_state
-
-
-def add_headers(bp: Blueprint) -> None:
-    """Register on ``bp`` the after-request hook that sets the headers every
-    answer of the service carries, in one place.
-
-    ``X-Content-Type-Options: nosniff`` on everything we answer: a JSON body
-    (that may hold a caller's text) is never sniffed into HTML by a browser.
-    ``Cache-Control: no-store`` on every answer that does not say its own: they
-    depend on who asked (a task, a key's agent list, an error about the caller),
-    and no shared or browser cache may keep them. An Agent Card (and the JWKS)
-    says its own caching (public cards are cacheable); a card route's error (no
-    such agent, 401, storage down) says none, so it is no-store like any other
-    error. A header a route set itself is left as it is.
-    """
-
-    @bp.after_request
-    def secure_headers(response: Response) -> Response:
-        # One pass over the few names, then ``add``: werkzeug's ``in`` (and
-        # ``setdefault``) builds and catches an exception for each name missing.
-        headers = response.headers
-        present = {name.lower() for name, _ in headers.items()}
-        if "x-content-type-options" not in present:
-            headers.add("X-Content-Type-Options", "nosniff")
-        if "cache-control" not in present:
-            headers.add("Cache-Control", "no-store")
-        return response
-
-
-def rpc(name, at_root=False):
-    """The view of an agent's JSON-RPC endpoint: a call in the version its
-    ``A2A-Version`` asks for. Also with a trailing slash: a client that
-    joins "/" to the card's URL (httpx with the endpoint as base_url, the
-    1.0-dev kit) posts there."""
-    call = JsonRpcCall(BINDINGS, asked_version(request),
-                       current_app_state().settings.strict_jsonrpc)
-    return answer_call(call, name, at_root)
+from .pipeline import add_headers, answer_call, current_app_state, rpc
 
 
 def _rest_view(route, agent_of, at_root=False):

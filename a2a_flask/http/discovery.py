@@ -10,7 +10,7 @@ from flask import request
 from werkzeug.exceptions import NotFound, SecurityError
 
 from .. import errors, urls
-from ..auth.callers import authenticate, authorize
+from ..auth.callers import authenticate, authorize, reachable_agent
 from ..protocol.card_http import asked_form, card_response
 from ..protocol.cards import agent_card, base_url
 from ..protocol.jsonrpc import error_response, json_response
@@ -38,7 +38,7 @@ def card(name, at_root=False):
     try:
         caller = (None if app_state.settings.public_cards
                   else authenticate(app_state, request))
-        agent = app_state.reachable_agent(name)
+        agent = reachable_agent(app_state, name)
         if caller is not None:
             authorize(caller, agent, app_state.settings.oidc_required_scopes)
         card = agent_card(app_state, agent, at_root, form=asked_form(request))
@@ -91,7 +91,7 @@ def agent_base(name: str) -> "Response":
     settings = app_state.settings
     if settings.public_cards:
         try:
-            app_state.reachable_agent(name)
+            reachable_agent(app_state, name)
         except errors.AgentNotFoundError:
             raise NotFound() from None
     if settings.try_page and wants_page():

@@ -13,20 +13,26 @@ tell an anonymous caller nothing about agents or tasks.
 A storage failure (database unavailable, deleted, full or busy) is answered
 as such, an error saying the call may be retried; the service goes on and
 serves again as soon as the storage is back.
+
+The JSON-RPC endpoint's view (``rpc``) and the hook that sets the headers
+every answer carries (``add_headers``) are here too: the blueprint only lays
+out the routes, so that a call enters the pipeline at its view.
 """
 
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
-from flask import current_app, request
+from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from .. import errors
 from ..config import REFUSED_BODY_DRAIN_BYTES
 from ..auth.callers import (
-    authenticate, authorize, authorize_tenant, confirm_remembered_key)
+    authenticate, authorize, authorize_tenant, confirm_remembered_key, reachable_agent)
 from ..protocol.errors import as_a2a_error, failure_error
 from ..protocol.call import HEADER, asked_version
+from ..protocol.jsonrpc import JsonRpcCall
+from ..protocol.jsonrpc_versions import BINDINGS
 from ..service import CallContext
 from ..storage.errors import StorageError
 from . import access
@@ -118,7 +124,7 @@ def _answer(app_state, call, agent_name, at_root, notes):
     try:
         call.start(inbound)
         caller = authenticate(app_state, request, call.checks_remembered_key)
-        agent = app_state.reachable_agent(agent_name)
+        agent = reachable_agent(app_state, agent_name)
         authorize(caller, agent, app_state.settings.oidc_required_scopes)
         params = call.params(inbound)
         tenant = call.tenant(params)
@@ -169,6 +175,43 @@ def answer_call(call, agent_name, at_root=False):
     return access.logged_call(
         agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None,
         app_state.tracing, app_state.refusals)
+
+
+def add_headers(bp: Blueprint) -> None:
+    """Register on ``bp`` the after-request hook that sets the headers every
+    answer of the service carries, in one place.
+
+    ``X-Content-Type-Options: nosniff`` on everything we answer: a JSON body
+    (that may hold a caller's text) is never sniffed into HTML by a browser.
+    ``Cache-Control: no-store`` on every answer that does not say its own: they
+    depend on who asked (a task, a key's agent list, an error about the caller),
+    and no shared or browser cache may keep them. An Agent Card (and the JWKS)
+    says its own caching (public cards are cacheable); a card route's error (no
+    such agent, 401, storage down) says none, so it is no-store like any other
+    error. A header a route set itself is left as it is.
+    """
+
+    @bp.after_request
+    def secure_headers(response: Response) -> Response:
+        # One pass over the few names, then ``add``: werkzeug's ``in`` (and
+        # ``setdefault``) builds and catches an exception for each name missing.
+        headers = response.headers
+        present = {name.lower() for name, _ in headers.items()}
+        if "x-content-type-options" not in present:
+            headers.add("X-Content-Type-Options", "nosniff")
+        if "cache-control" not in present:
+            headers.add("Cache-Control", "no-store")
+        return response
+
+
+def rpc(name, at_root=False):
+    """The view of an agent's JSON-RPC endpoint: a call in the version its
+    ``A2A-Version`` asks for. Also with a trailing slash: a client that
+    joins "/" to the card's URL (httpx with the endpoint as base_url, the
+    1.0-dev kit) posts there."""
+    call = JsonRpcCall(BINDINGS, asked_version(request),
+                       current_app_state().settings.strict_jsonrpc)
+    return answer_call(call, name, at_root)
 
 
 # -- the body ----------------------------------------------------------------
