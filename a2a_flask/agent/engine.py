@@ -4,8 +4,7 @@ returned (a reply, a question, a refusal, or a failure naming no internals)."""
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..storage.common import new_id
-from ..messages import agent_message, text_part
+from ..messages import agent_message, new_id, text_part
 from ..storage.base import ARTIFACTS_FULL_TEXT, ArtifactsFullError
 from ..storage.records import may_exceed, rough_size, size
 from .api import Reply, _StatusReply

@@ -1,17 +1,17 @@
-"""Helpers every backend shares: the ids the service makes (``new_id``:
-tasks, contexts, messages, artifacts; the service's modules take it from
-here too), timestamps, digests, list cursors, the rows of a bulk import, a
-task's record and list filters, the batch and retry sizes, and statements
-alike in both backends but for the driver's placeholder."""
+"""Helpers every backend shares: the ids the service makes (``new_id``,
+defined in ``messages.py``), timestamps, digests, list cursors, the rows of
+a bulk import, a task's record and list filters, the batch and retry
+sizes, and statements alike in both backends but for the driver's
+placeholder."""
 
 import base64
 import hashlib
 import json
-import os
 import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..messages import new_id  # noqa: F401  (the backends take it here)
 from .records import Message, TaskRecord
 
 #: Tasks ``prune`` deletes (and ``cancel_tasks`` cancels) per transaction:
@@ -33,27 +33,6 @@ KEY_COLUMNS = ("id, prefix, label, scope, created_at, last_used_at, revoked_at,"
 
 #: The largest integer both backends take (SQLite's and PostgreSQL's bigint).
 BIGINT_MAX = 2 ** 63 - 1
-
-
-#: base64url's 64 characters in ASCII order: the text of an id sorts as its
-#: bytes do, so ids made later sort later.
-_SORTED_B64 = bytes.maketrans(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
-    b"-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
-
-
-def new_id(prefix: str) -> str:
-    """An opaque, unguessable id (128 random bits) with a readable prefix.
-
-    The random part follows the time in milliseconds, so that new rows land at
-    the end of the indexes instead of on random pages: inserts stay cheap and
-    local however many millions of tasks the database holds. Six bits per
-    character (30 after the prefix, not 44 hex digits): an id is stored up to
-    ten times per task (rows, indexes, message bodies).
-    """
-    raw = (time.time_ns() // 1000000).to_bytes(6, "big") + os.urandom(16)
-    return prefix + base64.urlsafe_b64encode(raw).translate(
-        _SORTED_B64).decode("ascii").rstrip("=")
 
 
 class Dialect:
