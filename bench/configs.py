@@ -40,6 +40,8 @@ ROWS = [
     Row("durable", "DURABLE CEILING", "the same route + 1 SQLite INSERT per send, 1 SELECT per get"),
     Row("floor", "FLOOR", "one route doing only the contract's work: marshmallow, key lookup, "
         "working committed before the agent, outcome, one-statement read (servers/floor.py)"),
+    Row("floor-sync", "FLOOR sync", "FLOOR with `-k sync --threads 1`: the limit of the shipped "
+        "file against sync workers (a bare route doing the contract's work)"),
     Row("us", "US", "gunicorn wsgi:app, echo agent, SQLite"),
     Row("us-sync", "US sync", "US with `-k sync --threads 1`: the shipped gunicorn.conf.py (gthread) "
         "against sync workers, same tree, same run"),
@@ -54,6 +56,8 @@ ROWS = [
     Row("pg-durable", "PG DURABLE CEILING", "bare Flask route + 1 INSERT / 1 SELECT through psycopg_pool",
         needs={"postgres"}),
     Row("pg-floor", "PG FLOOR", "FLOOR on PostgreSQL", needs={"postgres"},
+        pending=_us_postgres_pending()),
+    Row("pg-floor-sync", "PG FLOOR sync", "PG FLOOR with `-k sync --threads 1`", needs={"postgres"},
         pending=_us_postgres_pending()),
     Row("us-pg", "US postgres", "gunicorn wsgi:app, echo agent, A2A_DATABASE=postgresql://",
         needs={"postgres"}, pending=_us_postgres_pending()),
@@ -73,7 +77,8 @@ LABELS = {k: r.label for k, r in BY_KEY.items()}
 METHODS = {"send": "message/send", "get": "tasks/get"}
 METHODS_10 = {"send": "SendMessage", "get": "GetTask"}
 #: The rows run as their base row with sync workers, one thread each.
-SYNC_ROWS = {"us-sync": "us", "us-pg-sync": "us-pg"}
+SYNC_ROWS = {"us-sync": "us", "us-pg-sync": "us-pg", "floor-sync": "floor",
+             "pg-floor-sync": "pg-floor"}
 SYNC_WORKERS = ["-k", "sync", "--threads", "1"]
 # in-memory stores are per process: a tasks/get can land on a worker that never saw the task
 PER_PROCESS = {"peer-memory", "peer13-memory"}
@@ -116,10 +121,13 @@ def _make_server(cfg, ctx, tag, db=None, key=None):
             subprocess.run([PY, os.path.join(SERVERS, "ceiling.py"), "--init-pg", db], check=True, timeout=120)
         return Server(cfg, gunicorn_cmd(args.workers, port, "ceiling:app", chdir=SERVERS),
                       env, ROOT, port, "/rpc", {}, tmp, db=db or env["BENCH_DB"] or None)
-    if cfg in ("floor", "pg-floor"):
-        db = ctx.pg.create_db(_pg_name(cfg, tag)) if cfg == "pg-floor" else base + ".sqlite3"
+    if cfg in ("floor", "pg-floor", "floor-sync", "pg-floor-sync"):
+        db = (ctx.pg.create_db(_pg_name(cfg, tag)) if cfg.startswith("pg-")
+              else base + ".sqlite3")
         env, headers = ctx.auth.server_env(db)
-        return Server(cfg, gunicorn_cmd(args.workers, port, "floor:app", chdir=SERVERS),
+        extra = SYNC_WORKERS if cfg in SYNC_ROWS else []
+        return Server(cfg, gunicorn_cmd(args.workers, port, "floor:app", chdir=SERVERS,
+                                        extra=extra),
                       env, ROOT, port, "/rpc", headers, tmp, db=db)
     if cfg in ("us", "us10", "us-empty", "us-scale", "us-pg", "us-sync", "us-pg-sync"):
         if cfg in ("us-pg", "us-pg-sync"):

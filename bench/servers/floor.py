@@ -16,7 +16,8 @@ contract asks of each call:
   and the user's message) and committed *before* the agent runs, then the
   outcome (state, the agent's message, the artifact) in a second
   transaction: the storage's own ``start_turn`` and ``finish_turn``, one
-  statement each on PostgreSQL, one short transaction each on SQLite;
+  statement each on both backends (on SQLite an INSERT into a view whose
+  trigger writes the rows);
 - ``tasks/get``: the storage's one-statement read of the task, its history
   and artifacts;
 - the answer rendered as an A2A 0.3 Task.
