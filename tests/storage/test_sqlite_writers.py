@@ -82,7 +82,7 @@ def test_many_threads_writing_at_once_never_exceed_the_slots(tmp_path):
             real.release()
 
     pool.writers = Counted()
-    start, failures = threading.Barrier(24), []
+    start, failures = threading.Barrier(32), []
 
     def send(n):
         try:
@@ -91,11 +91,11 @@ def test_many_threads_writing_at_once_never_exceed_the_slots(tmp_path):
         except Exception as exc:  # pragma: no cover - shown below
             failures.append(repr(exc))
 
-    threads = [threading.Thread(target=send, args=(n,)) for n in range(24)]
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(32)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
     assert failures == []
-    assert storage.count_tasks() == 24
-    assert 1 <= most[0] <= storage.WRITERS == 2
+    assert storage.count_tasks() == 32
+    assert 1 <= most[0] <= storage.WRITERS == 4

@@ -50,7 +50,7 @@ class ConnectionPool:
     first served: a connection handed back goes to the oldest waiter, never
     to a thread that came later. Made anew in a forked child (``pid``)."""
 
-    def __init__(self, limit, open_connection, writers=2):
+    def __init__(self, limit, open_connection, writers=4):
         self.limit = max(1, int(limit))
         self.pid = os.getpid()
         #: The slots of this process's writes in progress (``write_statement``).
@@ -223,10 +223,11 @@ class ConnectionLeases:
     #: a later one waits its turn here, woken as soon as one ends. Let into
     #: SQLite all together, gthread's threads found the write lock taken and
     #: waited in SQLite's busy handler, whose sleeps (1, 2, 5, 10, 15, 20,
-    #: 25 ms...) outlast a write's fraction of a millisecond: message/send's
-    #: p99 doubled (docs/benchmarks.md). Two, not one: the next write can
-    #: run while the last one's thread waits for the interpreter.
-    WRITERS = 2
+    #: 25 ms...) outlast a write's fraction of a millisecond. Four: one or
+    #: two cost message/send throughput (the next write waits while the last
+    #: one's thread waits for the interpreter), four kept it and cut its p99
+    #: by a third (docs/benchmarks.md).
+    WRITERS = 4
 
     def connection(self, deadline=None):
         """This thread's connection, taken from the pool on first use (a wait
