@@ -36,7 +36,7 @@ from .file import (
 from . import migrations
 from .library import check_sqlite_library
 from .migrations import stored_version
-from .pool import ConnectionLeases
+from .pool import ConnectionLeases, ConnectionWaitTimeout
 from .upkeep import WriteUpkeep
 
 log = logging.getLogger("a2a_flask")
@@ -232,9 +232,10 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         statements holds the file's write lock while its thread waits for
         the interpreter between them, and every writer of every process
         waits behind it (docs/benchmarks.md); this one never does, so it
-        does not queue on the writers' lock either: SQLite's busy wait alone,
-        within what is left of the busy timeout after the wait for a
-        connection. The file is checked as ``transaction`` checks it.
+        does not queue on the writers' lock either: at most ``WRITERS`` of
+        this process at once, then SQLite's busy wait, within what is left
+        of the busy timeout after the waits for a connection and a slot.
+        The file is checked as ``transaction`` checks it.
         ``deadline``: the bound's end (``time.monotonic()``), for a caller
         that took the connection first; by default the busy timeout from now."""
         if deadline is None:
@@ -242,15 +243,23 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         try:
             conn = self.connection(deadline)
             self.check_same_file()
-            left_ms = int((deadline - time.monotonic()) * 1000)
-            shortened = left_ms < self.busy_timeout_ms - 1
-            if shortened:
-                conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+            writers = self._connection_pool().writers
+            if not writers.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                raise ConnectionWaitTimeout(
+                    "database is locked: this process's %d writes in progress "
+                    "took the whole busy timeout" % self.WRITERS)
             try:
-                cursor = conn.execute(sql, params)
-            finally:
+                left_ms = int((deadline - time.monotonic()) * 1000)
+                shortened = left_ms < self.busy_timeout_ms - 1
                 if shortened:
-                    conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+                    conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+                try:
+                    cursor = conn.execute(sql, params)
+                finally:
+                    if shortened:
+                        conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+            finally:
+                writers.release()
         except BaseException as exc:
             self._writes.failed(exc)
             raise

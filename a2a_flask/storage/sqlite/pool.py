@@ -50,9 +50,11 @@ class ConnectionPool:
     first served: a connection handed back goes to the oldest waiter, never
     to a thread that came later. Made anew in a forked child (``pid``)."""
 
-    def __init__(self, limit, open_connection):
+    def __init__(self, limit, open_connection, writers=4):
         self.limit = max(1, int(limit))
         self.pid = os.getpid()
+        #: The slots of this process's writes in progress (``write_statement``).
+        self.writers = threading.BoundedSemaphore(max(1, int(writers)))
         self._open_connection = open_connection
         self._lock = threading.Lock()
         self._idle = []  # [(connection, file identity)]
@@ -217,6 +219,15 @@ class ConnectionLeases:
     #: lost 15%). A thread past the bound waits for one, first come first
     #: served, within A2A_BUSY_TIMEOUT_MS.
     MAX_CONNECTIONS = 16
+    #: Write statements of this process in SQLite at once (``write_statement``);
+    #: a later one waits its turn here, woken as soon as one ends. Let into
+    #: SQLite all together, gthread's threads found the write lock taken and
+    #: waited in SQLite's busy handler, whose sleeps (1, 2, 5, 10, 15, 20,
+    #: 25 ms...) outlast a write's fraction of a millisecond. Four: one or
+    #: two cost message/send throughput (the next write waits while the last
+    #: one's thread waits for the interpreter), four kept it and cut its p99
+    #: by a third (docs/benchmarks.md).
+    WRITERS = 4
 
     def connection(self, deadline=None):
         """This thread's connection, taken from the pool on first use (a wait
@@ -254,7 +265,7 @@ class ConnectionLeases:
                 pool = self._pool
                 if pool is None or pool.pid != os.getpid():
                     pool = self._pool = ConnectionPool(self.MAX_CONNECTIONS,
-                                                       self._open_for_pool)
+                                                       self._open_for_pool, self.WRITERS)
         return pool
 
     def _open_for_pool(self):
