@@ -13,8 +13,9 @@ one thread per process on the file lock, tried every 0.1 ms doubling to
 2 ms, where SQLite's busy handler sleeps 1, 2, 5, 10... ms between tries.
 The two waits together stay within the busy timeout. A write that is one
 statement (``write_statement``: a send's start and outcome) skips that queue:
-it holds SQLite's lock only inside one ``sqlite3_step``, and waits in
-SQLite's busy handler alone.
+it holds SQLite's lock only inside one ``sqlite3_step``; at most ``WRITERS``
+of a process are in SQLite at once (``pool.py``), the next waiting for a
+slot, then in SQLite's busy handler, within the same bound.
 """
 
 import logging
