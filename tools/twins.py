@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 from typing import Dict, List, Set, Tuple
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+HERE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PACKAGE = "a2a_flask"
 _PUNCTUATION = re.compile(r"^[\s()\[\]{}:,.]*$")
 _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
@@ -28,8 +28,8 @@ _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@")
 Line = Tuple[int, str]  # (line number, folded text)
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(("git",) + args, cwd=ROOT, check=True,
+def _git(root: str, *args: str) -> str:
+    return subprocess.run(("git",) + args, cwd=root, check=True,
                           capture_output=True, text=True).stdout
 
 
@@ -45,12 +45,12 @@ def significant(text: str) -> List[Line]:
     return kept
 
 
-def added_lines(base: str) -> Dict[str, Set[int]]:
-    """The numbers of the lines each file of the package has that ``base``
-    did not (a file git does not track yet: all of it)."""
+def added_lines(root: str, base: str) -> Dict[str, Set[int]]:
+    """The numbers of the lines each tracked file of the package has that
+    ``base`` did not."""
     added: Dict[str, Set[int]] = defaultdict(set)
     name = None
-    for row in _git("diff", "-U0", "--no-color", "--no-renames", base, "--",
+    for row in _git(root, "diff", "-U0", "--no-color", "--no-renames", base, "--",
                     PACKAGE).splitlines():
         if row.startswith("+++ "):
             name = row[6:] if row.startswith("+++ b/") else None
@@ -59,29 +59,31 @@ def added_lines(base: str) -> Dict[str, Set[int]]:
         if found and name and name.endswith(".py"):
             start, count = int(found.group(1)), int(found.group(2) or 1)
             added[name].update(range(start, start + count))
-    for name in _git("ls-files", "--others", "--exclude-standard", "--",
-                     PACKAGE).split():
-        if name.endswith(".py"):
-            with open(os.path.join(ROOT, name), encoding="utf-8") as f:
-                added[name].update(range(1, f.read().count("\n") + 2))
     return added
 
 
-def twins(base: str, size: int) -> List[str]:
-    """One sentence per run of ``size`` added lines found elsewhere."""
-    names = [n for n in _git("ls-files", "--cached", "--others", "--exclude-standard",
-                             "--", PACKAGE).split()
-             if n.endswith(".py") and os.path.exists(os.path.join(ROOT, n))]
+def _python_files(root: str, *which: str) -> List[str]:
+    return [n for n in _git(root, "ls-files", *which, "--exclude-standard", "--",
+                            PACKAGE).split()
+            if n.endswith(".py") and os.path.exists(os.path.join(root, n))]
+
+
+def twins(root: str, base: str, size: int) -> List[str]:
+    """One sentence per run of ``size`` added lines found elsewhere (a file
+    git does not track yet counts as added whole)."""
     lines: Dict[str, List[Line]] = {}
     places: Dict[Tuple[str, ...], List[Tuple[str, int]]] = defaultdict(list)
-    for name in names:
-        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+    for name in _python_files(root, "--cached", "--others"):
+        with open(os.path.join(root, name), encoding="utf-8") as f:
             lines[name] = significant(f.read())
         kept = lines[name]
         for i in range(len(kept) - size + 1):
             places[tuple(t for _, t in kept[i:i + size])].append((name, i))
+    added = added_lines(root, base)
+    for name in _python_files(root, "--others"):
+        added[name].update(n for n, _ in lines.get(name, ()))
     found = []
-    for name, numbers in sorted(added_lines(base).items()):
+    for name, numbers in sorted(added.items()):
         kept = lines.get(name, [])
         reported = -1
         for i in range(len(kept) - size + 1):
@@ -100,20 +102,19 @@ def twins(base: str, size: int) -> List[str]:
 
 
 def main() -> int:
-    global ROOT
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="HEAD~1")
     parser.add_argument("--lines", type=int, default=6)
-    parser.add_argument("--repo", default=ROOT, help="the checkout (this one)")
+    parser.add_argument("--repo", default=HERE, help="the checkout (this one)")
     args = parser.parse_args()
-    ROOT = os.path.abspath(args.repo)
+    root = os.path.abspath(args.repo)
     try:
-        _git("rev-parse", "--verify", "--quiet", args.base + "^{tree}")
+        _git(root, "rev-parse", "--verify", "--quiet", args.base + "^{tree}")
     except subprocess.CalledProcessError:
         print("twins: no %s to compare with (a first commit): nothing checked"
               % args.base)
         return 0
-    found = twins(args.base, args.lines)
+    found = twins(root, args.base, args.lines)
     for sentence in found:
         print("twins: " + sentence)
     print("twins: %d run(s) of %d lines that the change since %s writes again"
