@@ -125,7 +125,7 @@ def _pool(limit):
         opened.append(SimpleNamespace(in_transaction=False))
         return opened[-1], None
 
-    return ConnectionPool(limit, open_connection), opened
+    return ConnectionPool(limit, open_connection, writers=1), opened
 
 
 def test_a_connection_handed_back_goes_to_the_oldest_waiter():

@@ -50,10 +50,11 @@ class ConnectionPool:
     first served: a connection handed back goes to the oldest waiter, never
     to a thread that came later. Made anew in a forked child (``pid``)."""
 
-    def __init__(self, limit, open_connection, writers=4):
+    def __init__(self, limit, open_connection, writers):
         self.limit = max(1, int(limit))
         self.pid = os.getpid()
-        #: The slots of this process's writes in progress (``write_statement``).
+        #: The slots of this process's writes in progress (``write_statement``;
+        #: ``ConnectionLeases.WRITERS`` of them).
         self.writers = threading.BoundedSemaphore(max(1, int(writers)))
         self._open_connection = open_connection
         self._lock = threading.Lock()

@@ -15,7 +15,6 @@ from ..records import FIXED_BYTES, OVERHEAD, Artifact, Message, most_messages
 from ..history import HistoryReads
 
 
-
 def load_message(body: str, task_id: str, context_id: str, message_id: str) -> Message:
     """A message as stored by ``message_body``, or whole (a status message
     absent from the history, kept in its task row)."""
