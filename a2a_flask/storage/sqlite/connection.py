@@ -243,13 +243,14 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
             deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
         try:
             conn = self.connection(deadline)
-            self.check_same_file()
             writers = self._connection_pool().writers
             if not writers.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 raise ConnectionWaitTimeout(
                     "database is locked: this process's %d writes in progress "
                     "took the whole busy timeout" % self.WRITERS)
             try:
+                # After the wait for a slot: a file replaced during it is seen.
+                self.check_same_file()
                 left_ms = int((deadline - time.monotonic()) * 1000)
                 shortened = left_ms < self.busy_timeout_ms - 1
                 if shortened:
