@@ -45,6 +45,9 @@ ROWS = [
     Row("us", "US", "gunicorn wsgi:app, echo agent, SQLite"),
     Row("us-sync", "US sync", "US with `-k sync --threads 1`: the shipped gunicorn.conf.py (gthread) "
         "against sync workers, same tree, same run"),
+    Row("us-demo", "US demo", "US as `gunicorn wsgi:app` runs by default: the demo's in-process "
+        "claimers of background turns on (wsgi.py's A2A_IN_PROCESS_WORKER=4); every other US row "
+        "sets 0, the production setting (deploy/a2a.env)"),
     Row("us10", "US 1.0", "the same, A2A 1.0 JSON-RPC (SendMessage/GetTask, A2A-Version: 1.0)",
         proto="1.0"),
     Row("peer-sqlite", "PEER sqlite", "a2a-sdk 0.3.x, DatabaseTaskStore on SQLite (aiosqlite)"),
@@ -129,11 +132,16 @@ def _make_server(cfg, ctx, tag, db=None, key=None):
         return Server(cfg, gunicorn_cmd(args.workers, port, "floor:app", chdir=SERVERS,
                                         extra=extra),
                       env, ROOT, port, "/rpc", headers, tmp, db=db)
-    if cfg in ("us", "us10", "us-empty", "us-scale", "us-pg", "us-sync", "us-pg-sync"):
+    if cfg in ("us", "us-demo", "us10", "us-empty", "us-scale", "us-pg", "us-sync", "us-pg-sync"):
         if cfg in ("us-pg", "us-pg-sync"):
             db = ctx.pg.create_db(_pg_name(cfg, tag))
         db = db or base + ".sqlite3"
         env, headers = ctx.auth.server_env(db, key)
+        # The production setting (deploy/a2a.env: background turns run by
+        # `flask a2a worker`), as issue 31's targets are measured; the demo's
+        # claimers poll the storage in every web process (row us-demo).
+        if cfg != "us-demo":
+            env["A2A_IN_PROCESS_WORKER"] = "0"
         extra = SYNC_WORKERS if cfg in SYNC_ROWS else []
         return Server(cfg, gunicorn_cmd(args.workers, port, "wsgi:app", extra=extra), env, ROOT,
                       port, US_PATH, headers, tmp, db=db, proto=row.proto)

@@ -156,6 +156,10 @@ def summarize(rows, scale_rows, scale_info=None):
     if r_pg_get is not None:
         target("tasks/get US postgres >= 70% of PG DURABLE CEILING", r_pg_get, r_pg_get >= 0.7,
                f"{r_pg_get * 100:.0f}%")
+    # What the demo's in-process claimers (wsgi.py) cost the production setting.
+    for m in ("send", "get"):
+        ratio(f"US demo/US {method_label('us', m)} (the demo's in-process claimers)",
+              mean_of(rows, "us-demo", m), mean_of(rows, "us", m))
     # The shipped gunicorn.conf.py (gthread, 1,024 threads) against the same
     # tree on sync workers, in the same run (issue 31). FLOOR, the contract's
     # work in one bare route, on the same two: where it misses a target too,
