@@ -12,7 +12,8 @@ app.config["A2A_TRY_PAGE"] = True  # open /api/v1/agents/echo/ in a browser
 app.config["A2A_DASHBOARD"] = True  # the operator's page: /api/v1/dashboard/
 # The web processes run `slow`'s background turns themselves, so that
 # `gunicorn wsgi:app` alone serves all three agents. Production sets
-# A2A_IN_PROCESS_WORKER=0 and runs `flask a2a worker` (deploy/a2a.env).
+# A2A_IN_PROCESS_WORKER=0 and runs `flask a2a worker` (deploy/a2a.env); what
+# the claimers cost a short call is the US demo row of docs/benchmarks.md.
 app.config["A2A_IN_PROCESS_WORKER"] = 4
 app.config.update(config_from_env())
 a2a = A2A(app)
