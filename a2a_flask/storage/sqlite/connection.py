@@ -193,15 +193,12 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         with self._writer.hold(deadline):
             # SQLite's busy wait (a host app's writer, a checkpoint) gets
             # what is left of the bound after the wait for our lock.
-            left_ms = int((deadline - time.monotonic()) * 1000)
-            shortened = left_ms < self.busy_timeout_ms - 1
-            if shortened:
-                conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+            shortened = self._busy_wait_until(conn, deadline)
             try:
                 conn.execute("BEGIN IMMEDIATE")
             finally:
                 if shortened:
-                    conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+                    self._busy_wait_whole(conn)
             try:
                 yield conn
                 self.check_same_file()
@@ -215,6 +212,19 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
                 raise
         if self._checkpoint_due():
             self._checkpoint(conn)
+
+    def _busy_wait_until(self, conn, deadline):
+        """SQLite's busy wait on ``conn`` cut to what is left until
+        ``deadline`` (``time.monotonic()``); True when it was cut (then
+        ``_busy_wait_whole`` gives it back its whole length)."""
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms >= self.busy_timeout_ms - 1:
+            return False
+        conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+        return True
+
+    def _busy_wait_whole(self, conn):
+        conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
 
     def write_connection(self, deadline: float) -> sqlite3.Connection:
         """This thread's connection, taken for a write: failing to take one
@@ -251,15 +261,12 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
             try:
                 # After the wait for a slot: a file replaced during it is seen.
                 self.check_same_file()
-                left_ms = int((deadline - time.monotonic()) * 1000)
-                shortened = left_ms < self.busy_timeout_ms - 1
-                if shortened:
-                    conn.execute("PRAGMA busy_timeout = %d" % max(left_ms, 0))
+                shortened = self._busy_wait_until(conn, deadline)
                 try:
                     cursor = conn.execute(sql, params)
                 finally:
                     if shortened:
-                        conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
+                        self._busy_wait_whole(conn)
             finally:
                 writers.release()
         except BaseException as exc:
