@@ -80,7 +80,22 @@ CLOSE_PAST_BYTES = parse_value(
     + REFUSED_BODY_DRAIN_BYTES
 
 
+# A kept-alive connection is closed after this many requests, as nginx
+# closes its own after keepalive_requests: its client (nginx's upstream
+# pool, another agent) connects again, and the worker that accepts the new
+# connection first is the one whose main loop is free, the less busy one.
+# Without it connections stay on the worker that accepted them: when a
+# burst of them all landed on one of two workers, that worker served them
+# all at its own rate while the other idled, for as long as they lasted.
+# 25 spreads them again within a second or two; one connection per 25 calls
+# costs nothing measurable (docs/benchmarks.md, "Connections that all land
+# on one worker"; bench/run.py's row US skewed).
+KEEPALIVE_REQUESTS = 25
+
+
 def pre_request(worker, req):
+    if req.req_number >= KEEPALIVE_REQUESTS:
+        req.force_close()
     for name, value in req.headers:
         if name == "CONTENT-LENGTH":
             if value.isdigit() and int(value) > CLOSE_PAST_BYTES:

@@ -48,6 +48,10 @@ ROWS = [
     Row("us-demo", "US demo", "US as `gunicorn wsgi:app` runs by default: the demo's in-process "
         "claimers of background turns on (wsgi.py's A2A_IN_PROCESS_WORKER=4); every other US row "
         "sets 0, the production setting (deploy/a2a.env)"),
+    Row("us-skewed", "US skewed", "US with one of its workers paused for the first 0.5 s of each "
+        "load, so that every connection of the load opens on the other worker; gunicorn.conf.py's "
+        "KEEPALIVE_REQUESTS must spread them again (a run where they all landed on one worker "
+        "served at that worker's rate)"),
     Row("us10", "US 1.0", "the same, A2A 1.0 JSON-RPC (SendMessage/GetTask, A2A-Version: 1.0)",
         proto="1.0"),
     Row("peer-sqlite", "PEER sqlite", "a2a-sdk 0.3.x, DatabaseTaskStore on SQLite (aiosqlite)"),
@@ -132,7 +136,7 @@ def _make_server(cfg, ctx, tag, db=None, key=None):
         return Server(cfg, gunicorn_cmd(args.workers, port, "floor:app", chdir=SERVERS,
                                         extra=extra),
                       env, ROOT, port, "/rpc", headers, tmp, db=db)
-    if cfg in ("us", "us-demo", "us10", "us-empty", "us-scale", "us-pg", "us-sync", "us-pg-sync"):
+    if cfg in ("us", "us-demo", "us-skewed", "us10", "us-empty", "us-scale", "us-pg", "us-sync", "us-pg-sync"):
         if cfg in ("us-pg", "us-pg-sync"):
             db = ctx.pg.create_db(_pg_name(cfg, tag))
         db = db or base + ".sqlite3"

@@ -172,13 +172,16 @@ def wait_quiet(args):
         log(f"    (waited {waited:.0f} s for other processes to go quiet)")
 
 
-def drive(srv, mode, pool, args, tmp, duration=None):
-    """One measured load; with --wait-quiet, a load that other processes disturbed runs again (twice at most)."""
+def drive(srv, mode, pool, args, tmp, duration=None, opening=None):
+    """One measured load; with --wait-quiet, a load that other processes disturbed runs again (twice at most).
+    ``opening()``, when given, runs just before each load starts (after the wait for quiet)."""
     measured = duration is None
     duration = duration or args.duration
     for attempt in range(3 if measured and args.wait_quiet > 0 else 1):
         if measured:
             wait_quiet(args)
+        if opening is not None:
+            opening()
         res = _drive(srv, mode, pool, args, tmp, duration)
         res["attempts"] = attempt + 1
         if (res.get("other_cpu") or 0) <= NOISY or res["errors"]:

@@ -160,6 +160,8 @@ def summarize(rows, scale_rows, scale_info=None):
     for m in ("send", "get"):
         ratio(f"US demo/US {method_label('us', m)} (the demo's in-process claimers)",
               mean_of(rows, "us-demo", m), mean_of(rows, "us", m))
+        ratio(f"US skewed/US {method_label('us', m)} (every connection opened on one worker)",
+              mean_of(rows, "us-skewed", m), mean_of(rows, "us", m))
     # The shipped gunicorn.conf.py (gthread, 1,024 threads) against the same
     # tree on sync workers, in the same run (issue 31). FLOOR, the contract's
     # work in one bare route, on the same two: where it misses a target too,

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 
@@ -123,6 +124,38 @@ def prepare(ctx):
             log(f"PEER 1.3: rows skipped: {ctx.sdk13_missing}")
 
 
+#: Seconds a worker of the US skewed row is paused as its load's connections open.
+SKEW_PAUSE = 0.5
+
+
+def loaded(srv, cfg, mode, pool, args, tmp):
+    """``drive``; for US skewed with one gunicorn worker stopped (SIGSTOP) for
+    the first ``SKEW_PAUSE`` seconds of each load, so that the other accepts
+    every connection it opens."""
+    if cfg != "us-skewed":
+        return drive(srv, mode, pool, args, tmp)
+    workers = sorted(int(pid) for pid in subprocess.run(
+        ["pgrep", "-P", str(srv.proc.pid)], capture_output=True, text=True).stdout.split())
+    if len(workers) < 2:
+        raise RuntimeError(f"US skewed needs 2 workers or more, found {workers}")
+    paused, timers = workers[-1], []
+
+    def pause():
+        os.kill(paused, signal.SIGSTOP)
+        timers.append(threading.Timer(SKEW_PAUSE, os.kill, (paused, signal.SIGCONT)))
+        timers[-1].start()
+
+    try:
+        return drive(srv, mode, pool, args, tmp, opening=pause)
+    finally:
+        for timer in timers:
+            timer.cancel()
+        try:
+            os.kill(paused, signal.SIGCONT)
+        except ProcessLookupError:  # the worker exited meanwhile: its master starts another
+            pass
+
+
 def run_row(ctx, cfg, rd, rows, failures):
     """Start ``cfg``, check it, warm it up, measure send and get, stop it."""
     args, tmp = ctx.args, ctx.tmp
@@ -142,12 +175,13 @@ def run_row(ctx, cfg, rd, rows, failures):
             if w["errors"]:
                 failures.append(f"{LABELS[cfg]} warmup round {rd}: {w['errors']} errors "
                                 f"{w['error_reasons']} e.g. {w['error_samples'][:1]}")
-        rows.append(make_row(rd, cfg, "send", drive(srv, "send", None, args, tmp), failures, args.max_requests))
+        rows.append(make_row(rd, cfg, "send", loaded(srv, cfg, "send", None, args, tmp), failures,
+                             args.max_requests))
         if cfg in PER_PROCESS and args.peer_workers > 1:
             rows.append(skipped_row(rd, cfg, "get", f"in-memory store with {args.peer_workers} workers"))
         else:
             pool = make_pool(srv, args.pool)
-            rows.append(make_row(rd, cfg, "get", drive(srv, "get", pool, args, tmp), failures,
+            rows.append(make_row(rd, cfg, "get", loaded(srv, cfg, "get", pool, args, tmp), failures,
                                  args.max_requests))
     except Exception as e:  # noqa: BLE001
         failures.append(f"{LABELS[cfg]} round {rd}: {e}")

@@ -3,6 +3,7 @@ or turns read-only, a database deleted under them."""
 
 import json
 import os
+import runpy
 import shutil
 import socket
 import sqlite3
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from helpers import message
-from serving import free_port  # noqa: F401  (serving.py must import first)
+from serving import REPO_DIR, free_port  # noqa: F401  (serving.py must import first)
 
 ECHO = "/api/v1/agents/echo/a2a"
 
@@ -145,6 +146,22 @@ def test_a_413_far_over_the_limit_closes_the_connection(start_server):
                      b"Host: 127.0.0.1\r\n\r\n")
         status, _, _ = _read_answer(sock)
     assert status == 200
+
+
+def test_a_kept_alive_connection_is_closed_at_its_last_call(start_server):
+    # The shipped gunicorn.conf.py: a connection does not stay for ever on
+    # the worker that took it; its client connects again, and the least busy
+    # worker takes it.
+    last = runpy.run_path(os.path.join(REPO_DIR, "gunicorn.conf.py"))["KEEPALIVE_REQUESTS"]
+    server = start_server(app="wsgi:app", auth="off")
+    card = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        for number in range(1, last + 1):
+            sock.sendall(card)
+            status, headers, _ = _read_answer(sock)
+            assert (number, status, headers["connection"]) == (
+                number, 200, "close" if number == last else "keep-alive")
+        assert sock.recv(65536) == b""  # closed: EOF, not a reset
 
 
 def test_workers_boot_without_storage_and_serve_once_it_is_there(start_server,
