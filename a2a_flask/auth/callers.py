@@ -231,21 +231,29 @@ def _check_password(app_state, request, name, password):
             name)
 
     throttle = app_state.login_throttle
+    checked = []
 
     def before_slow_check() -> None:
         throttle.check(*keys)
+        checked.append(True)
 
-    checker = app_state.extension.hooks.password_check
-    if checker is not None:
-        before_slow_check()
-        caller = _host_caller(_host_hook(app_state, checker, name, password), "user")
-    elif app_state.credentials.check_user(name, password, before_slow_check):
-        caller = Caller("user:" + name, "user", name,
-                        tenant=app_state.credentials.user_tenant(name))
-    else:
-        caller = None
+    caller = None
+    try:
+        checker = app_state.extension.hooks.password_check
+        if checker is not None:
+            before_slow_check()
+            caller = _host_caller(_host_hook(app_state, checker, name, password), "user")
+        elif app_state.credentials.check_user(name, password, before_slow_check):
+            caller = Caller("user:" + name, "user", name,
+                            tenant=app_state.credentials.user_tenant(name))
+    except BaseException:
+        if checked:  # not a wrong password (a storage failure, a host's error)
+            throttle.passed(*keys)
+        raise
     if caller is None:
-        throttle.failed(*keys)
+        throttle.failed(*keys, checked=bool(checked))
+    elif checked:
+        throttle.passed(*keys)
     return caller
 
 

@@ -17,8 +17,11 @@ Three counts of HTTP Basic failures within a minute, each with its limit:
   logging in from a new address is not locked out; the others wait.
 
 A refused attempt (429, with ``Retry-After``) hashes nothing and is not
-counted. Counted in each worker process: with N workers an attacker gets at
-most N x LIMIT tries a minute per name and address.
+counted. An attempt let through counts against the limits until it ends
+(``failed`` or ``passed``): the threads of one process checking at once
+cannot all pass at the last free try. Counted in each worker process: with
+N workers an attacker gets at most N x LIMIT tries a minute per name and
+address.
 
 Memory is bounded (``max_keys``) without forgetting a live count: a count
 whose last failure is a minute old is worth nothing and is dropped first;
@@ -32,6 +35,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict, deque
+from typing import Dict
 
 from .. import errors
 
@@ -69,6 +73,8 @@ class LoginThrottle:
         # their last failure, oldest first, so that dead ones are found first.
         self._failures = OrderedDict()
         self._overflow = deque(maxlen=address_limit)
+        #: key -> attempts let through by ``check`` and not ended yet.
+        self._in_flight: Dict[tuple, int] = {}
         self._lock = threading.Lock()
 
     def _keys(self, address, name):
@@ -81,7 +87,25 @@ class LoginThrottle:
         return times
 
     def _wait(self, times, now):
+        if not times:  # only attempts in flight: at most a window away
+            return max(1, int(self.window))
         return max(1, int(self.window - (now - times[0])) + 1)
+
+    def _landed(self, keys):
+        """The attempt ``check`` let through for ``keys`` has ended (lock held)."""
+        for key in keys:
+            left = self._in_flight.get(key, 0) - 1
+            if left > 0:
+                self._in_flight[key] = left
+            else:
+                self._in_flight.pop(key, None)
+
+    def passed(self, address: str, name: str) -> None:
+        """The attempt ``check`` let through did not fail (a right password,
+        or it ended in another error): it holds no try any more."""
+        keys = self._keys(address, name)
+        with self._lock:
+            self._landed(keys)
 
     def check(self, address, name):
         """``TooManyRequests`` when ``name`` failed too often lately from
@@ -90,21 +114,26 @@ class LoginThrottle:
         now = self.clock()
         pair_key, address_key, name_key = self._keys(address, name)
         with self._lock:
-            empty = deque()
+            empty: deque = deque()
             pair = self._recent(self._failures.get(pair_key, empty), now)
             by_address = self._recent(self._failures.get(address_key, empty), now)
             by_name = self._recent(self._failures.get(name_key, empty), now)
-            if len(pair) >= self.limit:
+            flying = self._in_flight.get
+            # An attempt still running may yet fail: it holds its try. Its
+            # wait is the window's (a minute) when no failure is counted yet.
+            if len(pair) + flying(pair_key, 0) >= self.limit:
                 self._refuse("for this user name", self._wait(pair, now))
-            if len(by_address) >= self.address_limit:
+            if len(by_address) + flying(address_key, 0) >= self.address_limit:
                 self._refuse("from this address", self._wait(by_address, now))
-            if len(by_name) >= self.name_limit and pair:
+            if len(by_name) + flying(name_key, 0) >= self.name_limit and pair:
                 self._refuse("for this user name",
                              min(self._wait(pair, now), self._wait(by_name, now)))
             if address_key not in self._failures:
                 overflow = self._recent(self._overflow, now)
                 if len(overflow) >= self.address_limit:
                     self._refuse("", self._wait(overflow, now))
+            for key in (pair_key, address_key, name_key):
+                self._in_flight[key] = flying(key, 0) + 1
 
     @staticmethod
     def _refuse(whose, wait):
@@ -112,11 +141,15 @@ class LoginThrottle:
             "Too many failed logins %s lately: try again in %d s."
             % (whose or "from new addresses", wait), retry_after=wait)
 
-    def failed(self, address, name):
+    def failed(self, address: str, name: str, checked: bool = True) -> None:
+        """The attempt ``check`` let through failed: counted (``checked``
+        False: a failure no ``check`` let through, counted all the same)."""
         now = self.clock()
         keys = self._keys(address, name)
         limits = (self.limit, self.address_limit, self.name_limit)
         with self._lock:
+            if checked:
+                self._landed(keys)
             failures = self._failures
             # Counts whose last failure left the window count nothing.
             while failures:

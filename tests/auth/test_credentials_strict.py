@@ -234,3 +234,49 @@ def test_the_shipped_config_trusts_the_shipped_nginx_only():
             site += f.read()
     assert "server 127.0.0.1:" in site
     assert "X-Forwarded-For $proxy_add_x_forwarded_for" in site
+
+
+def test_attempts_in_flight_hold_their_tries():
+    """Threads of one worker checking at once cannot all pass at the last
+    free try: an attempt let through counts until it fails or passes."""
+    from a2a_flask.auth.throttle import LoginThrottle
+    from a2a_flask.errors import TooManyRequestsError
+
+    throttle = LoginThrottle(address_limit=2, clock=lambda: 1000.0)
+    throttle.check("10.0.0.1", "n1")
+    throttle.check("10.0.0.1", "n2")  # both hashing now, nothing failed yet
+    with pytest.raises(TooManyRequestsError) as refused:
+        throttle.check("10.0.0.1", "n3")
+    assert refused.value.headers == {"Retry-After": "60"}
+    throttle.passed("10.0.0.1", "n1")  # a right password: its try is back
+    throttle.check("10.0.0.1", "n4")
+    throttle.failed("10.0.0.1", "n2")  # counted: 1 failure + n4 in flight
+    with pytest.raises(TooManyRequestsError):
+        throttle.check("10.0.0.1", "n5")
+    throttle.failed("10.0.0.1", "n4")
+    with pytest.raises(TooManyRequestsError):  # 2 failures within the minute
+        throttle.check("10.0.0.1", "n6")
+    throttle.check("10.0.0.2", "n6")  # another address has its own tries
+
+
+def test_a_password_check_that_fails_with_an_error_gives_its_try_back(keyed):
+    """A host's check that raises (its identity provider down) is no wrong
+    password: after more such errors than the address may fail, a try is
+    still let through."""
+    broken = {"on": True}
+
+    def register(a2a):
+        @a2a.password_check
+        def check(name, password):
+            if broken["on"]:
+                raise RuntimeError("identity provider down")
+            return None
+
+    one, = keyed("one", A2A_LOGIN_FAILURES_PER_ADDRESS=3, register=register)
+    statuses = [send(one.client, basic("carol%d" % n, "pw")).status_code
+                for n in range(5)]
+    assert statuses == [200] * 5  # each answered with a JSON-RPC error
+    broken["on"] = False
+    statuses = [send(one.client, basic("carol%d" % n, "pw")).status_code
+                for n in range(5)]
+    assert statuses == [401] * 3 + [429] * 2
