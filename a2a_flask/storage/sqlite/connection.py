@@ -295,6 +295,13 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
     #: again each time); idle, nothing happens.
     CHECKPOINT_AGE_NS = 50 * 1000000
     CHECKPOINT_COMMITS = 8
+    #: The page size of a file the storage creates. Every commit writes each
+    #: page it changed to the WAL whole, and each checkpoint copies it again:
+    #: a send changes a few dozen pages (rows and index entries of a few
+    #: hundred bytes), so SQLite's default of 4,096 bytes writes about three
+    #: times the bytes that 1,024 does for the same rows (docs/benchmarks.md,
+    #: "Smaller pages").
+    PAGE_SIZE = 1024
     #: SQLite's own checkpoint, inside the COMMIT that crosses this many WAL
     #: pages: the backstop for when ours cannot keep up (the default, 1,000,
     #: would fire before ours under load).
