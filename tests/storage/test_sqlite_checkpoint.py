@@ -70,3 +70,26 @@ def test_sqlites_own_checkpoint_stays_as_a_backstop(tmp_path):
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == \
         SqliteStorage.AUTO_CHECKPOINT_PAGES
     storage.close()
+
+
+def test_a_grown_wal_is_cut_back_when_it_starts_over(tmp_path, monkeypatch):
+    """A WAL grown by a burst (checkpoints held back) keeps SQLite's file
+    size until it starts over; then it is cut to ``WAL_KEPT_BYTES``."""
+    storage = SqliteStorage(str(tmp_path / "ck.sqlite3"))
+    monkeypatch.setattr(storage, "WAL_KEPT_BYTES", 16 * 1024)
+    monkeypatch.setattr(storage, "AUTO_CHECKPOINT_PAGES", 10 ** 6)
+    monkeypatch.setattr(storage, "_checkpoint_due", lambda: False)
+    storage.migrate()
+    conn = storage.connection()
+    assert conn.execute("PRAGMA journal_size_limit").fetchone()[0] == 16 * 1024
+    for n in range(200):
+        storage.start_turn(OWNER, AGENT, _message(n))
+    wal = storage.path + "-wal"
+    grown = os.path.getsize(wal)
+    assert grown > 256 * 1024
+    busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0 and frames == copied > 0
+    storage.start_turn(OWNER, AGENT, _message(200))  # starts the WAL over
+    # Cut to 16 KB, then this write's few frames (without the limit: grown).
+    assert os.path.getsize(wal) < 64 * 1024
+    storage.close()

@@ -110,6 +110,7 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
             conn.execute("PRAGMA busy_timeout = %d" % self.busy_timeout_ms)
             conn.execute("PRAGMA synchronous = %s" % self.synchronous)
             conn.execute("PRAGMA wal_autocheckpoint = %d" % self.AUTO_CHECKPOINT_PAGES)
+            conn.execute("PRAGMA journal_size_limit = %d" % self.WAL_KEPT_BYTES)
             identity = file_identity(self.path)
         except BaseException:
             conn.close()
@@ -295,10 +296,22 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
     #: again each time); idle, nothing happens.
     CHECKPOINT_AGE_NS = 50 * 1000000
     CHECKPOINT_COMMITS = 8
+    #: The page size of a file the storage creates. Every commit writes each
+    #: page it changed to the WAL whole, and each checkpoint copies it again:
+    #: a send changes a few dozen pages (rows and index entries of a few
+    #: hundred bytes), so SQLite's default of 4,096 bytes writes about three
+    #: times the bytes that 1,024 does for the same rows (docs/benchmarks.md,
+    #: "Smaller pages").
+    PAGE_SIZE = 1024
     #: SQLite's own checkpoint, inside the COMMIT that crosses this many WAL
     #: pages: the backstop for when ours cannot keep up (the default, 1,000,
     #: would fire before ours under load).
     AUTO_CHECKPOINT_PAGES = 4000
+    #: What the WAL file keeps of its size when SQLite starts it over (all of
+    #: it copied, no reader in it): a burst, or a reader holding checkpoints
+    #: back, grows it (70-140 MB seen under the benchmark's load) and SQLite
+    #: otherwise keeps that size on disk for good, reusing it from the start.
+    WAL_KEPT_BYTES = 64 << 20
 
     def _checkpoint_due(self):
         local = self._local

@@ -71,7 +71,10 @@ class WriteUpkeep:
             # starting together on a new file otherwise meet "database is
             # locked" (changing the journal mode takes no busy wait).
             with self._writer.hold():
-                # WAL is a property of the file: set once, kept by every opener.
+                # Both properties of the file, kept by every opener; the page
+                # size only takes on a file with no tables yet (a host's own
+                # database keeps its own).
+                conn.execute("PRAGMA page_size = %d" % self.PAGE_SIZE)
                 conn.execute("PRAGMA journal_mode = WAL")
                 # A current schema takes no write transaction: SQLite 3.32
                 # and older refuse BEGIN IMMEDIATE on a read-only file (3.34
