@@ -36,16 +36,17 @@ def test_a_new_file_has_one_kilobyte_pages(tmp_path):
 def test_a_host_database_keeps_its_page_size_and_serves(tmp_path):
     path = str(tmp_path / "host.sqlite3")
     host = sqlite3.connect(path)
+    host.execute("PRAGMA page_size = 2048")  # neither SQLite's default nor ours
     host.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
     host.execute("INSERT INTO users (name) VALUES ('ada')")
     host.commit()
     host.close()
-    assert _page_size(path) == 4096
+    assert _page_size(path) == 2048
     storage = SqliteStorage(path)
     storage.migrate()
     task_id = storage.start_turn(OWNER, AGENT, MESSAGE).task_id
     storage.close()
-    assert _page_size(path) == 4096
+    assert _page_size(path) == 2048
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT name FROM users").fetchall() == [("ada",)]
