@@ -213,6 +213,10 @@ def size(value: Any) -> int:
                .encode("utf-8"))
 
 
+#: The members of a part that is text alone, measured without the rest.
+_TEXT_ONLY = frozenset(("kind", "text"))
+
+
 def _rough_parts(parts) -> int:
     total = 0
     for part in parts or ():
@@ -220,6 +224,8 @@ def _rough_parts(parts) -> int:
         text = part.get("text")
         if isinstance(text, str):
             total += len(text)
+            if part.keys() <= _TEXT_ONLY:  # the common part: nothing else to count
+                continue
         file = part.get("file")
         if isinstance(file, dict):
             total += sum(len(v) for v in file.values() if isinstance(v, str))

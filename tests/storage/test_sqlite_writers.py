@@ -26,7 +26,7 @@ def test_a_write_past_the_slots_is_busy_within_the_timeout_and_stores_nothing(tm
     storage = _storage(tmp_path, busy_timeout_ms=300)
     writers = storage._connection_pool().writers
     for _ in range(storage.WRITERS):  # every slot taken, as by writes in progress
-        assert writers.acquire(timeout=1)
+        assert writers.take(1)
     try:
         began = time.monotonic()
         with pytest.raises(Exception) as refused:
@@ -36,7 +36,7 @@ def test_a_write_past_the_slots_is_busy_within_the_timeout_and_stores_nothing(tm
         assert 0.25 <= waited < 2.0
     finally:
         for _ in range(storage.WRITERS):
-            writers.release()
+            writers.give_back()
     assert storage.count_tasks() == 0
     storage.start_turn(OWNER, AGENT, msg("again"))
     assert storage.count_tasks() == 1
@@ -46,17 +46,17 @@ def test_a_write_waits_for_a_slot_then_runs(tmp_path):
     storage = _storage(tmp_path)
     writers = storage._connection_pool().writers
     for _ in range(storage.WRITERS):
-        assert writers.acquire(timeout=1)
+        assert writers.take(1)
     done = []
     writer = threading.Thread(target=lambda: done.append(
         storage.start_turn(OWNER, AGENT, msg("queued"))))
     writer.start()
     time.sleep(0.3)
     assert done == [] and storage.count_tasks() == 0  # waiting for a slot
-    writers.release()
+    writers.give_back()
     writer.join(10)
     for _ in range(storage.WRITERS - 1):
-        writers.release()
+        writers.give_back()
     assert len(done) == 1 and storage.count_tasks() == 1
 
 
@@ -69,17 +69,17 @@ def test_many_threads_writing_at_once_never_exceed_the_slots(tmp_path):
     class Counted:
         """The pool's slots, counting the writes holding one."""
 
-        def acquire(self, timeout):
-            got = real.acquire(timeout=timeout)
+        def take(self, timeout):
+            got = real.take(timeout)
             with lock:
                 inside[0] += 1
                 most[0] = max(most[0], inside[0])
             return got
 
-        def release(self):
+        def give_back(self):
             with lock:
                 inside[0] -= 1
-            real.release()
+            real.give_back()
 
     pool.writers = Counted()
     start, failures = threading.Barrier(32), []

@@ -255,7 +255,7 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         try:
             conn = self.connection(deadline)
             writers = self._connection_pool().writers
-            if not writers.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            if not writers.take(max(0.0, deadline - time.monotonic())):
                 raise ConnectionWaitTimeout(
                     "database is locked: this process's %d writes in progress "
                     "took the whole busy timeout" % self.WRITERS)
@@ -269,7 +269,7 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
                     if shortened:
                         self._busy_wait_whole(conn)
             finally:
-                writers.release()
+                writers.give_back()
         except BaseException as exc:
             self._writes.failed(exc)
             raise
