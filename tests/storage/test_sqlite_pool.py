@@ -164,3 +164,29 @@ def test_a_thread_local_that_goes_while_its_thread_holds_the_pool_gives_back_lat
     assert not thread.is_alive()
     assert pool.in_use() == 0
     assert pool.take(time.monotonic() + 30) is not None
+
+
+def test_a_forked_child_opens_its_own_connection_and_pool(tmp_path):
+    # The process id is read once and again in each child os.fork makes (a
+    # system call saved on every use): a child that took it for its parent's
+    # would write through the parent's connection and pool.
+    import os
+    storage = SqliteStorage(str(tmp_path / "fork.sqlite3"))
+    storage.migrate()
+    storage.start_turn(OWNER, AGENT, _message("parent"))
+    parents = storage.connection(), storage._connection_pool()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports by its exit code
+        code = 3
+        try:
+            mine = storage.connection(), storage._connection_pool()
+            code = 1 if mine[0] is parents[0] or mine[1] is parents[1] else 0
+            if code == 0:
+                storage.start_turn(OWNER, AGENT, _message("child"))
+                storage.release_connection()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert storage.connection() is parents[0]  # the parent's own, untouched
+    assert storage.count_tasks() == 2

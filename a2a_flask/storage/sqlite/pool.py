@@ -45,6 +45,21 @@ class _Waiter:
 OPEN = object()
 
 
+class _ThisProcess:
+    """This process's id, read at import and again in each child ``os.fork``
+    makes (gunicorn's workers): the checks that a connection never crosses a
+    fork run several times a call, and ``os.getpid()`` is a system call."""
+
+    pid = os.getpid()
+
+
+def _forked() -> None:
+    _ThisProcess.pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class WriterSlots:
     """``count`` slots for this process's writes in progress: tokens in a
     ``queue.SimpleQueue``, whose get and put are one call into C each, where
@@ -53,7 +68,7 @@ class WriterSlots:
     __slots__ = ("_tokens",)
 
     def __init__(self, count: int) -> None:
-        self._tokens: "queue.SimpleQueue[None]" = queue.SimpleQueue()
+        self._tokens = queue.SimpleQueue()  # type: queue.SimpleQueue[None]
         for _ in range(count):
             self._tokens.put(None)
 
@@ -78,7 +93,7 @@ class ConnectionPool:
 
     def __init__(self, limit, open_connection, writers):
         self.limit = max(1, int(limit))
-        self.pid = os.getpid()
+        self.pid = _ThisProcess.pid
         #: The slots of this process's writes in progress (``write_statement``;
         #: ``ConnectionLeases.WRITERS`` of them).
         self.writers = WriterSlots(max(1, int(writers)))
@@ -202,7 +217,7 @@ class Lease:
 
     def __del__(self):
         entry, pool = self.entry, self.pool
-        if entry is not None and pool is not None and pool.pid == os.getpid():
+        if entry is not None and pool is not None and pool.pid == _ThisProcess.pid:
             try:
                 if entry[0].in_transaction:  # a thread that died mid-write
                     entry[0].close()
@@ -267,10 +282,10 @@ class ConnectionLeases:
         local = self._local
         conn = getattr(local, "conn", None)
         if conn is not None and local.generation != self._generation \
-                and local.pid == os.getpid() and not conn.in_transaction:
+                and local.pid == _ThisProcess.pid and not conn.in_transaction:
             self.drop_connection()  # opened before a read-only write: retired
             conn = None
-        if conn is None or local.pid != os.getpid():
+        if conn is None or local.pid != _ThisProcess.pid:
             local.conn = None
             pool = self._connection_pool()
             lease = getattr(local, "lease", None)
@@ -281,16 +296,16 @@ class ConnectionLeases:
             lease.entry = None  # an inherited one is the parent's
             lease.pool, lease.entry = pool, pool.take(deadline)
             conn, local.identity = lease.entry
-            local.conn, local.pid = conn, os.getpid()
+            local.conn, local.pid = conn, _ThisProcess.pid
             local.generation = self._generation
         return conn
 
     def _connection_pool(self):
         pool = self._pool
-        if pool is None or pool.pid != os.getpid():  # none yet, or the parent's
+        if pool is None or pool.pid != _ThisProcess.pid:  # none yet, or the parent's
             with self._pool_lock:
                 pool = self._pool
-                if pool is None or pool.pid != os.getpid():
+                if pool is None or pool.pid != _ThisProcess.pid:
                     pool = self._pool = ConnectionPool(self.MAX_CONNECTIONS,
                                                        self._open_for_pool, self.WRITERS)
         return pool
@@ -308,7 +323,7 @@ class ConnectionLeases:
         local = self._local
         conn = getattr(local, "conn", None)
         local.conn = None
-        if conn is None or local.pid != os.getpid():
+        if conn is None or local.pid != _ThisProcess.pid:
             return None, None  # none, or the parent's (never closed here)
         lease = local.lease
         entry = lease.end()
