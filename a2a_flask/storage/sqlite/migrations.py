@@ -30,6 +30,7 @@ START = (
     " metadata TEXT, status_seq INTEGER) WITHOUT ROWID",
     # list_tasks pages a caller's tasks of an agent newest-updated first by
     # the keyset (updated_at, id): one index range per page, at any depth.
+    # (Rebuilt ascending since: ASCENDING_TASK_INDEXES.)
     # ListTasks filtered by contextId or by status, and its totalSize, read
     # the matching index entries only, not every task of the caller. No more:
     # each index costs every send.
@@ -281,8 +282,33 @@ def _single_statement_writes(db):
         db.execute(statement)
 
 
+#: The task indexes of ``START``, ascending: (owner, agent[, context_id |
+#: state], updated_at, id). Newest first is the same index read backwards
+#: (SQLite walks it so, no sort), and a send's entries, which always carry the
+#: newest updated_at, go in at the right end of their range. Descending, they
+#: went in at the left end, where SQLite's splits wrote about twice the pages
+#: to the WAL for each (docs/benchmarks.md, "Ascending task indexes").
+ASCENDING_TASK_INDEXES = (
+    "DROP INDEX a2a_tasks_listing",
+    "DROP INDEX a2a_tasks_context",
+    "DROP INDEX a2a_tasks_state",
+    "CREATE INDEX a2a_tasks_listing ON a2a_tasks (owner, agent, updated_at, id)",
+    "CREATE INDEX a2a_tasks_context ON a2a_tasks"
+    " (owner, agent, context_id, updated_at, id)",
+    "CREATE INDEX a2a_tasks_state ON a2a_tasks (owner, agent, state, updated_at, id)",
+)
+
+
+def _ascending_task_indexes(db):
+    """The three task indexes rebuilt ascending (``ASCENDING_TASK_INDEXES``):
+    the same keys and the same plans; nothing stored changes. It reads every
+    task once, inside the migration's write transaction."""
+    for statement in ASCENDING_TASK_INDEXES:
+        db.execute(statement)
+
+
 MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats, _tenants,
-              _single_statement_writes]
+              _single_statement_writes, _ascending_task_indexes]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)
