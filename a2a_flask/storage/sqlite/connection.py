@@ -138,8 +138,8 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         loop's connection, which only reads between heartbeats, held it for
         up to a heartbeat, 10 s)."""
         self._generation += 1
-        pool = self._pool
-        if pool is not None and pool.pid == os.getpid():
+        pool = self._own_pool()
+        if pool is not None:
             pool.close_idle()
 
     def failure(self, exc: BaseException) -> Optional[Exception]:
@@ -343,14 +343,14 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
 
     def close(self) -> None:
         self.drop_connection()
-        pool = self._pool
-        if pool is not None and pool.pid == os.getpid():
+        pool = self._own_pool()
+        if pool is not None:
             pool.close_idle()
 
     def connections_in_use(self):
         """Connections held by this process's threads now (0 before any)."""
-        pool = self._pool
-        return pool.in_use() if pool is not None and pool.pid == os.getpid() else 0
+        pool = self._own_pool()
+        return pool.in_use() if pool is not None else 0
 
     def expected_version(self) -> int:
         return migrations.EXPECTED_VERSION

@@ -302,13 +302,19 @@ class ConnectionLeases:
 
     def _connection_pool(self):
         pool = self._pool
+        # ``_own_pool`` inline: every write statement asks for the pool.
         if pool is None or pool.pid != _ThisProcess.pid:  # none yet, or the parent's
             with self._pool_lock:
-                pool = self._pool
-                if pool is None or pool.pid != _ThisProcess.pid:
+                pool = self._own_pool()
+                if pool is None:
                     pool = self._pool = ConnectionPool(self.MAX_CONNECTIONS,
                                                        self._open_for_pool, self.WRITERS)
         return pool
+
+    def _own_pool(self):
+        """This process's pool, or None (none yet, or the parent's)."""
+        pool = self._pool
+        return pool if pool is not None and pool.pid == _ThisProcess.pid else None
 
     def _open_for_pool(self):
         if not self._ready and self.auto_migrate:
