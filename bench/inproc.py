@@ -41,6 +41,10 @@ from processes import Auth
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 US_PATH = "/api/v1/agents/echo/a2a"
+#: The body of each message/send, its messageId's tail filled in (``%s``).
+SEND = ('{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":'
+        '{"kind":"message","role":"user","messageId":"m-%s","parts":'
+        '[{"kind":"text","text":"hello"}]}}}')
 
 #: (label, --app, extra environment) of ``--limit``, in the order printed.
 LIMIT_ROWS = [
@@ -122,10 +126,7 @@ def measure(which, n, repeat, profile):
         nonce = "%x" % os.getpid()
 
         def send():
-            return call('{"jsonrpc":"2.0","id":1,"method":"message/send","params":'
-                        '{"message":{"kind":"message","role":"user","messageId":'
-                        '"m-%s-%d","parts":[{"kind":"text","text":"hello"}]}}}'
-                        % (nonce, next(counter)))
+            return call(SEND % ("%s-%d" % (nonce, next(counter))))
 
         ids = [json.loads(send())["result"]["id"] for _ in range(100)]
         pool = itertools.cycle(['{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":'

@@ -66,9 +66,7 @@ def main():
         counter = itertools.count()
 
         def send():
-            call('{"jsonrpc":"2.0","id":1,"method":"message/send","params":'
-                 '{"message":{"kind":"message","role":"user","messageId":'
-                 '"m-%d","parts":[{"kind":"text","text":"hello"}]}}}' % next(counter))
+            call(inproc.SEND % next(counter))
 
         path = os.environ["A2A_DATABASE"]
         if args.page_size:  # before the app opens the file
