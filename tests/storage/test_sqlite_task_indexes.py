@@ -59,8 +59,10 @@ def test_a_new_file_has_ascending_task_indexes(tmp_path):
 def test_a_file_at_the_version_before_gets_them_and_lists_as_before(tmp_path, monkeypatch):
     path = str(tmp_path / "old.sqlite3")
     with monkeypatch.context() as patched:  # the schema before this migration
-        patched.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:-1])
-        patched.setattr(migrations, "EXPECTED_VERSION", migrations.EXPECTED_VERSION - 1)
+        before_it = migrations.MIGRATIONS.index(migrations._ascending_task_indexes)
+        patched.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:before_it])
+        patched.setattr(migrations, "EXPECTED_VERSION",
+                        migrations.START_VERSION + before_it)
         old = SqliteStorage(path)
         old.migrate()
         ids = _fill(old, 13)

@@ -204,15 +204,9 @@ OUTCOME_COLUMNS = (
 
 _WAITING = "('auth-required', 'input-required')"
 
-SINGLE_STATEMENT_WRITES = (
-    # A turn's start as ONE statement from Python (an INSERT into this view):
-    # its checks and writes run inside one sqlite3_step, which holds the
-    # write lock from the first write to the commit without giving the
-    # interpreter away (tasks.py). The RAISE texts are what tasks.py reads.
-    "CREATE VIEW a2a_turn_starts AS SELECT "
-    + ", ".join("NULL AS %s" % c for c in TURN_START_COLUMNS) + " WHERE 0",
-    "CREATE TRIGGER a2a_turn_starts_insert INSTEAD OF INSERT ON a2a_turn_starts"
-    " BEGIN"
+# The pieces of the one-statement writes' triggers (SINGLE_STATEMENT_WRITES,
+# then VALUES_INSERTS). The RAISE texts are what tasks.py and outcomes.py read.
+_START_CHECKS = (
     # The caller's key, live now (a revocation is seen by every process).
     " SELECT RAISE(ABORT, 'a2a: key revoked') WHERE NEW.live_key IS NOT NULL"
     " AND NOT EXISTS (SELECT 1 FROM a2a_api_keys WHERE key_hash = NEW.live_key"
@@ -225,31 +219,30 @@ SINGLE_STATEMENT_WRITES = (
     " SELECT RAISE(ABORT, 'a2a: reserve') WHERE NEW.reserve_reached;"
     " SELECT RAISE(ABORT, 'a2a: quota') WHERE NEW.max_stored_bytes IS NOT NULL"
     " AND (SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
-    " WHERE owner = NEW.owner) >= NEW.max_stored_bytes;"
+    " WHERE owner = NEW.owner) >= NEW.max_stored_bytes;")
+_NEW_TASK_COLUMNS = (
     " INSERT INTO a2a_tasks (id, agent, owner, context_id, state, updated_at,"
-    " created_at, metadata, tenant) SELECT NEW.task_id, NEW.agent, NEW.owner,"
-    " NEW.context_id, 'working', NEW.now, NEW.now, NEW.metadata, NEW.tenant"
-    " WHERE NEW.created;"
-    # A continuation claims a waiting task of the caller's, in its context.
+    " created_at, metadata, tenant)")
+_NEW_TASK_VALUES = (
+    " NEW.task_id, NEW.agent, NEW.owner,"
+    " NEW.context_id, 'working', NEW.now, NEW.now, NEW.metadata, NEW.tenant")
+# A continuation claims a waiting task of the caller's, in its context.
+_CLAIM = (
     " UPDATE a2a_tasks SET state = 'working', updated_at = NEW.now"
     " WHERE NOT NEW.created AND id = NEW.task_id AND owner = NEW.owner"
     " AND agent = NEW.agent AND tenant = NEW.tenant AND state IN " + _WAITING
     + " AND (NEW.context_id IS NULL OR context_id = NEW.context_id);"
     " SELECT RAISE(ABORT, 'a2a: not claimed') WHERE NOT NEW.created"
-    " AND changes() = 0;"
+    " AND changes() = 0;")
+_START_MESSAGE_COLUMNS = (
     " INSERT INTO a2a_messages (task_id, context_id, owner, agent, role,"
-    " message_id, body) SELECT NEW.task_id, coalesce(NEW.context_id,"
+    " message_id, body)")
+_START_MESSAGE_VALUES = (
+    " NEW.task_id, coalesce(NEW.context_id,"
     " (SELECT context_id FROM a2a_tasks WHERE id = NEW.task_id)), NEW.owner,"
-    " NEW.agent, NEW.role, NEW.message_id, NEW.body;"
-    " END",
-    # A turn's outcome as ONE statement: the first row (artifact_id NULL)
-    # the state, conditional on working and on the artifacts' allowance
-    # (``adding`` + what the task holds <= ``max_bytes``), and the status
-    # message; the next rows its artifacts, in order.
-    "CREATE VIEW a2a_outcome_rows AS SELECT "
-    + ", ".join("NULL AS %s" % c for c in OUTCOME_COLUMNS) + " WHERE 0",
-    "CREATE TRIGGER a2a_outcome_rows_state INSTEAD OF INSERT ON a2a_outcome_rows"
-    " WHEN NEW.artifact_id IS NULL BEGIN"
+    " NEW.agent, NEW.role, NEW.message_id, NEW.body")
+# The state, conditional on working and on the artifacts' allowance.
+_OUTCOME_STATE = (
     " UPDATE a2a_tasks SET state = NEW.state, status_message = NULL,"
     " status_seq = CASE WHEN NEW.body IS NULL THEN NULL ELSE"
     " (SELECT coalesce(max(seq), 0) + 1 FROM a2a_messages) END,"
@@ -260,11 +253,37 @@ SINGLE_STATEMENT_WRITES = (
     " SELECT RAISE(ABORT, 'a2a: artifacts full') WHERE changes() = 0"
     " AND EXISTS (SELECT 1 FROM a2a_tasks WHERE id = NEW.task_id"
     " AND state = 'working');"
-    " SELECT RAISE(ABORT, 'a2a: not working') WHERE changes() = 0;"
+    " SELECT RAISE(ABORT, 'a2a: not working') WHERE changes() = 0;")
+_OUTCOME_MESSAGE_COLUMNS = (
     " INSERT INTO a2a_messages (seq, task_id, context_id, owner, agent, role,"
-    " message_id, body) SELECT (SELECT coalesce(max(seq), 0) + 1 FROM"
+    " message_id, body)")
+_OUTCOME_MESSAGE_VALUES = (
+    "(SELECT coalesce(max(seq), 0) + 1 FROM"
     " a2a_messages), NEW.task_id, NEW.context_id, NEW.owner, NEW.agent,"
-    " NEW.role, NEW.message_id, NEW.body WHERE NEW.body IS NOT NULL;"
+    " NEW.role, NEW.message_id, NEW.body")
+
+SINGLE_STATEMENT_WRITES = (
+    # A turn's start as ONE statement from Python (an INSERT into this view):
+    # its checks and writes run inside one sqlite3_step, which holds the
+    # write lock from the first write to the commit without giving the
+    # interpreter away (tasks.py).
+    "CREATE VIEW a2a_turn_starts AS SELECT "
+    + ", ".join("NULL AS %s" % c for c in TURN_START_COLUMNS) + " WHERE 0",
+    "CREATE TRIGGER a2a_turn_starts_insert INSTEAD OF INSERT ON a2a_turn_starts"
+    " BEGIN" + _START_CHECKS + _NEW_TASK_COLUMNS + " SELECT" + _NEW_TASK_VALUES
+    + " WHERE NEW.created;" + _CLAIM + _START_MESSAGE_COLUMNS + " SELECT"
+    + _START_MESSAGE_VALUES + ";"
+    " END",
+    # A turn's outcome as ONE statement: the first row (artifact_id NULL)
+    # the state, conditional on working and on the artifacts' allowance
+    # (``adding`` + what the task holds <= ``max_bytes``), and the status
+    # message; the next rows its artifacts, in order.
+    "CREATE VIEW a2a_outcome_rows AS SELECT "
+    + ", ".join("NULL AS %s" % c for c in OUTCOME_COLUMNS) + " WHERE 0",
+    "CREATE TRIGGER a2a_outcome_rows_state INSTEAD OF INSERT ON a2a_outcome_rows"
+    " WHEN NEW.artifact_id IS NULL BEGIN" + _OUTCOME_STATE
+    + _OUTCOME_MESSAGE_COLUMNS + " SELECT " + _OUTCOME_MESSAGE_VALUES
+    + " WHERE NEW.body IS NOT NULL;"
     " END",
     "CREATE TRIGGER a2a_outcome_rows_artifact INSTEAD OF INSERT ON"
     " a2a_outcome_rows WHEN NEW.artifact_id IS NOT NULL BEGIN"
@@ -307,8 +326,43 @@ def _ascending_task_indexes(db):
         db.execute(statement)
 
 
+#: The one-statement writes' triggers again, each INSERT of a row into a
+#: table that has triggers (a2a_tasks, a2a_messages: the stored bytes) as
+#: ``INSERT ... VALUES``: SQLite runs an ``INSERT ... SELECT`` into such a
+#: table through a temporary table, a b-tree and a pager opened and closed
+#: at every send (three per send before, none now). Where the SELECT's
+#: WHERE chose whether to insert, the trigger's WHEN does: a new task and a
+#: continuation are two triggers, an outcome with and without its status
+#: message two more. Same checks, same writes, same order.
+VALUES_INSERTS = (
+    "DROP TRIGGER a2a_turn_starts_insert",
+    "DROP TRIGGER a2a_outcome_rows_state",
+    "CREATE TRIGGER a2a_turn_starts_new INSTEAD OF INSERT ON a2a_turn_starts"
+    " WHEN NEW.created BEGIN" + _START_CHECKS + _NEW_TASK_COLUMNS + " VALUES ("
+    + _NEW_TASK_VALUES + ");" + _START_MESSAGE_COLUMNS + " VALUES ("
+    + _START_MESSAGE_VALUES + "); END",
+    "CREATE TRIGGER a2a_turn_starts_continued INSTEAD OF INSERT ON"
+    " a2a_turn_starts WHEN NOT NEW.created BEGIN" + _START_CHECKS + _CLAIM
+    + _START_MESSAGE_COLUMNS + " VALUES (" + _START_MESSAGE_VALUES + "); END",
+    "CREATE TRIGGER a2a_outcome_rows_state INSTEAD OF INSERT ON a2a_outcome_rows"
+    " WHEN NEW.artifact_id IS NULL AND NEW.body IS NULL BEGIN" + _OUTCOME_STATE
+    + " END",
+    "CREATE TRIGGER a2a_outcome_rows_message INSTEAD OF INSERT ON"
+    " a2a_outcome_rows WHEN NEW.artifact_id IS NULL AND NEW.body IS NOT NULL"
+    " BEGIN" + _OUTCOME_STATE + _OUTCOME_MESSAGE_COLUMNS + " VALUES ("
+    + _OUTCOME_MESSAGE_VALUES + "); END",
+)
+
+
+def _values_inserts(db):
+    """The one-statement writes' triggers without temporary tables
+    (``VALUES_INSERTS``); nothing stored changes."""
+    for statement in VALUES_INSERTS:
+        db.execute(statement)
+
+
 MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats, _tenants,
-              _single_statement_writes, _ascending_task_indexes]
+              _single_statement_writes, _ascending_task_indexes, _values_inserts]
 
 #: The schema version this code writes.
 EXPECTED_VERSION = START_VERSION + len(MIGRATIONS)
