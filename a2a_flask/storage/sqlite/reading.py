@@ -71,7 +71,8 @@ class TaskReads(HistoryReads):
     # One statement reads one state of the file: the task row, its artifacts
     # and its last messages as of the same moment, whatever other workers
     # write meanwhile (and one statement costs less than a transaction of four).
-    _READ_TASK = (
+    # %(limit)s: how many of the newest messages (``_LIMIT_FITTING``).
+    _READ_TASK_SQL = (
         "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
         " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
         " AND tenant = :tenant AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
@@ -80,25 +81,44 @@ class TaskReads(HistoryReads):
         " FROM a2a_artifacts WHERE task_id = :id"
         " UNION ALL SELECT * FROM (SELECT 2, seq, body, message_id, NULL, NULL,"
         " NULL FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC"
-        " LIMIT :limit)"
+        " LIMIT %(limit)s)"
         " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
         " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
         " WHERE t.id = :id"
         " ORDER BY 1, 2")
+    _READ_TASK = _READ_TASK_SQL % {"limit": ":limit"}
 
-    # The same within :bytes: the newest messages are sized first (their
-    # stored bytes, newest first, no more of them than could fit), and only
-    # those that fit beside the task's status, artifacts and metadata are
-    # read; the task row carries how many of its last :limit there are.
-    _READ_TASK_WITHIN = (
-        "WITH room(bytes) AS (SELECT :bytes - %(fixed)d"
+    # The bytes of :bytes that the task's status, artifacts and metadata
+    # leave to its history (a column of ``t``, the task's row).
+    _ROOM = (
+        ":bytes - %(fixed)d"
         " - coalesce(length(CAST(t.metadata AS BLOB)), 0)"
         " - coalesce(length(CAST(t.status_message AS BLOB)) + %(each)d, (SELECT"
         " length(CAST(body AS BLOB)) + %(each)d FROM a2a_messages"
         " WHERE seq = t.status_seq), 0)"
         " - (SELECT coalesce(sum(length(CAST(body AS BLOB)) + %(each)d), 0)"
-        " FROM a2a_artifacts WHERE task_id = :id)"
-        " FROM a2a_tasks t WHERE t.id = :id),"
+        " FROM a2a_artifacts WHERE task_id = :id)") % {"fixed": FIXED_BYTES, "each": OVERHEAD}
+
+    # Within :bytes, when the task's last :scan messages all fit (most tasks):
+    # the plain read, its history limited to none when they do not, so that
+    # no body of a large history is read. The sizes are summed in one scalar
+    # subquery of the LIMIT, evaluated once: no temporary table, which the
+    # running sums of ``_READ_TASK_WITHIN`` need (a b-tree opened and closed
+    # at every read). An empty history read so is read again within.
+    _LIMIT_FITTING = (
+        "CASE WHEN (SELECT %(room)s - (SELECT coalesce(sum(length(CAST(body"
+        " AS BLOB)) + %(each)d), 0) FROM (SELECT body FROM a2a_messages WHERE task_id"
+        " = :id ORDER BY seq DESC LIMIT :scan)) FROM a2a_tasks t WHERE t.id = :id)"
+        " >= 0 THEN :limit ELSE 0 END") % {"room": _ROOM, "each": OVERHEAD}
+    _READ_TASK_FITTING = _READ_TASK_SQL % {"limit": _LIMIT_FITTING}
+
+    # Within :bytes whatever the task holds: the newest messages are sized
+    # first (their stored bytes, newest first, no more of them than could
+    # fit), and only those that fit beside the task's status, artifacts and
+    # metadata are read; the task row carries how many of its last :limit
+    # there are.
+    _READ_TASK_WITHIN = (
+        "WITH room(bytes) AS (SELECT %(room)s FROM a2a_tasks t WHERE t.id = :id),"
         " recent(seq, running) AS (SELECT seq, sum(bytes) OVER (ORDER BY seq DESC)"
         " FROM (SELECT seq, length(CAST(body AS BLOB)) + %(each)d AS bytes"
         " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :scan))"
@@ -116,18 +136,26 @@ class TaskReads(HistoryReads):
         " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
         " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
         " WHERE t.id = :id"
-        " ORDER BY 1, 2") % {"fixed": FIXED_BYTES, "each": OVERHEAD}
+        " ORDER BY 1, 2") % {"room": _ROOM, "each": OVERHEAD}
 
     def _read_task(self, task_id, owner, agent, history_length, remembered_key=None,
                    max_bytes=None, tenant=""):
         limit = -1 if history_length is None else min(history_length, 2 ** 63 - 1)
         params = {"id": task_id, "owner": owner, "agent": agent, "limit": limit,
                   "key": remembered_key, "tenant": tenant}
-        sql = self._READ_TASK
-        if max_bytes is not None:
-            sql = self._READ_TASK_WITHIN
+        conn = self.connection()
+        if max_bytes is None:
+            rows = conn.execute(self._READ_TASK, params).fetchall()
+        else:
             params.update(bytes=max_bytes, scan=most_messages(max_bytes, history_length))
-        rows = self.connection().execute(sql, params).fetchall()
+            rows = None
+            if limit:
+                rows = conn.execute(self._READ_TASK_FITTING, params).fetchall()
+                # Its history whole, or none read: then within, its count too.
+                if rows and rows[0][0] == 0 and not any(row[0] == 2 for row in rows):
+                    rows = None
+            if rows is None:
+                rows = conn.execute(self._READ_TASK_WITHIN, params).fetchall()
         if not rows or rows[0][0] != 0:
             raise NoSuchTaskError(task_id)
         _, count, context_id, state, status_message, updated_at, metadata = rows[0]
@@ -142,7 +170,7 @@ class TaskReads(HistoryReads):
             task_id, context_id, agent, owner, state, updated_at, status,
             [load_artifact(row[2], row[3]) for row in rows if row[0] == 1],
             history, json.loads(metadata) if metadata else None)
-        if max_bytes is not None:
+        if max_bytes is not None and count:
             record.history_omitted = count - len(history)
         return record
 
