@@ -92,9 +92,48 @@ def _add(owner, amount):
             " WHERE owner = %s AND shard = 0;" % (owner, amount, owner))
 
 
+def _upsert(owner, amount):
+    """``_add`` as one statement (an UPSERT: SQLite 3.24 and later)."""
+    return ("INSERT INTO a2a_stored_bytes (owner, shard, bytes) VALUES (%s, 0, %s)"
+            " ON CONFLICT (owner, shard) DO UPDATE SET bytes = bytes + excluded.bytes;"
+            % (owner, amount))
+
+
 _MESSAGE = "length(CAST(%s.body AS BLOB)) + 256"  # records.OVERHEAD
 _TASK = "coalesce(length(CAST(%s.metadata AS BLOB)), 0) + 320"  # records.FIXED_BYTES
 _ARTIFACT_OWNER = "(SELECT owner FROM a2a_tasks WHERE id = %s.task_id)"
+
+
+def _stored_bytes_triggers(add):
+    """The triggers that keep a2a_stored_bytes, each adding with ``add``."""
+    return (
+        "CREATE TRIGGER a2a_messages_in AFTER INSERT ON a2a_messages BEGIN "
+        + add("NEW.owner", _MESSAGE % "NEW") + " END",
+        "CREATE TRIGGER a2a_messages_out AFTER DELETE ON a2a_messages BEGIN "
+        + add("OLD.owner", "-(%s)" % (_MESSAGE % "OLD")) + " END",
+        "CREATE TRIGGER a2a_messages_moved AFTER UPDATE OF owner, body ON a2a_messages"
+        " BEGIN " + add("OLD.owner", "-(%s)" % (_MESSAGE % "OLD"))
+        + add("NEW.owner", _MESSAGE % "NEW") + " END",
+        "CREATE TRIGGER a2a_tasks_in AFTER INSERT ON a2a_tasks BEGIN "
+        + add("NEW.owner", _TASK % "NEW") + " END",
+        "CREATE TRIGGER a2a_tasks_out AFTER DELETE ON a2a_tasks BEGIN "
+        + add("OLD.owner", "-(%s)" % (_TASK % "OLD")) + " END",
+        # A task moved to another owner takes its artifacts' bytes along.
+        "CREATE TRIGGER a2a_tasks_moved AFTER UPDATE OF owner, metadata ON a2a_tasks"
+        " BEGIN " + add("OLD.owner", "-(%s)" % (_TASK % "OLD"))
+        + add("NEW.owner", _TASK % "NEW")
+        + " UPDATE a2a_stored_bytes SET bytes = bytes + (SELECT coalesce(sum("
+        + _MESSAGE % "a2a_artifacts" + "), 0) FROM a2a_artifacts WHERE task_id = NEW.id)"
+        " * (CASE WHEN owner = OLD.owner THEN -1 ELSE 1 END)"
+        " WHERE OLD.owner != NEW.owner AND shard = 0 AND owner IN (OLD.owner, NEW.owner);"
+        " END",
+        "CREATE TRIGGER a2a_artifacts_in AFTER INSERT ON a2a_artifacts BEGIN "
+        + add(_ARTIFACT_OWNER % "NEW", _MESSAGE % "NEW") + " END",
+        # Artifacts are deleted before their task (prune), which names the owner.
+        "CREATE TRIGGER a2a_artifacts_out AFTER DELETE ON a2a_artifacts BEGIN "
+        + add(_ARTIFACT_OWNER % "OLD", "-(%s)" % (_MESSAGE % "OLD")) + " END",
+    )
+
 
 #: What each caller's stored tasks take (A2A_MAX_STORED_BYTES_PER_CALLER),
 #: kept by triggers on every write of a message, artifact or task, whatever
@@ -103,31 +142,7 @@ _ARTIFACT_OWNER = "(SELECT owner FROM a2a_tasks WHERE id = %s.task_id)"
 STORED_BYTES = (
     "CREATE TABLE a2a_stored_bytes (owner TEXT NOT NULL, shard INTEGER NOT NULL,"
     " bytes INTEGER NOT NULL, PRIMARY KEY (owner, shard)) WITHOUT ROWID",
-    "CREATE TRIGGER a2a_messages_in AFTER INSERT ON a2a_messages BEGIN "
-    + _add("NEW.owner", _MESSAGE % "NEW") + " END",
-    "CREATE TRIGGER a2a_messages_out AFTER DELETE ON a2a_messages BEGIN "
-    + _add("OLD.owner", "-(%s)" % (_MESSAGE % "OLD")) + " END",
-    "CREATE TRIGGER a2a_messages_moved AFTER UPDATE OF owner, body ON a2a_messages"
-    " BEGIN " + _add("OLD.owner", "-(%s)" % (_MESSAGE % "OLD"))
-    + _add("NEW.owner", _MESSAGE % "NEW") + " END",
-    "CREATE TRIGGER a2a_tasks_in AFTER INSERT ON a2a_tasks BEGIN "
-    + _add("NEW.owner", _TASK % "NEW") + " END",
-    "CREATE TRIGGER a2a_tasks_out AFTER DELETE ON a2a_tasks BEGIN "
-    + _add("OLD.owner", "-(%s)" % (_TASK % "OLD")) + " END",
-    # A task moved to another owner takes its artifacts' bytes along.
-    "CREATE TRIGGER a2a_tasks_moved AFTER UPDATE OF owner, metadata ON a2a_tasks"
-    " BEGIN " + _add("OLD.owner", "-(%s)" % (_TASK % "OLD"))
-    + _add("NEW.owner", _TASK % "NEW")
-    + " UPDATE a2a_stored_bytes SET bytes = bytes + (SELECT coalesce(sum("
-    + _MESSAGE % "a2a_artifacts" + "), 0) FROM a2a_artifacts WHERE task_id = NEW.id)"
-    " * (CASE WHEN owner = OLD.owner THEN -1 ELSE 1 END)"
-    " WHERE OLD.owner != NEW.owner AND shard = 0 AND owner IN (OLD.owner, NEW.owner);"
-    " END",
-    "CREATE TRIGGER a2a_artifacts_in AFTER INSERT ON a2a_artifacts BEGIN "
-    + _add(_ARTIFACT_OWNER % "NEW", _MESSAGE % "NEW") + " END",
-    # Artifacts are deleted before their task (prune), which names the owner.
-    "CREATE TRIGGER a2a_artifacts_out AFTER DELETE ON a2a_artifacts BEGIN "
-    + _add(_ARTIFACT_OWNER % "OLD", "-(%s)" % (_MESSAGE % "OLD")) + " END",
+) + _stored_bytes_triggers(_add) + (
     # What the database holds already.
     "INSERT INTO a2a_stored_bytes (owner, shard, bytes) SELECT owner, 0,"
     " sum(bytes) FROM (SELECT owner, " + _MESSAGE % "m" + " AS bytes FROM"
@@ -326,6 +341,8 @@ def _ascending_task_indexes(db):
         db.execute(statement)
 
 
+_STORED_BYTES_UPSERTS = _stored_bytes_triggers(_upsert)
+
 #: The one-statement writes' triggers again, each INSERT of a row into a
 #: table that has triggers (a2a_tasks, a2a_messages: the stored bytes) as
 #: ``INSERT ... VALUES``: SQLite runs an ``INSERT ... SELECT`` into such a
@@ -333,8 +350,12 @@ def _ascending_task_indexes(db):
 #: at every send (three per send before, none now). Where the SELECT's
 #: WHERE chose whether to insert, the trigger's WHEN does: a new task and a
 #: continuation are two triggers, an outcome with and without its status
-#: message two more. Same checks, same writes, same order.
-VALUES_INSERTS = (
+#: message two more. Same checks, same writes, same order. And each trigger
+#: that keeps a2a_stored_bytes adds with one UPSERT where it made two
+#: statements (INSERT OR IGNORE, UPDATE): four such triggers run at a send.
+VALUES_INSERTS = tuple(
+    "DROP TRIGGER %s" % statement.split()[2] for statement in _STORED_BYTES_UPSERTS
+) + _STORED_BYTES_UPSERTS + (
     "DROP TRIGGER a2a_turn_starts_insert",
     "DROP TRIGGER a2a_outcome_rows_state",
     "CREATE TRIGGER a2a_turn_starts_new INSTEAD OF INSERT ON a2a_turn_starts"
