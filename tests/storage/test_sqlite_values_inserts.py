@@ -1,5 +1,5 @@
 """The one-statement writes of a send open no temporary table on SQLite
-(migrations.VALUES_INSERTS): an ``INSERT ... SELECT`` into a table with
+(triggers.VALUES_INSERTS): an ``INSERT ... SELECT`` into a table with
 triggers (a2a_tasks, a2a_messages: the stored bytes) runs through one, a
 b-tree and a pager opened and closed at every send. A file at the version
 before gets the new triggers, and its tasks go on as before: a waiting task

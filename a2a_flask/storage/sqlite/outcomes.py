@@ -1,6 +1,6 @@
 """The outcome of a turn run in the request of ``SqliteStorage``
 (``finish_turn``): ONE statement (an INSERT into the view
-``a2a_outcome_rows``, migrations.SINGLE_STATEMENT_WRITES), tried
+``a2a_outcome_rows``, triggers.SINGLE_STATEMENT_WRITES), tried
 ``FINISH_ATTEMPTS`` times when the file refuses it; then kept aside in a
 file beside the database (``file.KeptOutcomes``) and stored by the next
 read of its task (``_store_kept_outcome``), or, when even that fails, the
@@ -22,11 +22,11 @@ from ..errors import StorageUnavailableError
 from ..records import OVERHEAD, Artifact, Message, TurnStart, stored_artifact_bytes
 from ...messages import agent_message, text_part
 from .file import is_storage_failure
-from .migrations import OUTCOME_COLUMNS
+from .triggers import OUTCOME_COLUMNS
 
 log = logging.getLogger("a2a_flask")
 
-# What the triggers of migrations.SINGLE_STATEMENT_WRITES raise (RAISE(ABORT)).
+# What the triggers of triggers.SINGLE_STATEMENT_WRITES raise (RAISE(ABORT)).
 _REFUSED_ARTIFACTS = "a2a: artifacts full"
 _REFUSED_NOT_WORKING = "a2a: not working"
 _OUTCOME_SQL = "INSERT INTO a2a_outcome_rows (%s) VALUES (%s)" % (

@@ -6,7 +6,7 @@ Every state change is one conditional UPDATE whose row count is checked:
 correctness does not rest on the writers' lock.
 
 A turn run in the request starts and ends with ONE statement each (INSERTs
-into the views of migrations.SINGLE_STATEMENT_WRITES, whose triggers make
+into the views of triggers.SINGLE_STATEMENT_WRITES, whose triggers make
 those checks and RAISE what refuses): a transaction of several statements
 held the write lock while its thread waited for the interpreter between
 them, under gthread's many threads, and every writer waited behind it
@@ -29,12 +29,12 @@ from ..common import (
 )
 from ...messages import agent_message, text_part
 from .outcomes import OutcomeWrites, message_body, stored_fingerprint
-from .migrations import TURN_START_COLUMNS
+from .triggers import TURN_START_COLUMNS
 from ..states import WAITING_STATES
 
 log = logging.getLogger("a2a_flask")
 
-# What the triggers of migrations.SINGLE_STATEMENT_WRITES raise (RAISE(ABORT)).
+# What the triggers of triggers.SINGLE_STATEMENT_WRITES raise (RAISE(ABORT)).
 _REFUSED_KEY = "a2a: key revoked"
 _REFUSED_REPLAY = "a2a: replay"
 _REFUSED_RESERVE = "a2a: reserve"
