@@ -30,3 +30,25 @@ def set_updated_at(storage, task_id, moment):
     with storage.transaction() as conn:  # SQL text both drivers take as is
         conn.execute("UPDATE a2a_tasks SET updated_at = '%s', created_at = '%s'"
                      " WHERE id = '%s'" % (stamp, stamp, task_id))
+
+
+def long_task(storage, turns, text):
+    """A task of ``turns`` questions (u0, u1...) and answers (a0, a1...) of
+    ``text`` characters each, metadata {"note": "kept"}, completed at its
+    last answer with one artifact "art" (1,000 characters); its id."""
+    start = storage.start_turn("alice", "echo", msg("q0" + "x" * text, "u0"),
+                               metadata={"note": "kept"})
+    for turn in range(turns):
+        reply = agent_reply(start, "a%d" % turn + "y" * text)
+        reply["messageId"] = "a%d" % turn
+        last = turn == turns - 1
+        storage.finish_turn(start.task_id, "alice", "echo",
+                            "completed" if last else "input-required", reply,
+                            [{"artifactId": "art", "parts": [{"kind": "text",
+                                                              "text": "z" * 1000}]}]
+                            if last else ())
+        if not last:
+            storage.start_turn("alice", "echo", msg("q%d" % (turn + 1) + "x" * text,
+                                                    "u%d" % (turn + 1)),
+                               task_id=start.task_id)
+    return start.task_id

@@ -12,7 +12,7 @@ from a2a_flask.storage import records
 import a2a_flask.storage.postgres.admin as postgres_admin
 import a2a_flask.storage.postgres.reading as postgres_reading
 import a2a_flask.storage.sqlite.reading as sqlite_reading
-from storage_helpers import agent_reply, msg
+from storage_helpers import long_task, msg
 
 TURNS = 40
 TEXT = 8 * 1024  # 80 messages of 8 KiB: 640 KiB of history
@@ -20,22 +20,7 @@ BUDGET = 64 * 1024
 
 
 def _long_task(storage):
-    start = storage.start_turn("alice", "echo", msg("q0" + "x" * TEXT, "u0"),
-                               metadata={"note": "kept"})
-    for turn in range(TURNS):
-        reply = agent_reply(start, "a%d" % turn + "y" * TEXT)
-        reply["messageId"] = "a%d" % turn
-        last = turn == TURNS - 1
-        storage.finish_turn(start.task_id, "alice", "echo",
-                            "completed" if last else "input-required", reply,
-                            [{"artifactId": "art", "parts": [{"kind": "text",
-                                                              "text": "z" * 1000}]}]
-                            if last else ())
-        if not last:
-            storage.start_turn("alice", "echo", msg("q%d" % (turn + 1) + "x" * TEXT,
-                                                    "u%d" % (turn + 1)),
-                               task_id=start.task_id)
-    return start.task_id
+    return long_task(storage, TURNS, TEXT)
 
 
 @pytest.fixture

@@ -7,28 +7,13 @@ budget, or one whose history is empty, is read again with the running sums
 import pytest
 
 from a2a_flask.storage.sqlite import SqliteStorage
-from storage_helpers import agent_reply, msg
+from storage_helpers import long_task
 
 TEXT = 1000
 
 
 def _task(storage, turns):
-    start = storage.start_turn("alice", "echo", msg("q0" + "x" * TEXT, "u0"),
-                               metadata={"note": "kept"})
-    for turn in range(turns):
-        reply = agent_reply(start, "a%d" % turn + "y" * TEXT)
-        reply["messageId"] = "a%d" % turn
-        last = turn == turns - 1
-        storage.finish_turn(start.task_id, "alice", "echo",
-                            "completed" if last else "input-required", reply,
-                            [{"artifactId": "art", "parts": [{"kind": "text",
-                                                              "text": "z" * 500}]}]
-                            if last else ())
-        if not last:
-            storage.start_turn("alice", "echo", msg("q%d" % (turn + 1) + "x" * TEXT,
-                                                    "u%d" % (turn + 1)),
-                               task_id=start.task_id)
-    return start.task_id
+    return long_task(storage, turns, TEXT)
 
 
 def _answer(task):
