@@ -5,6 +5,7 @@ outcomes.py). Each migration's text stays as it shipped; a later migration
 drops and creates a trigger again (``VALUES_INSERTS``), built from the same
 pieces."""
 
+
 def _add(owner, amount):
     """Trigger statements adding ``amount`` (SQL) to ``owner``'s stored bytes."""
     return ("INSERT OR IGNORE INTO a2a_stored_bytes (owner, shard, bytes)"
