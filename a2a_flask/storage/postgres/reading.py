@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..base import NoSuchTaskError, TaskRecord
 from ..records import FIXED_BYTES, OVERHEAD, Message, most_messages
 from ..common import history_limit
-from .tasks import KEY_IS_LIVE, stale_cutoff_sql
+from .tasks import KEY_IS_LIVE, OWNED, stale_cutoff_sql
 from ..history import HistoryReads
 
 # Within %(bytes)s: the newest messages are sized first (octet_length, no
@@ -36,8 +36,7 @@ def _read_sql(cutoff, any_owner=False, within=False):
     """One statement reads one state of the task: its row (with whether its
     turn is stale), its artifacts and its last messages (``within``: those
     that fit in %(bytes)s, see ``_FITTING``)."""
-    owner = "" if any_owner else (" AND owner = %(owner)s AND agent = %(agent)s"
-                                  " AND tenant = %(tenant)s")
+    owner = "" if any_owner else " AND " + OWNED
     messages = _FITTING if within else (
         " UNION ALL (SELECT 2, seq, body, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
         " NULL FROM a2a_messages WHERE task_id = %(id)s AND EXISTS (SELECT FROM t)"

@@ -65,6 +65,15 @@ START_UNKNOWN = (
 KEY_IS_LIVE = ("(%(key)s::text IS NULL OR EXISTS (SELECT FROM a2a_api_keys"
                " WHERE key_hash = %(key)s AND revoked_at IS NULL))")
 
+# The task named by its id is the caller's. Not ``=``: with owner and agent
+# compared by equality, a listing index (owner, agent, ..., id) matches three
+# terms and, before the table's first ANALYZE, costs the planner as little as
+# the primary key, and it reads every task of the owner to find one
+# (docs/benchmarks.md, "PostgreSQL's first minute"). IS NOT DISTINCT FROM is
+# no index's term: the key finds the row, this checks it.
+OWNED = ("(owner, agent, tenant) IS NOT DISTINCT FROM"
+         " (%(owner)s, %(agent)s, %(tenant)s)")
+
 # What the caller's stored tasks take (migrations.STORED_BYTES).
 STORED_BYTES = ("(SELECT coalesce(sum(bytes), 0) FROM a2a_stored_bytes"
                 " WHERE owner = %(owner)s)")
@@ -164,9 +173,9 @@ def task_for_message(conn: Any, owner: str, agent: str, task_id: str,
     ``lock``): NoSuchTaskError, or ContextMismatchError when the message
     names another context."""
     row = conn.execute(
-        "SELECT state, context_id FROM a2a_tasks WHERE id = %s AND owner = %s"
-        " AND agent = %s AND tenant = %s" + (" FOR UPDATE" if lock else ""),
-        (task_id, owner, agent, tenant)).fetchone()
+        "SELECT state, context_id FROM a2a_tasks WHERE id = %(id)s AND " + OWNED +
+        (" FOR UPDATE" if lock else ""),
+        {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant}).fetchone()
     if row is None:
         raise NoSuchTaskError(task_id)
     if context_id is not None and context_id != row[1]:
@@ -273,10 +282,8 @@ class TaskOperations:
         read says why (and the transaction rolls back)."""
         row = conn.execute(
             "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
-            " WHERE id = %(id)s AND owner = %(owner)s AND agent = %(agent)s"
-            " AND tenant = %(tenant)s"
-            " AND state IN " + WAITING_SQL + " AND (%(ctx)s::text IS NULL OR"
-            " context_id = %(ctx)s) RETURNING context_id",
+            " WHERE id = %(id)s AND " + OWNED + " AND state IN " + WAITING_SQL +
+            " AND (%(ctx)s::text IS NULL OR context_id = %(ctx)s) RETURNING context_id",
             {"id": task_id, "owner": owner, "agent": agent, "ctx": context_id,
              "tenant": tenant}).fetchone()
         if row is not None:
