@@ -61,10 +61,10 @@ class TurnStart:
     """What ``start_turn`` did: which task, and whether it was a retry."""
 
     __slots__ = ("task_id", "context_id", "message", "message_seq", "created",
-                 "replayed", "metadata")
+                 "replayed", "metadata", "tenant")
 
     def __init__(self, task_id, context_id, message=None, message_seq=None,
-                 created=False, replayed=False, metadata=None):
+                 created=False, replayed=False, metadata=None, tenant=""):
         self.task_id = task_id
         self.context_id = context_id
         #: The user message as stored (with taskId and contextId).
@@ -77,6 +77,9 @@ class TurnStart:
         self.replayed = replayed
         #: A new task's metadata as stored (for ``finish_turn(start=)``).
         self.metadata = metadata
+        #: The tenant the task belongs to ('' none): where a start lost by
+        #: a crash is stored again (``finish_turn(start=)``).
+        self.tenant = tenant
 
 
 class ClaimedTurn:

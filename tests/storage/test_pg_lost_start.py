@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from a2a_flask import InputRequired
-from helpers import message
+from helpers import Rpc, message
 from pgcluster import Cluster, unavailable
 
 
@@ -80,6 +80,35 @@ def test_a_continuation_whose_start_was_lost_is_stored_with_its_outcome(
     task = rpc.result("message/send", {"message": sent})
     assert task["id"] == asked["id"]
     _check_once(rpc, sent, task, runs, ["user", "agent", "user", "agent"])
+
+
+@pytest.mark.parametrize("continued", [False, True], ids=["new", "continuation"])
+def test_a_tenant_s_lost_start_is_stored_again_in_its_tenant(make_rpc, postgres_url,
+                                                              caplog, continued):
+    """The start is stored again where it was: the tenant's caller reads the
+    task and its retry is answered with it (in tenant '' neither would)."""
+    runs = []
+    app = make_rpc(_register_losing(postgres_url, runs), agent="losing",
+                   A2A_DATABASE=postgres_url, A2A_TENANTS="acme").app
+    rpc = Rpc(app.test_client(), agent="losing", version="1.0")
+
+    def send(sent):
+        return rpc.result("SendMessage", {"message": sent, "tenant": "acme"})["task"]
+
+    fields = {}
+    if continued:
+        fields["taskId"] = send(message("ask", version="1.0"))["id"]
+    sent = message("lose it", version="1.0", **fields)
+    task = send(sent)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert any("its start was lost" in r.getMessage() for r in caplog.records)
+    got = rpc.result("GetTask", {"id": task["id"], "tenant": "acme"})
+    assert got["status"] == task["status"]
+    assert [m["messageId"] for m in got["history"]][-2] == sent["messageId"]
+    assert send(sent)["id"] == task["id"]
+    assert runs.count(sent["messageId"]) == 1
+    status, body = rpc.call("GetTask", {"id": task["id"]})  # not tenant ''
+    assert status == 200 and body["error"]["code"] == -32001, body
 
 
 def test_a_canceled_task_still_discards_its_outcome(make_rpc, postgres_url):

@@ -132,7 +132,8 @@ class QueueOperations(TurnWrites):
                              (dumps(dict(turn.status_message, taskId=task_id,
                                          contextId=context_id)), task_id))
             notify_changes(conn)  # a turn to claim
-        return TurnStart(task_id, context_id, stored, seq, created=created)
+        return TurnStart(task_id, context_id, stored, seq, created=created,
+                         tenant=tenant)
 
     @staticmethod
     def _take_task(conn, owner, agent, task_id, context_id, tenant=""):

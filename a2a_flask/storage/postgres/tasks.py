@@ -226,7 +226,7 @@ class TaskOperations:
                     "tenant": tenant}).fetchone()
                 if row is not None:
                     return TurnStart(task_id, context_id, stored, row[0],
-                                     created=True, metadata=metadata)
+                                     created=True, metadata=metadata, tenant=tenant)
                 self._check_live(conn, remembered_key)  # a retry, or a key revoked
                 return self._replayed(conn, owner, agent, message, tenant,
                                       max_stored_bytes)
@@ -244,7 +244,7 @@ class TaskOperations:
             seq = conn.execute(_INSERT_MESSAGE, (
                 task_id, context_id, owner, agent, stored["role"], message_id,
                 dumps(stored))).fetchone()[0]
-        return TurnStart(task_id, context_id, stored, seq)
+        return TurnStart(task_id, context_id, stored, seq, tenant=tenant)
 
     @staticmethod
     def _check_live(conn, remembered_key):
@@ -361,29 +361,31 @@ class TaskOperations:
         retry record is there, the task left ``working`` meanwhile (canceled,
         stale): None, the outcome is discarded, as before."""
         message = start.message
+        lost = {"id": start.task_id, "owner": owner, "agent": agent,
+                "tenant": start.tenant, "ctx": start.context_id,
+                "mid": message["messageId"], "fp": delivery_fingerprint(
+                    message, start.task_id, start.context_id),
+                "meta": dumps(start.metadata) if start.metadata else None}
         try:
             with self.transaction() as conn:
                 if conn.execute(
                         "INSERT INTO a2a_deliveries (owner, agent, message_id,"
-                        " fingerprint, task_id) VALUES (%s, %s, %s, %s, %s)"
-                        " ON CONFLICT DO NOTHING",
-                        (owner, agent, message["messageId"], delivery_fingerprint(
-                            message, start.task_id, start.context_id),
-                         start.task_id)).rowcount != 1:
+                        " fingerprint, task_id, tenant) VALUES (%(owner)s, %(agent)s,"
+                        " %(mid)s, %(fp)s, %(id)s, %(tenant)s) ON CONFLICT DO NOTHING",
+                        lost).rowcount != 1:
                     return None  # the start is there: a genuine discard
                 if start.created:
                     added = conn.execute(
                         "INSERT INTO a2a_tasks (id, agent, owner, context_id, state,"
-                        " updated_at, created_at, metadata) VALUES (%s, %s, %s, %s,"
-                        " 'working', " + NOW + ", " + NOW + ", %s)"
-                        " ON CONFLICT DO NOTHING",
-                        (start.task_id, agent, owner, start.context_id,
-                         dumps(start.metadata) if start.metadata else None)).rowcount
+                        " updated_at, created_at, metadata, tenant) VALUES (%(id)s,"
+                        " %(agent)s, %(owner)s, %(ctx)s, 'working', " + NOW + ", " +
+                        NOW + ", %(meta)s, %(tenant)s) ON CONFLICT DO NOTHING",
+                        lost).rowcount
                 else:  # the claim of the waiting task was lost with it
                     added = conn.execute(
                         "UPDATE a2a_tasks SET state = 'working', updated_at = " + NOW +
-                        " WHERE id = %s AND owner = %s AND agent = %s AND state IN " +
-                        WAITING_SQL, (start.task_id, owner, agent)).rowcount
+                        " WHERE id = %(id)s AND " + OWNED + " AND state IN " +
+                        WAITING_SQL, lost).rowcount
                 if added != 1:
                     raise _NotLost()
                 conn.execute(_INSERT_MESSAGE, (

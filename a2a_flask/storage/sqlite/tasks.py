@@ -107,7 +107,8 @@ class TaskOperations(OutcomeWrites):
                           contextId=context_id)
             seq = self._insert_message(conn, task_id, context_id, owner, agent,
                                        stored)
-            start = TurnStart(task_id, context_id, stored, seq, created=created)
+            start = TurnStart(task_id, context_id, stored, seq, created=created,
+                              tenant=tenant)
             queue.add(conn, start, follow_up)
         return start
 
@@ -182,7 +183,8 @@ class TaskOperations(OutcomeWrites):
                 (task_id, message_id, message["role"])).fetchone()
             stored = dict(message, kind="message", taskId=task_id,
                           contextId=context_id)
-            return TurnStart(task_id, context_id, stored, seq, created=created)
+            return TurnStart(task_id, context_id, stored, seq, created=created,
+                             tenant=tenant)
         # Delivered and withdrawn again at each try: retryable.
         raise StorageBusyError()
 
