@@ -61,6 +61,11 @@ class Server:
     def __init__(self, name, cmd, env, cwd, port, path, headers, logdir, db=None, proto="0.3"):
         self.name, self.cmd, self.cwd, self.port, self.path = name, cmd, cwd, port, path
         self.env = dict(os.environ, **env)
+        # The package of this tree, also for a server started in bench/servers
+        # (FLOOR, the waiting rows' app and worker): not whichever copy the
+        # venv has installed (an editable install of another checkout).
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            [ROOT] + [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p])
         self.headers = headers
         self.db = db
         self.proto = proto
