@@ -25,6 +25,12 @@ log = logging.getLogger("a2a_flask")
 
 #: Seconds between two looks at the change marker.
 TICK = 0.01
+#: ... while the store is busy: within BUSY_SECONDS of the last change the
+#: watcher saw. A turn queued then is claimed (and a turn's end seen) within
+#: about a millisecond of its commit, not TICK / 2 later; an idle watcher
+#: keeps to TICK (docs/benchmarks.md, "Background turns: the first look").
+BUSY_TICK = 0.001
+BUSY_SECONDS = 2.0
 #: Seconds between two reads of the states when the storage has no marker.
 UNMARKED_TICK = 0.05
 #: Seconds between two tries after the storage failed (logged once a minute).
@@ -33,6 +39,20 @@ FAILED_TICK = 0.5
 #: writer that does not signal (PostgreSQL: an older version of this package
 #: during an upgrade sends no NOTIFY) delays a waiter by at most this.
 MARKED_READ_EVERY = 5.0
+
+
+class Pace:
+    """How often a watcher looks at the change marker: every BUSY_TICK for
+    BUSY_SECONDS after a change it saw, else every TICK."""
+
+    def __init__(self) -> None:
+        self.changed_at = -BUSY_SECONDS
+
+    def saw_change(self) -> None:
+        self.changed_at = time.monotonic()
+
+    def tick(self) -> float:
+        return BUSY_TICK if time.monotonic() - self.changed_at < BUSY_SECONDS else TICK
 
 
 def settled(state: Optional[str]) -> bool:
@@ -104,6 +124,7 @@ class TaskWaits:
     def _watch(self):
         marker = object()  # matches nothing: the first pass reads
         read_at = 0.0
+        pace = Pace()
         while True:
             with self._lock:
                 if not self._waiting:
@@ -116,6 +137,8 @@ class TaskWaits:
                 # timer; the marker is still looked at every TICK, so that
                 # its return (a listener up again) is used at once.
                 every = UNMARKED_TICK if found is None else MARKED_READ_EVERY
+                if found != marker:
+                    pace.saw_change()
                 if fresh or found != marker or time.monotonic() - read_at >= every:
                     marker, read_at = found, time.monotonic()
                     self._wake_settled()
@@ -124,7 +147,7 @@ class TaskWaits:
                 marker = object()
                 time.sleep(FAILED_TICK)
                 continue
-            time.sleep(TICK)
+            time.sleep(pace.tick())
 
     def _wake_settled(self):
         # Only the waiters there before the read: one that came meanwhile
@@ -160,14 +183,20 @@ def change_marker(storage: "Storage") -> Optional[Hashable]:
 
 
 def wait_for_change(storage: "Storage", since: Optional[Hashable], seconds: float,
-                    interrupt: threading.Event) -> None:
+                    interrupt: threading.Event, pace: Optional[Pace] = None) -> None:
     """Return once the store's change marker differs from ``since`` (read
     before the caller last looked at the store), ``interrupt`` is set, or
-    ``seconds`` pass; with no marker, after at most UNMARKED_TICK."""
+    ``seconds`` pass; with no marker, after at most UNMARKED_TICK. Looks
+    at the marker every ``pace.tick()`` (TICK without one), and tells
+    ``pace`` of the change it saw."""
     if since is None:
         interrupt.wait(min(seconds, UNMARKED_TICK))
         return
+    pace = pace or Pace()
     deadline = time.monotonic() + seconds
-    while not interrupt.wait(min(TICK, max(deadline - time.monotonic(), 0))):
-        if time.monotonic() >= deadline or change_marker(storage) != since:
+    while not interrupt.wait(min(pace.tick(), max(deadline - time.monotonic(), 0))):
+        if time.monotonic() >= deadline:
+            return
+        if change_marker(storage) != since:
+            pace.saw_change()
             return

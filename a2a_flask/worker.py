@@ -21,7 +21,7 @@ from .agent import Turn, TurnReadFailed, run_turn
 from .auth.callers import Caller
 from .storage.common import FINISH_ATTEMPTS, pause_before_retry
 from .storage.states import READ_FAILED_TEXT
-from .waits import change_marker, wait_for_change
+from .waits import Pace, change_marker, wait_for_change
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app_state import AppState
@@ -82,6 +82,8 @@ class Worker:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        #: Busy after a claim: the next queued turn is seen within BUSY_TICK.
+        self._pace = Pace()
 
     def stop(self, *_signal: Any) -> None:
         """Stop claiming; ``run`` returns once the running turns are done
@@ -129,9 +131,12 @@ class Worker:
             # Read before the claim looks: a turn queued after the look
             # changes the marker, and the wait below ends at once.
             marker = change_marker(self.storage)
-            if not self._claim():
+            if self._claim():
+                self._pace.saw_change()
+            else:
                 wait_for_change(self.storage, marker, min(
-                    IDLE_SLEEP, max(next_upkeep - time.monotonic(), 0)), self._wake)
+                    IDLE_SLEEP, max(next_upkeep - time.monotonic(), 0)), self._wake,
+                    self._pace)
                 self._wake.clear()
         self._drain(upkeep_every)
 
