@@ -46,7 +46,7 @@ class Pace:
     BUSY_SECONDS after a change it saw, else every TICK."""
 
     def __init__(self) -> None:
-        self.changed_at = -BUSY_SECONDS
+        self.changed_at = float("-inf")  # none seen yet: idle
 
     def saw_change(self) -> None:
         self.changed_at = time.monotonic()
