@@ -49,9 +49,10 @@ def filled(postgres_url, tmp_path):
 
 
 def _by_id(monkeypatch, call):
-    """The statements ``call()`` runs on one task named by its id, as (sql, params)."""
+    """(what ``call()`` returned, None when it refused a context; the
+    statements it ran on one task named by its id, as (sql, params))."""
     import psycopg
-    seen = []
+    seen, result = [], None
     execute = psycopg.Connection.execute
 
     def spy(self, query, params=None, **kwargs):
@@ -59,13 +60,13 @@ def _by_id(monkeypatch, call):
         return execute(self, query, params, **kwargs)
     monkeypatch.setattr(psycopg.Connection, "execute", spy)
     try:
-        call()
+        result = call()
     except ContextMismatchError:
         pass
     finally:
         monkeypatch.undo()
-    return [(sql, params) for sql, params in seen
-            if "a2a_tasks" in sql and "WHERE id = %" in sql]
+    return result, [(sql, params) for sql, params in seen
+                    if "a2a_tasks" in sql and "WHERE id = %" in sql]
 
 
 def _assert_by_primary_key(storage, statements):
@@ -82,34 +83,32 @@ def _assert_by_primary_key(storage, statements):
 @pytest.mark.parametrize("history", [None, 0, 3])
 def test_a_read_finds_the_task_by_its_key(filled, monkeypatch, history, max_bytes):
     storage, waiting = filled
-    read = []
-    statements = _by_id(monkeypatch, lambda: read.append(storage.get_task(
+    read, statements = _by_id(monkeypatch, lambda: storage.get_task(
         waiting[0].task_id, "alice", "echo", history_length=history,
-        max_bytes=max_bytes)))
-    assert read[0].state == "input-required"
+        max_bytes=max_bytes))
+    assert read.state == "input-required"
     _assert_by_primary_key(storage, statements)
 
 
 def test_a_continuation_claims_the_task_by_its_key(filled, monkeypatch):
     storage, tasks = filled
     waiting = tasks[1]
-    started = []
-    statements = _by_id(monkeypatch, lambda: started.append(storage.start_turn(
+    started, statements = _by_id(monkeypatch, lambda: storage.start_turn(
         "alice", "echo", msg("more", "u-more"), task_id=waiting.task_id,
-        context_id=waiting.context_id)))
-    assert started[0].task_id == waiting.task_id
+        context_id=waiting.context_id))
+    assert started.task_id == waiting.task_id
     _assert_by_primary_key(storage, statements)
 
 
 def test_a_follow_up_and_a_wrong_context_read_the_task_by_its_key(filled, monkeypatch):
     storage, tasks = filled
     waiting = tasks[2]
-    queued = []
-    statements = _by_id(monkeypatch, lambda: queued.append(storage.enqueue_turn(
-        "alice", "echo", msg("queued", "u-queued"), task_id=waiting.task_id)))
-    assert queued[0].task_id == waiting.task_id
+    queued, statements = _by_id(monkeypatch, lambda: storage.enqueue_turn(
+        "alice", "echo", msg("queued", "u-queued"), task_id=waiting.task_id))
+    assert queued.task_id == waiting.task_id
     _assert_by_primary_key(storage, statements)
-    statements = _by_id(monkeypatch, lambda: storage.start_turn(
+    refused, statements = _by_id(monkeypatch, lambda: storage.start_turn(
         "alice", "echo", msg("elsewhere", "u-elsewhere"), task_id=waiting.task_id,
         context_id="another-context"))
+    assert refused is None  # ContextMismatchError
     _assert_by_primary_key(storage, statements)
