@@ -4,9 +4,10 @@ for its background turn to end, the worker's dispatcher for a turn to queue.
 A storage that can tell cheaply whether anything was committed since it last
 looked (``Storage.change_marker``: SQLite's ``PRAGMA data_version``, a read
 of shared memory; PostgreSQL's count of the NOTIFYs its listener heard) is
-looked at every ``TICK``; the task states are read only after a commit, in
-one query for every task this process waits on (``TaskWaits``). A storage
-that cannot tell is read every ``UNMARKED_TICK``.
+looked at every ``TICK`` (``BUSY_TICK`` while the store is busy: ``Pace``);
+the task states are read only after a commit, in one query for every task
+this process waits on (``TaskWaits``). A storage that cannot tell is read
+every ``UNMARKED_TICK``.
 No transaction is held while waiting.
 """
 
@@ -134,7 +135,7 @@ class TaskWaits:
             try:
                 found = self._storage.change_marker()
                 # No marker (none at all, or PostgreSQL's listener down): a
-                # timer; the marker is still looked at every TICK, so that
+                # timer; the marker is still looked at, at the pace, so that
                 # its return (a listener up again) is used at once.
                 every = UNMARKED_TICK if found is None else MARKED_READ_EVERY
                 if found != marker:
