@@ -82,14 +82,24 @@ class Worker:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._signaled = False  # stop_on_signal's note
         #: Busy after a claim: the next queued turn is seen within BUSY_TICK.
         self._pace = Pace()
 
     def stop(self, *_signal: Any) -> None:
         """Stop claiming; ``run`` returns once the running turns are done
-        (or the grace period is over). Safe from a signal handler."""
+        (or the grace period is over). From another thread; a signal
+        handler is ``stop_on_signal``."""
         self._stopping.set()
         self._wake.set()
+
+    def stop_on_signal(self, *_signal: Any) -> None:
+        """``stop`` for SIGTERM and SIGINT. The handler runs on the
+        dispatcher's own thread between two of its steps, maybe inside
+        ``_wake``'s lock (``Event.wait`` and ``clear`` take it): setting
+        ``_wake`` there would wait for itself for ever. A plain assignment
+        instead, seen at the dispatcher's next look (IDLE_SLEEP at most)."""
+        self._signaled = True
 
     def _agents(self) -> List[str]:
         """The background agents whose turns this worker claims."""
@@ -124,7 +134,7 @@ class Worker:
                  self.lease_seconds)
         upkeep_every = max(self.lease_seconds / 3.0, 0.2)
         next_upkeep = 0.0
-        while not self._stopping.is_set():
+        while not (self._signaled or self._stopping.is_set()):
             if time.monotonic() >= next_upkeep:
                 self._upkeep()
                 next_upkeep = time.monotonic() + upkeep_every

@@ -40,8 +40,8 @@ def worker(threads: int, agents: Optional[str], grace: float) -> None:
             "no background agent is registered: register one with "
             "@a2a.agent(..., background=True)")
     _log_to_stderr(app_state().settings.log_format)
-    signal.signal(signal.SIGTERM, runner.stop)
-    signal.signal(signal.SIGINT, runner.stop)
+    signal.signal(signal.SIGTERM, runner.stop_on_signal)
+    signal.signal(signal.SIGINT, runner.stop_on_signal)
     runner.run()
 
 

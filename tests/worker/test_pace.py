@@ -1,7 +1,8 @@
 """How often a watcher looks at the store's change marker (waits.Pace): every
 BUSY_TICK for BUSY_SECONDS after a change it saw, else every TICK. A busy
 worker so claims a queued turn about a millisecond after its commit, and an
-idle one still looks only TICK apart (docs/benchmarks.md)."""
+idle one still looks only TICK apart (docs/benchmarks.md); and a signal that
+lands inside one of those looks still stops the worker."""
 
 import threading
 import time
@@ -91,3 +92,28 @@ def test_the_dispatcher_looks_quickly_after_a_claim_and_slowly_when_idle(make_rp
         runner.stop()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_a_signal_that_lands_inside_the_dispatcher_s_wait_stops_it(make_rpc):
+    """SIGTERM's handler runs on the dispatcher's own thread, maybe while
+    it holds ``_wake``'s lock (inside ``Event.wait`` or ``clear``, which the
+    quick pace calls a thousand times a second): the handler must not take
+    that lock, and the dispatcher must still stop."""
+    rpc = make_rpc(lambda a2a: a2a.add_agent("quick", lambda turn: "quick " + turn.text,
+                                             background=True), agent="quick")
+    with rpc.app.app_context():
+        runner = Worker(rpc.app.extensions["a2a"], threads=2, grace=5)
+    handled = []
+
+    def interrupted_inside_the_lock():
+        with runner._wake._cond:  # where the dispatcher was when the signal came
+            runner.stop_on_signal(15, None)
+            handled.append(True)
+    thread = threading.Thread(target=interrupted_inside_the_lock, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert handled == [True]  # stop() here would wait for itself for ever
+    dispatcher = threading.Thread(target=runner.run, daemon=True)
+    dispatcher.start()
+    dispatcher.join(10)
+    assert not dispatcher.is_alive()
