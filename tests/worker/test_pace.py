@@ -5,12 +5,14 @@ idle one still looks only TICK apart (docs/benchmarks.md); and a signal that
 lands inside one of those looks still stops the worker."""
 
 import threading
-import time
 import types
+
+import pytest
 
 from a2a_flask import waits
 from a2a_flask import worker as worker_module
 from a2a_flask.worker import Worker
+from helpers import wait_until
 
 
 def test_a_pace_is_quick_only_within_busy_seconds_of_a_change(monkeypatch):
@@ -58,35 +60,34 @@ def test_a_wait_looks_at_the_pace_s_tick_and_tells_it_of_the_change():
     assert interrupt.timeouts == [waits.BUSY_TICK] * 2
 
 
-def _until(condition, what):
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-
-
-def test_the_dispatcher_looks_quickly_after_a_claim_and_slowly_when_idle(make_rpc, monkeypatch):
+@pytest.fixture
+def quick(make_rpc):
+    """(an app's client of its background agent ``quick``, a Worker of it, not running)."""
     rpc = make_rpc(lambda a2a: a2a.add_agent("quick", lambda turn: "quick " + turn.text,
                                              background=True), agent="quick")
+    with rpc.app.app_context():
+        return rpc, Worker(rpc.app.extensions["a2a"], threads=2, grace=5)
+
+
+def test_the_dispatcher_looks_quickly_after_a_claim_and_slowly_when_idle(quick, monkeypatch):
+    rpc, runner = quick
     ticks, real_wait = [], worker_module.wait_for_change
 
     def spy(storage, since, seconds, interrupt, pace=None):
         ticks.append(pace.tick())
         return real_wait(storage, since, min(seconds, 0.05), interrupt, pace)
     monkeypatch.setattr(worker_module, "wait_for_change", spy)
-    with rpc.app.app_context():
-        runner = Worker(rpc.app.extensions["a2a"], threads=2, grace=5)
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
     try:
-        _until(lambda: len(ticks) >= 2, "the dispatcher's first waits")
+        wait_until(lambda: len(ticks) >= 2, 10, "the dispatcher's first waits")
         assert set(ticks) == {waits.TICK}  # idle: no turn claimed yet
         task = rpc.result("message/send", {"message": {
             "kind": "message", "role": "user", "messageId": "m-pace",
             "parts": [{"kind": "text", "text": "hi"}]}})
         assert task["status"]["state"] == "completed", task
         seen = len(ticks)
-        _until(lambda: len(ticks) >= seen + 2, "the dispatcher's waits after the turn")
+        wait_until(lambda: len(ticks) >= seen + 2, 10, "the dispatcher's waits after the turn")
         assert ticks[-1] == waits.BUSY_TICK  # the claim made it busy
     finally:
         runner.stop()
@@ -94,15 +95,12 @@ def test_the_dispatcher_looks_quickly_after_a_claim_and_slowly_when_idle(make_rp
     assert not thread.is_alive()
 
 
-def test_a_signal_that_lands_inside_the_dispatcher_s_wait_stops_it(make_rpc):
+def test_a_signal_that_lands_inside_the_dispatcher_s_wait_stops_it(quick):
     """SIGTERM's handler runs on the dispatcher's own thread, maybe while
     it holds ``_wake``'s lock (inside ``Event.wait`` or ``clear``, which the
     quick pace calls a thousand times a second): the handler must not take
     that lock, and the dispatcher must still stop."""
-    rpc = make_rpc(lambda a2a: a2a.add_agent("quick", lambda turn: "quick " + turn.text,
-                                             background=True), agent="quick")
-    with rpc.app.app_context():
-        runner = Worker(rpc.app.extensions["a2a"], threads=2, grace=5)
+    _, runner = quick
     handled = []
 
     def interrupted_inside_the_lock():
