@@ -290,7 +290,7 @@ def _interrupted(turn: Turn, start: TurnStart,
     try:
         if start.created:
             if storage.withdraw_turn(turn.task_id, owner, agent,
-                                     start.message["messageId"]):
+                                     start.message["messageId"], start.tenant):
                 return failure
         else:
             store_outcome(turn, "failed", agent_message(

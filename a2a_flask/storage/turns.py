@@ -45,6 +45,9 @@ class TurnWrites(Dialect):
     #: on (those another worker holds locked are skipped).
     LOCKED_TASK: str
     LOCKED_TURNS: str
+    #: The task named by its id is the caller's (named parameters owner,
+    #: agent, tenant), written so that only the primary key finds the row.
+    OWNED: str
 
     # transaction(); _now_term(params): the storage's clock in a statement
     # of named ``params`` (it may add one for it); _write_one(sql, params):
@@ -125,8 +128,7 @@ class TurnWrites(Dialect):
 
     def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
         params = {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant}
-        mine = " AND ".join("%s = %s" % (name, self.NAMED % column) for name, column in (
-            ("id", "id"), ("owner", "owner"), ("agent", "agent"), ("tenant", "tenant")))
+        mine = "id = %s AND %s" % (self.NAMED % "id", self.OWNED)
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', %s, updated_at = %s"
@@ -148,13 +150,15 @@ class TurnWrites(Dialect):
         raise TaskEndedError(task_id, row[0])
 
     def withdraw_turn(self, task_id: str, owner: str, agent: str,
-                      message_id: str) -> bool:
+                      message_id: str, tenant: str = "") -> bool:
         """See ``Storage.withdraw_turn``."""
+        params = {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant,
+                  "message_id": message_id}
         with self.transaction() as conn:
-            if conn.execute(self._marked(
-                    "SELECT 1 FROM a2a_tasks WHERE id = ? AND owner = ? AND agent = ?"
-                    " AND state = 'working'" + self.LOCKED_TASK),
-                    (task_id, owner, agent)).fetchone() is None:
+            if conn.execute(
+                    "SELECT 1 FROM a2a_tasks WHERE id = %s AND %s AND state = 'working'%s"
+                    % (self.NAMED % "id", self.OWNED, self.LOCKED_TASK),
+                    params).fetchone() is None:
                 return False  # the row is locked: it stays so below
             # Before the task: SQLite's triggers read its owner (stored bytes).
             for table in ("a2a_artifacts", "a2a_messages"):
@@ -163,7 +167,8 @@ class TurnWrites(Dialect):
             conn.execute(self._marked("DELETE FROM a2a_tasks WHERE id = ?"), (task_id,))
             conn.execute(self._marked(
                 "DELETE FROM a2a_deliveries WHERE owner = ? AND agent = ?"
-                " AND message_id = ? AND task_id = ?"), (owner, agent, message_id, task_id))
+                " AND message_id = ? AND tenant = ? AND task_id = ?"),
+                (owner, agent, message_id, tenant, task_id))
         return True
 
     def expire_leases(self, max_attempts: int = 3) -> List[Tuple[str, str]]:

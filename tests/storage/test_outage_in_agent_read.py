@@ -15,7 +15,7 @@ from a2a_flask.service import READ_FAILED_TEXT
 from a2a_flask.storage import states
 from a2a_flask.storage.errors import StorageUnavailableError
 from a2a_flask.worker import Worker
-from helpers import message
+from helpers import Rpc, message
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -87,6 +87,26 @@ def test_a_new_task_is_withdrawn_and_a_retry_of_its_message_runs(reader, caplog)
     assert task["status"]["message"]["parts"][0]["text"] == "read 0 earlier"
     assert len(reader.outage.calls) == 2
     assert [t.id for t in storage.list_tasks(owner="anonymous").tasks] == [task["id"]]
+
+
+def test_a_tenant_s_new_task_is_withdrawn_from_its_tenant(make_rpc, database):
+    """The withdrawal names the start's tenant: the task and its retry
+    record go, and the same messageId runs again in that tenant."""
+    app = make_rpc(_register, agent="reader", A2A_DATABASE=database,
+                   A2A_TENANTS="acme").app
+    rpc = Rpc(app.test_client(), agent="reader", version="1.0")
+    outage = Outage(app.extensions["a2a"].storage, count=1)
+    sent = message("hi", version="1.0")
+    status, body = rpc.call("SendMessage", {"message": sent, "tenant": "acme"})
+    assert body["error"]["code"] == -32603, body
+    assert "nothing was stored" in body["error"]["message"]
+    storage = app.extensions["a2a"].storage
+    assert storage.list_tasks(owner="anonymous", tenant="acme").tasks == []
+    task = rpc.result("SendMessage", {"message": sent, "tenant": "acme"})["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert len(outage.calls) == 2
+    assert [t.id for t in storage.list_tasks(owner="anonymous", tenant="acme").tasks] == [
+        task["id"]]
 
 
 def test_a_continuation_is_failed_naming_the_storage(reader, caplog):

@@ -16,7 +16,7 @@ import pytest
 
 from a2a_flask.config import Settings
 from a2a_flask.storage import open_storage
-from a2a_flask.storage.base import ContextMismatchError
+from a2a_flask.storage.base import ContextMismatchError, TaskEndedError
 from storage_helpers import agent_reply, msg
 
 LISTING_INDEXES = ("a2a_tasks_listing", "a2a_tasks_context", "a2a_tasks_state",
@@ -111,4 +111,31 @@ def test_a_follow_up_and_a_wrong_context_read_the_task_by_its_key(filled, monkey
         "alice", "echo", msg("elsewhere", "u-elsewhere"), task_id=waiting.task_id,
         context_id="another-context"))
     assert refused is None  # ContextMismatchError
+    _assert_by_primary_key(storage, statements)
+
+
+def test_a_cancel_finds_the_task_by_its_key(filled, monkeypatch):
+    storage, waiting = filled
+    canceled, statements = _by_id(monkeypatch, lambda: storage.cancel_task(
+        waiting[0].task_id, "alice", "echo"))
+    assert storage.get_task(waiting[0].task_id, "alice", "echo").state == "canceled"
+    _assert_by_primary_key(storage, statements)
+
+
+def test_a_refused_cancel_reads_the_state_by_its_key(filled, monkeypatch):
+    storage, waiting = filled
+    storage.cancel_task(waiting[1].task_id, "alice", "echo")
+    ended, statements = _by_id(monkeypatch, lambda: pytest.raises(
+        TaskEndedError, storage.cancel_task, waiting[1].task_id, "alice", "echo"))
+    assert ended.value.state == "canceled"
+    assert len(statements) == 2  # the conditional UPDATE, then the state read
+    _assert_by_primary_key(storage, statements)
+
+
+def test_a_withdrawal_locks_the_task_by_its_key(filled, monkeypatch):
+    storage, _ = filled
+    start = storage.start_turn("alice", "echo", msg("withdrawn", "u-withdrawn"))
+    withdrawn, statements = _by_id(monkeypatch, lambda: storage.withdraw_turn(
+        start.task_id, "alice", "echo", "u-withdrawn"))
+    assert withdrawn is True
     _assert_by_primary_key(storage, statements)

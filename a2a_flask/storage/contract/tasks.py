@@ -87,12 +87,12 @@ class TaskStorage(abc.ABC):
 
     @abc.abstractmethod
     def withdraw_turn(self, task_id: str, owner: str, agent: str,
-                      message_id: str) -> bool:
+                      message_id: str, tenant: str = "") -> bool:
         """Undo the start of a new task whose turn never reached an outcome
         (the storage failed under the agent's own read): its retry record
-        (owner, agent, ``message_id``), its messages and the task itself are
-        deleted, in one transaction, only if the task is still ``working``
-        (``DELETE ... WHERE id AND owner AND agent AND state = 'working'``,
+        (owner, agent, ``message_id``, ``tenant``), its messages and the task
+        itself are deleted, in one transaction, only if the task is still
+        ``working`` (``DELETE ... WHERE id AND owner AND agent AND state = 'working'``,
         its row count checked). "Nothing was stored" is then true, and a
         retry of the same messageId runs the turn afresh. False when the
         task left ``working`` meanwhile (canceled): nothing is deleted."""

@@ -19,7 +19,7 @@ from ..common import WORKER_ROWS_KEPT_SECONDS, delivery_fingerprint, dumps, new_
 from ...messages import agent_message, text_part
 from .changes import notify_changes
 from .tasks import (
-    _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, WAITING_SQL, artifact_params,
+    _INSERT_MESSAGE, ARTIFACTS_FIT, NOW, OWNED, WAITING_SQL, artifact_params,
     check_artifacts_fit, check_quota, task_for_message,
 )
 from ..turns import QueuedTurn, TurnWrites
@@ -59,6 +59,7 @@ class QueueOperations(TurnWrites):
     STATUS_CLEARED = "status_message = NULL"
     LOCKED_TASK = " FOR UPDATE"
     LOCKED_TURNS = " FOR UPDATE SKIP LOCKED"  # another worker is on those
+    OWNED = OWNED  # tasks.py: the primary key finds the row, whatever the statistics
 
     def _among(self, column: str, values: List[Any], params: Dict[str, Any]) -> str:
         params[column] = values

@@ -87,6 +87,9 @@ class QueueOperations(TurnWrites):
     STATUS_CLEARED = "status_message = NULL, status_seq = NULL"
     # A write transaction holds the file's write lock: no row locks.
     LOCKED_TASK = LOCKED_TURNS = ""
+    # SQLite's planner takes the primary key for ``id =`` whatever else is
+    # compared (a unique index matched whole wins).
+    OWNED = "owner = :owner AND agent = :agent AND tenant = :tenant"
 
     def _among(self, column: str, values: List[Any], params: Dict[str, Any]) -> str:
         names = ["%s_%d" % (column, i) for i in range(len(values))]
