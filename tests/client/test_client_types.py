@@ -46,7 +46,7 @@ python_version = 3.8
 strict = True
 [mypy-a2a_flask.*]
 ignore_errors = True
-[mypy-click.*,sqlite_utils.*,opentelemetry.*]
+[mypy-click.*,opentelemetry.*]
 follow_imports = skip
 '''
 

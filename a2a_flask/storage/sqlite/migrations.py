@@ -5,7 +5,7 @@ the pre-release migrations squashed into one (nothing before 0.1.0 was
 released). A file at a lower version was written by a pre-release a2a_flask
 and is refused (``errors.schema_refusal``); no code reads those schemas.
 
-Each entry of ``MIGRATIONS`` takes a ``sqlite_utils.Database`` inside the
+Each entry of ``MIGRATIONS`` takes the ``sqlite3`` connection inside the
 caller's write transaction and brings the schema one version forward from
 ``START_VERSION``. Add new versions at the end; never edit one that has
 shipped, nor ``START``.
@@ -87,20 +87,20 @@ START = (
 )
 
 
-def _stored_bytes(db):
+def _stored_bytes(conn):
     for statement in STORED_BYTES:
-        db.execute(statement)
+        conn.execute(statement)
 
 
-def _worker_heartbeats(db):
+def _worker_heartbeats(conn):
     # One row per claimer of background turns (`flask a2a worker`, or a web
     # process with A2A_IN_PROCESS_WORKER), written at each of its upkeeps,
     # idle or not: /health says "degraded" when none is recent.
-    db.execute("CREATE TABLE a2a_workers (id TEXT PRIMARY KEY NOT NULL,"
+    conn.execute("CREATE TABLE a2a_workers (id TEXT PRIMARY KEY NOT NULL,"
                " seen_at TEXT NOT NULL) WITHOUT ROWID")
 
 
-def _tenants(db):
+def _tenants(conn):
     """Tenants (A2A_TENANTS): every task, queued turn and retry record
     belongs to one ('' where none is named, as before; a message is its
     task's); a key or a user may be bound to one (NULL: none). A messageId
@@ -108,44 +108,44 @@ def _tenants(db):
     record's key: a WITHOUT ROWID table takes a new key only by being
     rebuilt."""
     for table in ("a2a_tasks", "a2a_turns"):
-        db.execute("ALTER TABLE %s ADD COLUMN tenant TEXT NOT NULL DEFAULT ''"
+        conn.execute("ALTER TABLE %s ADD COLUMN tenant TEXT NOT NULL DEFAULT ''"
                    % table)
     for table in ("a2a_api_keys", "a2a_users"):
-        db.execute("ALTER TABLE %s ADD COLUMN tenant TEXT" % table)
+        conn.execute("ALTER TABLE %s ADD COLUMN tenant TEXT" % table)
     # The key's columns first: SQLite's integrity_check (3.40) misreads a
     # WITHOUT ROWID row whose key columns come after others.
-    db.execute(
+    conn.execute(
         "CREATE TABLE a2a_deliveries_tenants (owner TEXT NOT NULL,"
         " agent TEXT NOT NULL, message_id TEXT NOT NULL,"
         " tenant TEXT NOT NULL DEFAULT '',"
         " fingerprint TEXT NOT NULL, task_id TEXT NOT NULL,"
         " PRIMARY KEY (owner, agent, message_id, tenant)) WITHOUT ROWID")
-    db.execute(
+    conn.execute(
         "INSERT INTO a2a_deliveries_tenants (owner, agent, message_id,"
         " fingerprint, task_id) SELECT owner, agent, message_id, fingerprint,"
         " task_id FROM a2a_deliveries")
-    db.execute("DROP TABLE a2a_deliveries")
-    db.execute("ALTER TABLE a2a_deliveries_tenants RENAME TO a2a_deliveries")
+    conn.execute("DROP TABLE a2a_deliveries")
+    conn.execute("ALTER TABLE a2a_deliveries_tenants RENAME TO a2a_deliveries")
 
 
 #: The migrations after ``START``: entry i brings version START_VERSION + i
 #: to START_VERSION + i + 1.
-def _operators(db):
+def _operators(conn):
     """Operators (the operator's page): a key or a built-in user flagged so
     may read every caller's tasks there and cancel them; an operator key
     reaches no agent unless its scope says so."""
-    db.execute("ALTER TABLE a2a_api_keys ADD COLUMN operator INTEGER NOT NULL"
+    conn.execute("ALTER TABLE a2a_api_keys ADD COLUMN operator INTEGER NOT NULL"
                " DEFAULT 0")
-    db.execute("ALTER TABLE a2a_users ADD COLUMN operator INTEGER NOT NULL"
+    conn.execute("ALTER TABLE a2a_users ADD COLUMN operator INTEGER NOT NULL"
                " DEFAULT 0")
 
 
-def _single_statement_writes(db):
+def _single_statement_writes(conn):
     """A send's two write transactions (its start, its outcome) as one
     statement each (tasks.py): views whose INSTEAD OF triggers do the
     checks and writes. Nothing stored changes."""
     for statement in SINGLE_STATEMENT_WRITES:
-        db.execute(statement)
+        conn.execute(statement)
 
 
 #: The task indexes of ``START``, ascending: (owner, agent[, context_id |
@@ -165,19 +165,19 @@ ASCENDING_TASK_INDEXES = (
 )
 
 
-def _ascending_task_indexes(db):
+def _ascending_task_indexes(conn):
     """The three task indexes rebuilt ascending (``ASCENDING_TASK_INDEXES``):
     the same keys and the same plans; nothing stored changes. It reads every
     task once, inside the migration's write transaction."""
     for statement in ASCENDING_TASK_INDEXES:
-        db.execute(statement)
+        conn.execute(statement)
 
 
-def _values_inserts(db):
+def _values_inserts(conn):
     """The one-statement writes' triggers without temporary tables
     (``VALUES_INSERTS``); nothing stored changes."""
     for statement in VALUES_INSERTS:
-        db.execute(statement)
+        conn.execute(statement)
 
 
 MIGRATIONS = [_operators, _stored_bytes, _worker_heartbeats, _tenants,
@@ -199,10 +199,10 @@ def stored_version(conn):
     return row[0] if row else 0
 
 
-def migrate(db):
+def migrate(conn):
     """Create the schema or apply the migrations this database lacks; returns
     the new version. ``SchemaError`` for a pre-release or a newer schema."""
-    version = stored_version(db.conn)
+    version = stored_version(conn)
     refusal = schema_refusal(version, START_VERSION, EXPECTED_VERSION)
     if refusal is not None:
         raise refusal
@@ -210,11 +210,11 @@ def migrate(db):
         return version
     if version == 0:
         for statement in START:
-            db.execute(statement)
+            conn.execute(statement)
         version = START_VERSION
     for step in MIGRATIONS[version - START_VERSION:]:
-        step(db)
-    db.execute("DELETE FROM a2a_schema_version")
-    db.execute("INSERT INTO a2a_schema_version (version) VALUES (?)",
+        step(conn)
+    conn.execute("DELETE FROM a2a_schema_version")
+    conn.execute("INSERT INTO a2a_schema_version (version) VALUES (?)",
                (EXPECTED_VERSION,))
     return EXPECTED_VERSION

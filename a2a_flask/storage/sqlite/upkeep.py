@@ -80,12 +80,9 @@ class WriteUpkeep:
                 # and older refuse BEGIN IMMEDIATE on a read-only file (3.34
                 # begins a read there), and the process could not even read.
                 if stored_version(conn) != migrations.EXPECTED_VERSION:
-                    # Imported only to migrate: sqlite-utils (and click,
-                    # which it imports) held ~16 MB in every process.
-                    import sqlite_utils
                     conn.execute("BEGIN IMMEDIATE")
                     try:  # reads the version again, in the write transaction
-                        migrations.migrate(sqlite_utils.Database(conn))
+                        migrations.migrate(conn)
                     except BaseException:
                         rollback(conn)
                         raise
