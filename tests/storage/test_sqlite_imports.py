@@ -2,7 +2,7 @@
 that creates or migrates the file: the migrations run on the ``sqlite3``
 connection itself. sqlite-utils imported numpy where it was installed (and
 pluggy, dateutil): about 14 MB more in the process that migrated, for its
-life (the first gunicorn worker after each upgrade, every row of the bench)."""
+life (the first gunicorn worker to start after each upgrade)."""
 
 import os
 import subprocess
