@@ -3,7 +3,7 @@
 
 import time
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
 from . import errors
 from .answer_budget import AnswerBudget
@@ -15,7 +15,7 @@ from .storage.errors import schema_refusal
 from .waits import TaskWaits
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .agent import Agent, Turn
+    from .agent import Agent
 
 
 class AppState:
@@ -23,7 +23,8 @@ class AppState:
     settings, storage, credentials, metrics and registered agents. Not a
     task's state."""
 
-    def __init__(self, extension, settings, storage, session_cookie_name):
+    def __init__(self, extension, settings, storage, session_cookie_name,
+                 call_agent=None):
         self.extension = extension
         self.settings = settings
         #: The OpenTelemetry spans (A2A_OTEL), else None.
@@ -64,7 +65,8 @@ class AppState:
         self.schema_current = False
         #: Signs the Agent Cards (A2A_CARD_SIGNING_KEY), else None.
         self.card_signer = None
-        #: The Prometheus metrics (A2A_METRICS), else None.
+        #: The Prometheus metrics (A2A_METRICS), else None: set by
+        #: ``init_app``, since they are of the HTTP layer, above this one.
         self.metrics = None
         #: The claimer of background turns in this web process
         #: (A2A_IN_PROCESS_WORKER, under gunicorn), else None.
@@ -73,23 +75,14 @@ class AppState:
         self.started = time.monotonic()
         #: Whether /health warned that no claimer was seen (once, until one is).
         self.worker_warned = False
-        if settings.metrics:
-            from .http.metrics import Metrics  # the optional `metrics` extra
-            self.metrics = Metrics(storage)
         #: What ``run_turn`` takes from the app, in a request and in the
         #: worker alike: tracing, the limits on an outcome, what
-        #: ``turn.call`` runs. Made once: all of it is fixed at start.
+        #: ``turn.call`` runs (``call_agent``: the client, from
+        #: ``init_app``). Made once: all of it is fixed at start.
         self.turn_options = MappingProxyType(dict(
             tracing=self.tracing, max_output_bytes=settings.max_turn_output_bytes,
             max_artifact_bytes=settings.max_task_artifact_bytes,
-            call_agent=self.call_agent))
-
-    @staticmethod
-    def call_agent(turn: "Turn", agent: Any, text: Optional[str] = None, **options: Any) -> Any:
-        """What ``turn.call`` runs: the client (the ``client`` extra) sends
-        and waits; imported on first use."""
-        from .client.calls import call_agent
-        return call_agent(turn, agent, text, **options)
+            call_agent=call_agent))
 
     def schema_problem(self, version: Optional[int] = None
                        ) -> Optional[errors.SchemaOutdatedError]:

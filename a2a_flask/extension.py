@@ -23,6 +23,7 @@ from .http.pipeline import release_at_teardown
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Blueprint
 
+    from .agent import Turn
     from .protocol.signing import CardSigner
 
 log = logging.getLogger("a2a_flask")
@@ -31,6 +32,13 @@ log = logging.getLogger("a2a_flask")
 #: ``InputRequired``, ``AuthRequired`` or ``Reject``.
 AgentFunc = TypeVar("AgentFunc", bound=Callable[..., Any])
 HookFunc = TypeVar("HookFunc", bound=Callable[..., Any])
+
+
+def call_agent(turn: "Turn", agent: Any, text: Optional[str] = None, **options: Any) -> Any:
+    """What ``turn.call`` runs: the client sends and waits. Imported on first
+    use: an app whose agents call none never loads the client."""
+    from .client.calls import call_agent as call
+    return call(turn, agent, text, **options)
 
 
 def _card_signer(settings: Settings) -> "CardSigner":
@@ -132,7 +140,11 @@ class A2A:
                 if storage.failure(exc) is None:
                     raise
         app_state = AppState(self, settings, storage,
-                          app.config.get("SESSION_COOKIE_NAME", "session"))
+                             app.config.get("SESSION_COOKIE_NAME", "session"),
+                             call_agent=call_agent)
+        if settings.metrics:
+            from .http.metrics import Metrics  # the optional `metrics` extra
+            app_state.metrics = Metrics(app_state.storage)
         app_state.schema_current = settings.auto_migrate
         if settings.card_signing_key:
             app_state.card_signer = _card_signer(settings)

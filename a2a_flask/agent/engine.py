@@ -112,7 +112,7 @@ def run_turn(turn: "Turn", store: Callable = store_outcome, tracing: Any = None,
     turn instead, and so does one whose artifacts would bring the task's
     over ``max_artifact_bytes`` (``store`` passes it on to the storage, which
     checks it as it writes: ``ArtifactsFullError``). ``call_agent``: what
-    ``turn.call`` runs (``AppState.call_agent``).
+    ``turn.call`` runs (``extension.call_agent``).
     """
     turn.max_output_bytes = max_output_bytes
     turn.max_artifact_bytes = max_artifact_bytes

@@ -12,7 +12,7 @@ whole body, read within the size limit), ``query`` (the query string's
 parameters) and ``asked_version`` (``A2A-Version``, "" when none).
 """
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Protocol
 
 from .. import errors
 from ..validation import load_params
@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..service import CallContext
     from .errors import Refusal
-    from .jsonrpc import Envelope
 
 HEADER = "A2A-Version"
 #: Major.Minor of what we serve (a patch number is ignored).
@@ -93,6 +92,15 @@ class Methods(Dict[str, Method]):
         return register
 
 
+class Recorded(Protocol):
+    """What the access record reads of a call (``http/access.py``): a
+    JSON-RPC envelope (``jsonrpc.Envelope``), which an HTTP+JSON route
+    makes of its path too."""
+
+    method: Optional[str]
+    params: Any
+
+
 class ProtocolCall:
     """Base of the bindings' calls: what each must provide."""
 
@@ -103,7 +111,7 @@ class ProtocolCall:
     #: (``auth.callers.authenticate``).
     checks_remembered_key = False
     #: What the access record reads: the method's name and its params.
-    record: Optional["Envelope"] = None
+    record: Optional[Recorded] = None
 
     def start(self, inbound: Any) -> None:
         """Read what the call is (before authentication); may raise."""
