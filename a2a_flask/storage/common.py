@@ -58,13 +58,25 @@ def pause_before_retry(attempt: int) -> None:
     time.sleep(FINISH_PAUSE_SECONDS * attempt)
 
 
+#: (the UTC second, its text up to the milliseconds) of the last ``now_iso``:
+#: most calls fall in the second of the one before, and strftime costs more
+#: than the rest of the function.
+_LAST_SECOND: Tuple[Optional[Tuple[int, ...]], str] = (None, "")
+
+
 def now_iso(moment: Optional[datetime] = None) -> str:
     """ISO 8601 UTC with milliseconds and ``Z``, as A2A timestamps are."""
+    global _LAST_SECOND
     now = moment or datetime.now(timezone.utc)
-    text = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    second = (now.year, now.month, now.day, now.hour, now.minute, now.second)
+    last = _LAST_SECOND
+    if last[0] == second:
+        return last[1] + "%03dZ" % (now.microsecond // 1000)
+    text = now.strftime("%Y-%m-%dT%H:%M:%S.")
     if now.year < 1000:  # strftime writes year 5 as "5": compared as text, wrong
         text = "%04d%s" % (now.year, text[text.index("-"):])
-    return text
+    _LAST_SECOND = (second, text)
+    return text + "%03dZ" % (now.microsecond // 1000)
 
 
 def dumps(value: Any) -> str:

@@ -60,6 +60,8 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
                  stale_turn_seconds=3600, auto_migrate=True, min_free_disk_bytes=0):
         check_sqlite_library()
         self.path = path
+        #: The folder whose disk ``free_disk_bytes`` measures.
+        self._folder = os.path.dirname(os.path.abspath(path))
         self.busy_timeout_ms = int(busy_timeout_ms)
         self.synchronous = synchronous
         #: A turn ``working`` for longer lost its worker (killed mid-turn).
@@ -284,7 +286,7 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         """Free bytes on the database's disk (for this process's user); -1
         when its folder cannot be read."""
         try:
-            found = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+            found = os.statvfs(self._folder)
         except OSError:
             return -1
         return found.f_bavail * found.f_frsize
