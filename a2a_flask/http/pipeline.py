@@ -38,14 +38,23 @@ from ..storage.errors import StorageError
 from . import access
 
 if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
+
     from ..app_state import AppState
 
 log = logging.getLogger("a2a_flask")
 
 
+def _request() -> "Request":
+    """The request itself, not Flask's proxy of it: each attribute read
+    through the proxy first fails on the proxy (an AttributeError built and
+    dropped), then looks the request up again; a call reads a dozen."""
+    return request._get_current_object()  # type: ignore[attr-defined]
+
+
 def current_app_state() -> "AppState":
     """The A2A state (``AppState``) of the app serving this request."""
-    return current_app.extensions["a2a"]
+    return current_app._get_current_object().extensions["a2a"]  # type: ignore[attr-defined]
 
 
 class Inbound:
@@ -123,7 +132,7 @@ def _answer(app_state, call, agent_name, at_root, notes):
     inbound = Inbound(app_state.settings.max_content_length)
     try:
         call.start(inbound)
-        caller = authenticate(app_state, request, call.checks_remembered_key)
+        caller = authenticate(app_state, _request(), call.checks_remembered_key)
         agent = reachable_agent(app_state, agent_name)
         authorize(caller, agent, app_state.settings.oidc_required_scopes)
         params = call.params(inbound)
@@ -209,7 +218,7 @@ def rpc(name, at_root=False):
     ``A2A-Version`` asks for. Also with a trailing slash: a client that
     joins "/" to the card's URL (httpx with the endpoint as base_url, the
     1.0-dev kit) posts there."""
-    call = JsonRpcCall(BINDINGS, asked_version(request),
+    call = JsonRpcCall(BINDINGS, asked_version(_request()),
                        current_app_state().settings.strict_jsonrpc)
     return answer_call(call, name, at_root)
 
@@ -234,6 +243,7 @@ _DRAIN_CHUNK = 64 * 1024
 def read_body(limit: int) -> bytes:
     """The request body, or ``PayloadTooLarge`` (413) past ``limit`` bytes
     (or the host app's own ``MAX_CONTENT_LENGTH``, if lower)."""
+    request = _request()
     host_limit = request.max_content_length  # the host app's own, if any
     if host_limit is not None:
         limit = min(limit, host_limit)

@@ -148,9 +148,12 @@ class TaskOperations(OutcomeWrites):
             reserve = bool(self.min_free_disk_bytes) and \
                 self.free_disk_bytes() < self.min_free_disk_bytes
             try:
+                # The flags as ints: sqlite3 binds an int, a str, None as
+                # they are, a bool through its adaptation protocol, whose
+                # lookups fail at a cost.
                 self.write_statement(self._START_SQL, (
                     owner, agent, message_id, digest, task_id, tenant,
-                    remembered_key, reserve, max_stored_bytes, created,
+                    remembered_key, int(reserve), max_stored_bytes, int(created),
                     context_id, self._now(),
                     dumps(metadata) if metadata and created else None,
                     message["role"], body), deadline)
