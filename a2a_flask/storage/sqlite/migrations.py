@@ -97,7 +97,7 @@ def _worker_heartbeats(conn):
     # process with A2A_IN_PROCESS_WORKER), written at each of its upkeeps,
     # idle or not: /health says "degraded" when none is recent.
     conn.execute("CREATE TABLE a2a_workers (id TEXT PRIMARY KEY NOT NULL,"
-               " seen_at TEXT NOT NULL) WITHOUT ROWID")
+                 " seen_at TEXT NOT NULL) WITHOUT ROWID")
 
 
 def _tenants(conn):
@@ -109,7 +109,7 @@ def _tenants(conn):
     rebuilt."""
     for table in ("a2a_tasks", "a2a_turns"):
         conn.execute("ALTER TABLE %s ADD COLUMN tenant TEXT NOT NULL DEFAULT ''"
-                   % table)
+                     % table)
     for table in ("a2a_api_keys", "a2a_users"):
         conn.execute("ALTER TABLE %s ADD COLUMN tenant TEXT" % table)
     # The key's columns first: SQLite's integrity_check (3.40) misreads a
@@ -135,9 +135,9 @@ def _operators(conn):
     may read every caller's tasks there and cancel them; an operator key
     reaches no agent unless its scope says so."""
     conn.execute("ALTER TABLE a2a_api_keys ADD COLUMN operator INTEGER NOT NULL"
-               " DEFAULT 0")
+                 " DEFAULT 0")
     conn.execute("ALTER TABLE a2a_users ADD COLUMN operator INTEGER NOT NULL"
-               " DEFAULT 0")
+                 " DEFAULT 0")
 
 
 def _single_statement_writes(conn):
@@ -216,5 +216,5 @@ def migrate(conn):
         step(conn)
     conn.execute("DELETE FROM a2a_schema_version")
     conn.execute("INSERT INTO a2a_schema_version (version) VALUES (?)",
-               (EXPECTED_VERSION,))
+                 (EXPECTED_VERSION,))
     return EXPECTED_VERSION
