@@ -152,8 +152,7 @@ class TurnWrites(Dialect):
     def withdraw_turn(self, task_id: str, owner: str, agent: str,
                       message_id: str, tenant: str = "") -> bool:
         """See ``Storage.withdraw_turn``."""
-        params = {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant,
-                  "message_id": message_id}
+        params = {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant}
         with self.transaction() as conn:
             if conn.execute(
                     "SELECT 1 FROM a2a_tasks WHERE id = %s AND %s AND state = 'working'%s"

@@ -116,7 +116,7 @@ def test_a_follow_up_and_a_wrong_context_read_the_task_by_its_key(filled, monkey
 
 def test_a_cancel_finds_the_task_by_its_key(filled, monkeypatch):
     storage, waiting = filled
-    canceled, statements = _by_id(monkeypatch, lambda: storage.cancel_task(
+    _, statements = _by_id(monkeypatch, lambda: storage.cancel_task(
         waiting[0].task_id, "alice", "echo"))
     assert storage.get_task(waiting[0].task_id, "alice", "echo").state == "canceled"
     _assert_by_primary_key(storage, statements)
