@@ -243,14 +243,14 @@ _DRAIN_CHUNK = 64 * 1024
 def read_body(limit: int) -> bytes:
     """The request body, or ``PayloadTooLarge`` (413) past ``limit`` bytes
     (or the host app's own ``MAX_CONTENT_LENGTH``, if lower)."""
-    request = _request()
-    host_limit = request.max_content_length  # the host app's own, if any
+    req = _request()
+    host_limit = req.max_content_length  # the host app's own, if any
     if host_limit is not None:
         limit = min(limit, host_limit)
-    length = request.content_length
+    length = req.content_length
     if length is not None and length > limit:
         if length <= limit + REFUSED_BODY_DRAIN_BYTES:
-            _drain(request.environ["wsgi.input"], length)
+            _drain(req.environ["wsgi.input"], length)
         raise errors.PayloadTooLargeError(
             "The request body is %d bytes; this service accepts at most %d."
             % (length, limit))
@@ -258,14 +258,14 @@ def read_body(limit: int) -> bytes:
         if length is not None:
             # The length is known and within the limit: read it straight from
             # the server, without werkzeug's limited-stream wrapper.
-            body = _read_exactly(request.environ["wsgi.input"], length)
+            body = _read_exactly(req.environ["wsgi.input"], length)
         else:
-            body = request.stream.read(limit + 1)
+            body = req.stream.read(limit + 1)
     except RequestEntityTooLarge:  # werkzeug enforcing the host app's limit
         body = None
     if body is None or len(body) > limit:
         if body is not None:  # chunked: the rest, if it ends soon enough
-            _drain(request.environ["wsgi.input"], REFUSED_BODY_DRAIN_BYTES)
+            _drain(req.environ["wsgi.input"], REFUSED_BODY_DRAIN_BYTES)
         raise errors.PayloadTooLargeError(
             "The request body is over %d bytes, the most this service accepts."
             % limit)
