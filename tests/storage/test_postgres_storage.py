@@ -330,6 +330,46 @@ def test_a_server_that_is_down_is_storage_unavailable_then_comes_back(postgres_s
         cluster.stop()
 
 
+def test_after_a_long_outage_the_first_call_back_is_served(postgres_server, monkeypatch):
+    """psycopg_pool doubles its pause between connection attempts for as long
+    as one series lasts: unbounded, a pool down for an hour would sleep on
+    for up to an hour after the server's return. Series end after
+    ``RECONNECT_SECONDS`` and a call that finds no connection starts the next,
+    so the first call after the return is served. Time is scaled down here:
+    the pool's first pause 0.05 s, a series 0.5 s, an outage of 7.5 s."""
+    import time
+
+    import psycopg_pool.base
+    from pgcluster import Cluster, FAST
+    from a2a_flask.storage.postgres import connection
+
+    if not isinstance(postgres_server, Cluster):
+        pytest.skip("needs a throwaway cluster to stop and start")
+    attempt = getattr(psycopg_pool.base, "AttemptWithBackoff", None) or getattr(
+        psycopg_pool.base, "ConnectionAttempt")  # psycopg_pool < 3.2
+    monkeypatch.setattr(attempt, "INITIAL_DELAY", 0.05)
+    monkeypatch.setattr(connection, "RECONNECT_SECONDS", 0.5)
+    cluster = Cluster(settings=FAST).start()
+    try:
+        storage = PostgresStorage(cluster.create_db("a2a_back"), busy_timeout_ms=1000)
+        storage.migrate()
+        start = storage.start_turn("alice", "echo", message("before"))
+        cluster.pause()
+        down_until = time.monotonic() + 7.5
+        failed = 0
+        while time.monotonic() < down_until:
+            with pytest.raises(base.StorageUnavailableError):
+                storage.task_state(start.task_id)
+            failed += 1
+            time.sleep(0.2)
+        cluster.resume()
+        assert storage.task_state(start.task_id) == "working"
+        assert failed >= 4  # the calls during the outage kept the pool trying
+        storage.close()
+    finally:
+        cluster.stop()
+
+
 def test_waiters_read_on_a_timer_while_the_listening_connection_is_down(
         storage, postgres_url):
     """The process's listening connection (LISTEN a2a_changes) killed: the

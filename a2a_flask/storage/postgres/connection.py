@@ -8,9 +8,9 @@ statement (its own transaction, one round trip); the few that need more say
 so with ``transaction()``.
 
 A server that is down (at boot or later) or refuses our credentials is
-``StorageUnavailable`` (``data.retry`` true), never a crash: the pool keeps
-trying to connect in the background and the service answers again, without a
-restart, once the server is back.
+``StorageUnavailable`` (``data.retry`` true), never a crash: the pool tries
+to connect again in the background (``RECONNECT_SECONDS``) and the service
+answers again, without a restart, within seconds of the server's return.
 """
 
 import logging
@@ -40,6 +40,12 @@ log = logging.getLogger("a2a_flask")
 POOL_SIZE = 8
 #: Seconds a connection attempt may take before it counts as a failure.
 CONNECT_TIMEOUT = 5
+#: Seconds one series of the pool's connection attempts lasts. psycopg_pool
+#: doubles the pause between attempts for the whole series: a longer one
+#: would leave the pool asleep long after the server is back (a day's series
+#: up to as long as the outage was). A call that finds no connection starts
+#: the next series, so the pauses stay under a few seconds.
+RECONNECT_SECONDS = 5
 
 _logged: Dict[Tuple[str, str], float] = {}
 
@@ -126,7 +132,7 @@ class PostgresConnections:
                         self.url, min_size=1, max_size=POOL_SIZE, open=False,
                         kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
                         configure=self._configure, timeout=max(self.busy_timeout_ms, 1000) / 1000,
-                        reconnect_timeout=24 * 3600, name="a2a_flask")
+                        reconnect_timeout=RECONNECT_SECONDS, name="a2a_flask")
                     pool.open(wait=False)
                     self._pool, self._pool_pid = pool, pid
         return self._pool
