@@ -16,7 +16,10 @@ from pgfixtures import postgres_module_url, postgres_server, postgres_url  # noq
 @pytest.fixture
 def make_app(tmp_path):
     """Build an app with the demo agents echo and chat (not the background
-    ``slow``): ``make_app(**config) -> (app, a2a)``."""
+    ``slow``): ``make_app(**config) -> (app, a2a)``. Each app's storage is
+    closed at teardown: a PostgreSQL one's listening thread would otherwise
+    try, once a second for the rest of the run, a database dropped since."""
+    built = []
 
     def build(register=None, **config):
         app = Flask("a2a_test", instance_path=str(tmp_path / "instance"))
@@ -27,9 +30,12 @@ def make_app(tmp_path):
         register_demo_agents(a2a, slow_agent=False)
         if register is not None:
             register(a2a)
+        built.append(app)
         return app, a2a
 
-    return build
+    yield build
+    for app in built:
+        app.extensions["a2a"].storage.close()
 
 
 @pytest.fixture
