@@ -345,8 +345,9 @@ def test_after_a_long_outage_the_first_call_back_is_served(postgres_server, monk
 
     if not isinstance(postgres_server, Cluster):
         pytest.skip("needs a throwaway cluster to stop and start")
-    attempt = getattr(psycopg_pool.base, "AttemptWithBackoff", None) or getattr(
-        psycopg_pool.base, "ConnectionAttempt")  # psycopg_pool < 3.2
+    attempt = getattr(psycopg_pool.base, "AttemptWithBackoff", None)
+    if attempt is None:  # psycopg_pool < 3.2
+        attempt = psycopg_pool.base.ConnectionAttempt
     monkeypatch.setattr(attempt, "INITIAL_DELAY", 0.05)
     monkeypatch.setattr(connection, "RECONNECT_SECONDS", 0.5)
     cluster = Cluster(settings=FAST).start()
