@@ -330,7 +330,8 @@ def test_a_server_that_is_down_is_storage_unavailable_then_comes_back(postgres_s
         cluster.stop()
 
 
-def test_after_a_long_outage_the_first_call_back_is_served(postgres_server, monkeypatch):
+def test_after_a_long_outage_the_first_call_back_is_served(postgres_server, monkeypatch,
+                                                           caplog):
     """psycopg_pool doubles its pause between connection attempts for as long
     as one series lasts: unbounded, a pool down for an hour would sleep on
     for up to an hour after the server's return. Series end after
@@ -366,9 +367,37 @@ def test_after_a_long_outage_the_first_call_back_is_served(postgres_server, monk
         cluster.resume()
         assert storage.task_state(start.task_id) == "working"
         assert failed >= 4  # the calls during the outage kept the pool trying
+        # psycopg_pool warned of dozens of failed attempts: one line a minute
+        attempts = [r for r in caplog.records if r.name == "psycopg.pool"
+                    and r.getMessage().startswith("error connecting in 'a2a_flask'")]
+        assert len(attempts) <= 1
         storage.close()
     finally:
         cluster.stop()
+
+
+def test_psycopg_pool_warnings_about_our_pool_come_once_a_minute(monkeypatch):
+    """(A minute scaled to 0.3 s here.)"""
+    import logging
+    import time
+
+    from a2a_flask.storage.postgres import connection
+
+    monkeypatch.setattr(connection, "POOL_WARNING_SECONDS", 0.3)
+    only = connection.PoolWarnings()
+
+    def admitted(msg, *args):
+        return only.filter(logging.LogRecord("psycopg.pool", logging.WARNING, __file__,
+                                             0, msg, args, None))
+
+    refused = "error connecting in %r: %s"
+    assert admitted(refused, "a2a_flask", "refused")
+    assert not admitted(refused, "a2a_flask", "refused again")
+    assert admitted("reconnection attempt in pool %r failed after %s sec", "a2a_flask", 5)
+    assert admitted(refused, "the_host_s_pool", "refused")  # not ours: untouched
+    assert admitted("discarding closed connection: %s", "<conn>")
+    time.sleep(0.35)
+    assert admitted(refused, "a2a_flask", "refused")
 
 
 def test_waiters_read_on_a_timer_while_the_listening_connection_is_down(

@@ -47,7 +47,40 @@ CONNECT_TIMEOUT = 5
 #: the next series, so the pauses stay under a few seconds.
 RECONNECT_SECONDS = 5
 
+#: The pool's name, in psycopg_pool's log records.
+POOL_NAME = "a2a_flask"
+#: Seconds between two of psycopg_pool's warnings of one kind about our pool.
+POOL_WARNING_SECONDS = 60.0
+
 _logged: Dict[Tuple[str, str], float] = {}
+
+
+class PoolWarnings(logging.Filter):
+    """On the ``psycopg.pool`` logger: its warnings about our pool (a failed
+    connection attempt, a round of them given up) each at most once every
+    ``POOL_WARNING_SECONDS``. ``storage_failure`` logs the outage itself;
+    attempts every second or two would write thousands of lines a day of
+    an outage. Other pools' records pass untouched."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: Dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not (isinstance(args, tuple) and args and args[0] == POOL_NAME):
+            return True
+        now = time.monotonic()
+        if now - self._last.get(str(record.msg), float("-inf")) < POOL_WARNING_SECONDS:
+            return False
+        self._last[str(record.msg)] = now
+        return True
+
+
+def _filter_pool_warnings() -> None:
+    pool_log = logging.getLogger("psycopg.pool")
+    if not any(isinstance(f, PoolWarnings) for f in pool_log.filters):
+        pool_log.addFilter(PoolWarnings())
 
 
 def redact(url):
@@ -128,11 +161,12 @@ class PostgresConnections:
             with self._opening:
                 if self._pool is None or self._pool_pid != pid:
                     # an inherited pool belongs to the parent: never closed here
+                    _filter_pool_warnings()
                     pool = psycopg_pool.ConnectionPool(
                         self.url, min_size=1, max_size=POOL_SIZE, open=False,
                         kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
                         configure=self._configure, timeout=max(self.busy_timeout_ms, 1000) / 1000,
-                        reconnect_timeout=RECONNECT_SECONDS, name="a2a_flask")
+                        reconnect_timeout=RECONNECT_SECONDS, name=POOL_NAME)
                     pool.open(wait=False)
                     self._pool, self._pool_pid = pool, pid
         return self._pool
