@@ -15,6 +15,7 @@ answers again, without a restart, within seconds of the server's return.
 
 import logging
 import os
+import select
 import threading
 import time
 import urllib.parse
@@ -75,6 +76,32 @@ class PoolWarnings(logging.Filter):
             return False
         self._last[str(record.msg)] = now
         return True
+
+
+def _closed_by_server(conn: Any) -> bool:
+    """True when the server closed ``conn`` while it sat idle in the pool (a
+    restart, a terminated backend): its socket is readable though no query
+    is outstanding. One poll, no round trip."""
+    try:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError, psycopg.Error):
+        return True
+
+
+def _live_connection(pool: Any) -> Any:
+    """A connection of ``pool`` the server has not closed. After a restart
+    every idle connection is dead: each is closed (the pool replaces it in
+    the background) rather than failing a call."""
+    deadline = time.monotonic() + pool.timeout  # one bound for every try
+    for _ in range(POOL_SIZE):
+        conn = pool.getconn(max(deadline - time.monotonic(), 0.001))
+        if not _closed_by_server(conn):
+            return conn
+        conn.close()
+        pool.putconn(conn)
+    return pool.getconn(max(deadline - time.monotonic(), 0.001))
 
 
 def _filter_pool_warnings() -> None:
@@ -192,8 +219,13 @@ class PostgresConnections:
         try:
             if not self._ready:
                 self._retry_migrate()
-            with self._get_pool().connection() as conn:
-                yield conn
+            pool = self._get_pool()
+            conn = _live_connection(pool)
+            try:
+                with conn:
+                    yield conn
+            finally:
+                pool.putconn(conn)
         except StorageUnavailableError:
             raise
         except Exception as exc:
