@@ -3,6 +3,7 @@ answer against the official A2A 0.3.0 JSON schema (tests/helpers.py), real
 gunicorn servers (tests/serving.py), PostgreSQL (tests/pgfixtures.py)."""
 
 import os
+import weakref
 
 import pytest
 from flask import Flask
@@ -30,12 +31,20 @@ def make_app(tmp_path):
         register_demo_agents(a2a, slow_agent=False)
         if register is not None:
             register(a2a)
-        built.append(app)
+        storage = app.extensions["a2a"].storage
+        # A SQLite app the test dropped stays dropped (its descriptors are
+        # counted); a PostgreSQL one's listening thread outlives it.
+        if type(storage).__module__.startswith("a2a_flask.storage.postgres"):
+            built.append(lambda storage=storage: storage)
+        else:
+            built.append(weakref.ref(storage))
         return app, a2a
 
     yield build
-    for app in built:
-        app.extensions["a2a"].storage.close()
+    for ref in built:
+        storage = ref()
+        if storage is not None:
+            storage.close()
 
 
 @pytest.fixture
