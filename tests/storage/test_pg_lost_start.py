@@ -176,13 +176,14 @@ def test_a_crash_the_database_stays_down_through_is_answered_as_the_outage(
     cluster = Cluster(settings=["wal_writer_delay=10000ms"]).start()
     try:
         url = cluster.create_db("a2a_down")
-        runs = []
+        runs, killed_at = [], []
 
         def agent(turn):
             runs.append(turn.message["messageId"])
             if len(runs) == 2:  # the send after the warm-up
                 _kill_cluster(cluster)
                 os.remove(os.path.join(cluster.data, "postmaster.pid"))
+                killed_at.append(time.monotonic())
             return "done: " + turn.text
 
         rpc = make_rpc(lambda a2a: a2a.add_agent("crashing", agent),
@@ -191,6 +192,10 @@ def test_a_crash_the_database_stays_down_through_is_answered_as_the_outage(
         cluster.query("CHECKPOINT", db="a2a_down")
         sent = message("crash, stay down")
         _, answer = rpc.call("message/send", {"message": sent})
+        # From the agent's return: the outcome's tries share the call's one
+        # wait (A2A_BUSY_TIMEOUT_MS, 5 s), then 1 s for the read; not 5 s a
+        # try and 5 s the read (19 s).
+        assert time.monotonic() - killed_at[0] < 8.5
         error = answer["error"]
         assert error["code"] == -32603
         assert error["data"]["retry"] is True

@@ -90,11 +90,13 @@ def _closed_by_server(conn: Any) -> bool:
         return True
 
 
-def _live_connection(pool: Any) -> Any:
-    """A connection of ``pool`` the server has not closed. After a restart
-    every idle connection is dead: each is closed (the pool replaces it in
-    the background) rather than failing a call."""
-    deadline = time.monotonic() + pool.timeout  # one bound for every try
+def _live_connection(pool: Any, deadline: Optional[float] = None) -> Any:
+    """A connection of ``pool`` the server has not closed, waited for until
+    ``deadline`` (``time.monotonic()``; None: the pool's timeout from now).
+    After a restart every idle connection is dead: each is closed (the pool
+    replaces it in the background) rather than failing a call."""
+    if deadline is None:
+        deadline = time.monotonic() + pool.timeout  # one bound for every try
     for _ in range(POOL_SIZE):
         conn = pool.getconn(max(deadline - time.monotonic(), 0.001))
         if not _closed_by_server(conn):
@@ -192,7 +194,7 @@ class PostgresConnections:
                     pool = psycopg_pool.ConnectionPool(
                         self.url, min_size=1, max_size=POOL_SIZE, open=False,
                         kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
-                        configure=self._configure, timeout=max(self.busy_timeout_ms, 1000) / 1000,
+                        configure=self._configure, timeout=self.wait_seconds(),
                         reconnect_timeout=RECONNECT_SECONDS, name=POOL_NAME)
                     pool.open(wait=False)
                     self._pool, self._pool_pid = pool, pid
@@ -211,16 +213,21 @@ class PostgresConnections:
         with self.connection() as conn:
             return conn.execute(sql, args).fetchall()
 
+    def wait_seconds(self) -> float:
+        """How long a call waits for a connection: A2A_BUSY_TIMEOUT_MS, at least 1 s."""
+        return max(self.busy_timeout_ms, 1000) / 1000
+
     @contextmanager
-    def connection(self):
-        """A pooled connection (autocommit) for the block; storage failures
-        come out as ``StorageUnavailableError`` (``StorageBusyError``,
-        ``StorageFullError``)."""
+    def connection(self, deadline: Optional[float] = None):
+        """A pooled connection (autocommit) for the block, waited for until
+        ``deadline`` (``time.monotonic()``; None: ``wait_seconds`` from now);
+        storage failures come out as ``StorageUnavailableError``
+        (``StorageBusyError``, ``StorageFullError``)."""
         try:
             if not self._ready:
                 self._retry_migrate()
             pool = self._get_pool()
-            conn = _live_connection(pool)
+            conn = _live_connection(pool, deadline)
             try:
                 with conn:
                     yield conn

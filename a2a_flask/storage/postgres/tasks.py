@@ -11,6 +11,7 @@ clock, so servers with skewed clocks agree.
 """
 
 import logging
+import time
 from typing import Any, Dict, Optional, Sequence
 
 from ..base import (
@@ -51,6 +52,10 @@ def stale_cutoff_sql(seconds: int) -> str:
 # take this path.)
 _UNFLUSHED = "SET LOCAL synchronous_commit TO off"
 
+#: Seconds the read after the outcome's last failed try waits for a
+#: connection (the tries have used the call's wait; a server that is back
+#: has one by then, or within the pool's next pause).
+STORED_READ_SECONDS = 1.0
 #: The last failure of a request turn's outcome when PostgreSQL could not
 #: say whether the unflushed start survived (``_say_what_was_stored``).
 START_UNKNOWN = (
@@ -301,9 +306,12 @@ class TaskOperations:
                       state=state, body=body, owner=owner, agent=agent,
                       role=status_message["role"] if status_message else None,
                       mid=status_message["messageId"] if status_message else None)
+        # The tries share one wait (a server that is down is answered within
+        # it, not after a full wait per try).
+        deadline = time.monotonic() + self.wait_seconds()
         for attempt in range(1, FINISH_ATTEMPTS + 1):
             try:
-                with self.connection() as conn:
+                with self.connection(deadline) as conn:
                     row = conn.execute(_FINISH, params).fetchone()
                     if row is None:
                         check_artifacts_fit(conn, params)
@@ -334,7 +342,7 @@ class TaskOperations:
             exc.stored_task = task_id, "working"
             return
         try:
-            with self.connection() as conn:
+            with self.connection(time.monotonic() + STORED_READ_SECONDS) as conn:
                 found = conn.execute(
                     "SELECT 1 FROM a2a_deliveries WHERE task_id = %s AND"
                     " message_id = %s", (task_id, start.message["messageId"])
