@@ -41,11 +41,11 @@ log = logging.getLogger("a2a_flask")
 POOL_SIZE = 8
 #: Seconds a connection attempt may take before it counts as a failure.
 CONNECT_TIMEOUT = 5
-#: Seconds one series of the pool's connection attempts lasts. psycopg_pool
-#: doubles the pause between attempts for the whole series: a longer one
-#: would leave the pool asleep long after the server is back (a day's series
+#: Seconds one round of the pool's connection attempts lasts. psycopg_pool
+#: doubles the pause between attempts for the whole round: a longer one
+#: would leave the pool asleep long after the server is back (a day's round
 #: up to as long as the outage was). A call that finds no connection starts
-#: the next series, so the pauses stay under a few seconds.
+#: the next round, so the pauses stay under a few seconds.
 RECONNECT_SECONDS = 5
 
 #: The pool's name, in psycopg_pool's log records.
