@@ -194,7 +194,7 @@ def test_a_crash_the_database_stays_down_through_is_answered_as_the_outage(
         _, answer = rpc.call("message/send", {"message": sent})
         # From the agent's return: the outcome's tries share the call's one
         # wait (A2A_BUSY_TIMEOUT_MS, 5 s), then 1 s for the read; not 5 s a
-        # try and 5 s the read (19 s).
+        # try and 5 s the read (20 s).
         assert time.monotonic() - killed_at[0] < 8.5
         error = answer["error"]
         assert error["code"] == -32603

@@ -333,11 +333,11 @@ def test_a_server_that_is_down_is_storage_unavailable_then_comes_back(postgres_s
 def test_after_a_long_outage_the_first_call_back_is_served(postgres_server, monkeypatch,
                                                            caplog):
     """psycopg_pool doubles its pause between connection attempts for as long
-    as one series lasts: unbounded, a pool down for an hour would sleep on
-    for up to an hour after the server's return. Series end after
+    as one round lasts: unbounded, a pool down for an hour would sleep on
+    for up to an hour after the server's return. Rounds end after
     ``RECONNECT_SECONDS`` and a call that finds no connection starts the next,
     so the first call after the return is served. Time is scaled down here:
-    the pool's first pause 0.05 s, a series 0.5 s, an outage of 7.5 s."""
+    the pool's first pause 0.05 s, a round 0.5 s, an outage of 7.5 s."""
     import time
 
     import psycopg_pool.base
