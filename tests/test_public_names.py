@@ -18,6 +18,7 @@ MIRRORS = {
                              "a2a_flask.storage.postgres.credentials"},
     "QueueOperations": {"a2a_flask.storage.sqlite.queue", "a2a_flask.storage.postgres.queue"},
     "TaskOperations": {"a2a_flask.storage.sqlite.tasks", "a2a_flask.storage.postgres.tasks"},
+    "OutcomeWrites": {"a2a_flask.storage.sqlite.outcomes", "a2a_flask.storage.postgres.outcomes"},
     "DashboardOperations": {"a2a_flask.storage.sqlite.dashboard",
                             "a2a_flask.storage.postgres.dashboard"},
     "TaskReads": {"a2a_flask.storage.sqlite.reading", "a2a_flask.storage.postgres.reading"},

@@ -226,8 +226,8 @@ def test_an_outcome_refused_while_the_start_is_readable_names_the_task(
     # PostgreSQL is up, but every try of the outcome's write fails (its
     # connection is ended under it): the start is read back, so the answer
     # says the task was stored and stays working.
-    from a2a_flask.storage.postgres import tasks
-    monkeypatch.setattr(tasks, "_FINISH", "SELECT pg_terminate_backend("
+    from a2a_flask.storage.postgres import outcomes
+    monkeypatch.setattr(outcomes, "_FINISH", "SELECT pg_terminate_backend("
                         "pg_backend_pid()) WHERE %(state)s::text IS NOT NULL")
     rpc = make_rpc(agent="echo", A2A_DATABASE=postgres_url)
     _, answer = rpc.call("message/send", {"message": message("refused")})

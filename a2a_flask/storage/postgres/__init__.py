@@ -2,8 +2,8 @@
 
 Selected by ``A2A_DATABASE=postgresql://user@host/db`` (the ``postgres``
 extra: psycopg 3 and psycopg_pool). ``connection`` (one pool per worker
-process, failures, schema), ``tasks`` and ``reading`` (the request path:
-its writes, its reads), ``admin`` (listing, operations, bulk copy),
+process, failures, schema), ``tasks``, ``outcomes`` and ``reading`` (the
+request path: a turn's start, its outcome, the reads), ``admin`` (listing, operations, bulk copy),
 ``credentials`` (keys and users),
 ``queue`` (background turns, claimed with FOR UPDATE SKIP LOCKED),
 ``dashboard`` (the operator's page), ``migrations`` (the versioned schema,
@@ -17,6 +17,7 @@ from .admin import AdminOperations
 from .connection import PostgresConnections, is_storage_failure, storage_failure  # noqa: F401
 from .credentials import CredentialOperations
 from .dashboard import DashboardOperations
+from .outcomes import OutcomeWrites
 from .queue import QueueOperations
 from .reading import TaskReads
 from .tasks import TaskOperations
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...config import Settings
 
 
-class PostgresStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
+class PostgresStorage(QueueOperations, TaskOperations, OutcomeWrites, TaskReads, AdminOperations,
                       DashboardOperations,
                       CredentialOperations, PostgresConnections, Storage):
     """``Storage`` on one PostgreSQL database."""
