@@ -126,9 +126,13 @@ class TurnWrites(Dialect):
             % (self.NAMED % "metadata", self.NAMED % "id"),
             {"id": task_id, "metadata": dumps(metadata)}))
 
+    def _owned_task(self) -> str:
+        """The task named ``id`` if it is the caller's (``OWNED``)."""
+        return "id = %s AND %s" % (self.NAMED % "id", self.OWNED)
+
     def cancel_task(self, task_id: str, owner: str, agent: str, tenant: str = "") -> None:
         params = {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant}
-        mine = "id = %s AND %s" % (self.NAMED % "id", self.OWNED)
+        mine = self._owned_task()
         with self.transaction() as conn:
             if conn.execute(
                     "UPDATE a2a_tasks SET state = 'canceled', %s, updated_at = %s"
@@ -155,8 +159,8 @@ class TurnWrites(Dialect):
         params = {"id": task_id, "owner": owner, "agent": agent, "tenant": tenant}
         with self.transaction() as conn:
             if conn.execute(
-                    "SELECT 1 FROM a2a_tasks WHERE id = %s AND %s AND state = 'working'%s"
-                    % (self.NAMED % "id", self.OWNED, self.LOCKED_TASK),
+                    "SELECT 1 FROM a2a_tasks WHERE %s AND state = 'working'%s"
+                    % (self._owned_task(), self.LOCKED_TASK),
                     params).fetchone() is None:
                 return False  # the row is locked: it stays so below
             # Before the task: SQLite's triggers read its owner (stored bytes).
