@@ -3,11 +3,11 @@
 Selected by ``A2A_DATABASE=postgresql://user@host/db`` (the ``postgres``
 extra: psycopg 3 and psycopg_pool). ``connection`` (one pool per worker
 process, failures, schema), ``tasks``, ``outcomes`` and ``reading`` (the
-request path: a turn's start, its outcome, the reads), ``admin`` (listing, operations, bulk copy),
-``credentials`` (keys and users),
-``queue`` (background turns, claimed with FOR UPDATE SKIP LOCKED),
-``dashboard`` (the operator's page), ``migrations`` (the versioned schema,
-serialized by an advisory lock).
+request path: a turn's start, its outcome, the reads), ``admin`` (listing,
+operations, bulk copy), ``credentials`` (keys and users), ``queue``
+(background turns, claimed with FOR UPDATE SKIP LOCKED), ``dashboard`` (the
+operator's page), ``migrations`` (the versioned schema, serialized by an
+advisory lock).
 """
 
 from typing import TYPE_CHECKING
