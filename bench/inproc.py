@@ -5,6 +5,13 @@ database, and the process CPU time per call is printed. Load-independent
 (CPU time, not wall time), so comparable on a busy machine; the minimum of a
 few repeats is reported.
 
+US's records (an access record per call) go where the shipped
+``gunicorn.conf.py`` sends them: the tree's own ``route_to_gunicorn`` hands
+them to gunicorn's error log, here a file in the run's temporary folder. A
+handler on the root logger would be a host's, which takes them through
+``logging`` as usual: a slower path than production's (docs/benchmarks.md,
+"The access record in the measure").
+
     python bench/inproc.py [--app us|floor|durable|ceiling] [-n 2000] [--repeat 3]
                            [--profile send|get]
     python bench/inproc.py --limit     # every app below, each in its own process
@@ -74,6 +81,7 @@ def build(which, tmp):
         if which == "us":
             if os.environ.get("BENCH_AUTH") == "token":
                 key = _oidc_token()
+            _gunicorn_logs(tmp)
             import wsgi
             return wsgi.app, US_PATH, key
         sys.path.insert(0, os.path.join(HERE, "servers"))
@@ -84,6 +92,18 @@ def build(which, tmp):
     sys.path.insert(0, os.path.join(HERE, "servers"))
     import ceiling
     return ceiling.app, "/rpc", "unused"
+
+
+def _gunicorn_logs(tmp):
+    """The records of the tree measured routed as its gunicorn.conf.py routes
+    them (``on_starting``): to gunicorn's error log, a file in ``tmp``."""
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger
+    from a2a_flask.logs import route_to_gunicorn
+    config = Config()
+    config.set("errorlog", os.path.join(tmp, "error.log"))
+    config.set("loglevel", "info")
+    route_to_gunicorn(Logger(config).error_log, "plain")
 
 
 def _oidc_token():
