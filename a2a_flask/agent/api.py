@@ -80,7 +80,7 @@ class Turn:
     """One incoming message, as the agent function sees it."""
 
     def __init__(self, store: "Storage", agent: "Agent", caller: "Caller", task_id: str,
-                 context_id: str, message: JSONObject, message_seq: int,
+                 context_id: str, message: JSONObject, message_seq: Optional[int],
                  metadata: Optional[JSONObject] = None, tenant: str = "") -> None:
         self._store = store
         #: The tenant the message was sent in ('' for none: A2A_TENANTS).
@@ -149,8 +149,18 @@ class Turn:
         """Earlier messages of this task, oldest first (read on first use)."""
         if self._history is None:
             self._history = self._stored(self._store.task_history, self.task_id,
-                                         before_seq=self._seq)
+                                         before_seq=self._before_seq())
         return self._history
+
+    def _before_seq(self) -> int:
+        """This message's seq: the bound of the history its turn reads (found
+        on first use when the start did not read it: ``TurnStart.message_seq``;
+        0, no history, once its task is deleted)."""
+        if self._seq is None:
+            self._seq = self._stored(self._store.message_seq, self.task_id,
+                                     self.message["messageId"],
+                                     self.message["role"]) or 0
+        return self._seq
 
     @property
     def context_history(self) -> List[JSONObject]:
@@ -158,7 +168,7 @@ class Turn:
         if self._context_history is None:
             self._context_history = self._stored(
                 self._store.context_history, self.caller.id, self.agent.name,
-                self.context_id, before_seq=self._seq, tenant=self.tenant)
+                self.context_id, before_seq=self._before_seq(), tenant=self.tenant)
         return self._context_history
 
     def recent(self, count: int) -> List[JSONObject]:
@@ -169,7 +179,7 @@ class Turn:
         if self._context_history is not None:
             return self._context_history[-count:]
         return self._stored(self._store.context_history, self.caller.id,
-                            self.agent.name, self.context_id, before_seq=self._seq,
+                            self.agent.name, self.context_id, before_seq=self._before_seq(),
                             limit=count, tenant=self.tenant)
 
     @property

@@ -45,6 +45,12 @@ class HistoryReads(Dialect):
             " a2a_tasks t WHERE t.id = a2a_messages.task_id AND t.tenant = ?)",
             [context_id, owner, agent, tenant], before_seq, limit)
 
+    def message_seq(self, task_id: str, message_id: str, role: str) -> Optional[int]:
+        row = self._one(self._marked(
+            "SELECT seq FROM a2a_messages WHERE task_id = ? AND message_id = ?"
+            " AND role = ? ORDER BY seq DESC LIMIT 1"), (task_id, message_id, role))
+        return row[0] if row else None
+
     def task_state(self, task_id: str) -> Optional[str]:
         row = self._one(self._marked("SELECT state FROM a2a_tasks WHERE id = ?"),
                         (task_id,))

@@ -69,7 +69,9 @@ class TurnStart:
         self.context_id = context_id
         #: The user message as stored (with taskId and contextId).
         self.message = message
-        #: Its position in the task's history: ``task_history(before_seq=)``.
+        #: Its position in the task's history: ``task_history(before_seq=)``;
+        #: None when the start did not read it (SQLite's start of a new
+        #: task: ``Storage.message_seq`` finds it, should a turn need it).
         self.message_seq = message_seq
         #: True when the task was created by this message (no earlier history).
         self.created = created

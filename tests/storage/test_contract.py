@@ -210,6 +210,18 @@ def test_task_and_context_history_bounded_and_before(storage):
     assert storage.task_state("task_nope") is None
 
 
+def test_a_message_seq_is_found_by_its_task_id_and_role(storage):
+    """What a turn whose start did not read its message's seq asks
+    (``TurnStart.message_seq`` None): the latest message of the task with
+    that id and role."""
+    first = finished(storage, "input-required")
+    more = storage.start_turn("alice", "echo", msg("more"), task_id=first.task_id)
+    assert storage.message_seq(first.task_id, "m-more", "user") == more.message_seq
+    assert storage.message_seq(first.task_id, "a-hi", "agent") < more.message_seq
+    assert storage.message_seq(first.task_id, "m-more", "agent") is None
+    assert storage.message_seq("task_nope", "m-more", "user") is None
+
+
 # -- stale turns ------------------------------------------------------------------
 
 def test_a_stale_turn_is_failed_on_read_and_only_then(make_storage):

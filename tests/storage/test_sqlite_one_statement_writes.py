@@ -79,8 +79,8 @@ def test_a_new_tasks_start_and_outcome_are_one_statement_each(sqlite_storage):
     assert task.status_message == agent_reply(start)
     assert [a["artifactId"] for a in task.artifacts] == ["art-1", "art-2"]
     assert [m["messageId"] for m in task.history] == ["m-hi", "a-done"]
-    assert start.message_seq == storage.connection().execute(
-        "SELECT seq FROM a2a_messages WHERE message_id = 'm-hi'").fetchone()[0]
+    assert storage.message_seq(start.task_id, "m-hi", "user") == storage.connection(
+    ).execute("SELECT seq FROM a2a_messages WHERE message_id = 'm-hi'").fetchone()[0]
 
     more, writes = _writes(storage, lambda: storage.start_turn(
         "alice", "echo", msg("more"), task_id=start.task_id))
@@ -94,6 +94,32 @@ def test_a_new_tasks_start_and_outcome_are_one_statement_each(sqlite_storage):
     assert writes == ["INSERT INTO a2a_outcome_rows"]
     task = storage.get_task(start.task_id, "alice", "echo")
     assert (task.state, task.status_message) == ("completed", None)
+
+
+def test_a_new_tasks_start_reads_nothing_back(sqlite_storage):
+    """Its context is known, and its message's seq is read only should its
+    turn read the history before it (``Storage.message_seq``): the start
+    sends its INSERT and nothing else. A continuation reads its context and
+    seq back."""
+    storage = sqlite_storage
+    real, sent = storage.connection, []
+    storage.connection = lambda *args: _Recording(real(*args), sent)
+
+    def statements():  # the busy wait's PRAGMAs left out
+        return [" ".join(s.split()[:3]) for s in sent if not s.startswith("PRAGMA")]
+    try:
+        start = storage.start_turn("alice", "echo", msg("hi"))
+        assert statements() == ["INSERT INTO a2a_turn_starts"]
+        assert (start.created, start.message_seq) == (True, None)
+        storage.finish_turn(start.task_id, "alice", "echo", "input-required",
+                            agent_reply(start))
+        del sent[:]
+        more = storage.start_turn("alice", "echo", msg("more"), task_id=start.task_id)
+        assert statements() == ["INSERT INTO a2a_turn_starts", "SELECT seq, context_id"]
+    finally:
+        del storage.connection
+    assert more.message_seq == storage.message_seq(start.task_id, "m-more", "user")
+    assert more.context_id == start.context_id
 
 
 def test_refusals_of_the_one_statement_start_write_nothing(sqlite_storage):

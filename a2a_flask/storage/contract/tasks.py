@@ -157,6 +157,12 @@ class TaskStorage(abc.ABC):
         oldest first; bounded as ``task_history``."""
 
     @abc.abstractmethod
+    def message_seq(self, task_id: str, message_id: str, role: str) -> Optional[int]:
+        """The position (``before_seq``) of the task's latest message with
+        this id and role, None when it has none: for a ``TurnStart`` whose
+        ``message_seq`` was not read."""
+
+    @abc.abstractmethod
     def task_state(self, task_id: str) -> Optional[str]:
         """The task's state, None when there is no such task."""
 

@@ -177,13 +177,17 @@ class TaskOperations(OutcomeWrites):
                 self._why_not_claimed(conn, owner, agent, task_id, context_id,
                                       tenant, last=attempt == self.START_ATTEMPTS)
                 continue
-            conn = self.connection()
-            # The seq of the message just stored (the task's latest of the
-            # caller's with that id), and a continuation's context.
-            seq, context_id = conn.execute(
-                "SELECT seq, context_id FROM a2a_messages WHERE task_id = ?"
-                " AND message_id = ? AND role = ? ORDER BY seq DESC LIMIT 1",
-                (task_id, message_id, message["role"])).fetchone()
+            seq = None
+            if not created:
+                # A continuation's context, and the seq of the message just
+                # stored (the task's latest of the caller's with that id). A
+                # new task's context is known, and its seq read only should
+                # its turn read history before it (``Storage.message_seq``):
+                # a read a send saves.
+                seq, context_id = self.connection().execute(
+                    "SELECT seq, context_id FROM a2a_messages WHERE task_id = ?"
+                    " AND message_id = ? AND role = ? ORDER BY seq DESC LIMIT 1",
+                    (task_id, message_id, message["role"])).fetchone()
             stored = dict(message, kind="message", taskId=task_id,
                           contextId=context_id)
             return TurnStart(task_id, context_id, stored, seq, created=created,
