@@ -149,13 +149,14 @@ class Turn:
         """Earlier messages of this task, oldest first (read on first use)."""
         if self._history is None:
             self._history = self._stored(self._store.task_history, self.task_id,
-                                         before_seq=self._before_seq())
+                                         before_seq=self._message_seq())
         return self._history
 
-    def _before_seq(self) -> int:
-        """This message's seq: the bound of the history its turn reads (found
-        on first use when the start did not read it: ``TurnStart.message_seq``;
-        0, no history, once its task is deleted)."""
+    def _message_seq(self) -> int:
+        """This message's seq: the bound of the history its turn reads, and
+        the name of its remote calls (``client/calls.py``). Found on first
+        use when the start did not read it (``TurnStart.message_seq``); 0,
+        no history, once its task is deleted."""
         if self._seq is None:
             self._seq = self._stored(self._store.message_seq, self.task_id,
                                      self.message["messageId"],
@@ -168,7 +169,7 @@ class Turn:
         if self._context_history is None:
             self._context_history = self._stored(
                 self._store.context_history, self.caller.id, self.agent.name,
-                self.context_id, before_seq=self._before_seq(), tenant=self.tenant)
+                self.context_id, before_seq=self._message_seq(), tenant=self.tenant)
         return self._context_history
 
     def recent(self, count: int) -> List[JSONObject]:
@@ -179,7 +180,7 @@ class Turn:
         if self._context_history is not None:
             return self._context_history[-count:]
         return self._stored(self._store.context_history, self.caller.id,
-                            self.agent.name, self.context_id, before_seq=self._before_seq(),
+                            self.agent.name, self.context_id, before_seq=self._message_seq(),
                             limit=count, tenant=self.tenant)
 
     @property

@@ -31,7 +31,7 @@ def call_agent(turn: Any, agent: Union[Client, str], text: Optional[str] = None,
     """See ``Turn.call``."""
     index = turn._calls
     turn._calls += 1
-    name = "%s.%s" % (turn._seq, key if key is not None else index)
+    name = "%s.%s" % (turn._message_seq(), key if key is not None else index)
     client = Client(agent, **(client_options or {})) if isinstance(agent, str) else agent
     try:
         noted = (turn.metadata.get(CALLS_KEY) or {}).get(name) or {}

@@ -366,6 +366,9 @@ def test_turn_call_notes_the_remote_task(service):
     assert (task.state, task.text) == ("completed", "relayed: counted hi")
     noted = agent.get(task.id).metadata["a2a_flask.calls"]
     [(name, call)] = noted.items()
+    # Named by the turn's message (its seq) and the call's index: a retried
+    # turn finds the same name, and a later turn of the task another.
+    assert re.fullmatch(r"[1-9][0-9]*\.0", name), name
     assert call["url"] == agent_url(service, "counted") + "/a2a"
     remote_task = Client(agent_url(service, "counted"), key=service.key).get(call["taskId"])
     assert (remote_task.state, remote_task.text) == ("completed", "counted hi")
