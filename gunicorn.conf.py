@@ -112,11 +112,22 @@ def _route_logs(server):
 def on_starting(server):
     # In the master, before any worker forks: the workers inherit it.
     _route_logs(server)
+    # A worker told to stop while it boots stops once booted, instead of
+    # serving on until the master kills it (a2a_flask.stopping).
+    from a2a_flask.stopping import keep_early_stop_signals
+
+    keep_early_stop_signals()
     metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if metrics_dir:  # counts of a previous run must not add up with ours
         os.makedirs(metrics_dir, exist_ok=True)
         for path in glob.glob(os.path.join(metrics_dir, "*.db")):
             os.remove(path)
+
+
+def post_worker_init(worker):
+    from a2a_flask.stopping import deliver_early_stop_signals
+
+    deliver_early_stop_signals()
 
 
 def on_reload(server):

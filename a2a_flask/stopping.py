@@ -141,3 +141,58 @@ class ProcessStop:
 
 #: This process's stop.
 PROCESS = ProcessStop()
+
+
+# Stop signals a gunicorn worker got before gunicorn set its own handlers.
+_STOP_SIGNALS = frozenset((signal.SIGTERM, signal.SIGINT, signal.SIGQUIT))
+_early: List[int] = []
+_mask_before_fork: List[Any] = []
+_kept = False
+
+
+def keep_early_stop_signals() -> None:
+    """Keep the stop signals a gunicorn worker gets before it can handle
+    them. From the master's ``on_starting`` (the shipped gunicorn.conf.py).
+
+    Between its fork and gunicorn's setting of its own handlers, a worker
+    runs the master's handler, which queues the signal in a copy of the
+    master nobody reads. A worker still booting when the service was told
+    to stop so lost both SIGTERMs (its own and the master's), served on,
+    and was killed ``graceful_timeout`` later. Around each fork the master
+    blocks the stop signals; the child notes them until
+    ``deliver_early_stop_signals`` sends them again to gunicorn's handlers.
+    """
+    global _kept
+    if not _kept:
+        _kept = True
+        os.register_at_fork(before=_block_stop_signals,
+                            after_in_parent=_restore_mask,
+                            after_in_child=_note_stop_signals)
+
+
+def _block_stop_signals() -> None:
+    _mask_before_fork[:] = [signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)]
+
+
+def _restore_mask() -> None:
+    if _mask_before_fork:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _mask_before_fork.pop())
+
+
+def _note_early_signal(number: int, frame: Any) -> None:
+    _early.append(number)
+
+
+def _note_stop_signals() -> None:
+    del _early[:]
+    for number in _STOP_SIGNALS:
+        signal.signal(number, _note_early_signal)
+    _restore_mask()  # what came since the fork is noted now
+
+
+def deliver_early_stop_signals() -> None:
+    """Send this worker the stop signals noted before gunicorn's handlers
+    were set (``post_worker_init``: they are by then)."""
+    early, _early[:] = list(_early), []
+    for number in early:
+        os.kill(os.getpid(), number)

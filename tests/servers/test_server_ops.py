@@ -46,12 +46,15 @@ class ShippedGunicorn:
     def url(self):
         return "http://127.0.0.1:%d" % self.port
 
-    def __enter__(self):
+    def start(self):
         self.process = subprocess.Popen(
             self.command, cwd=self.folder, env=self.env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
         _RUNNING.add(self.process.pid)
+
+    def __enter__(self):
+        self.start()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log()
@@ -63,9 +66,17 @@ class ShippedGunicorn:
         raise AssertionError("gunicorn did not answer:\n" + self.log())
 
     def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self):
+        """SIGTERM to gunicorn and its workers, as systemd stops it; a
+        failure if they still run 10 s later (graceful_timeout is 30 s)."""
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("gunicorn still runs 10 s after SIGTERM:\n"
+                                 + self.log()) from None
         finally:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -140,6 +151,46 @@ def test_agent_traceback_and_access_record_reach_the_error_log(tmp_path,
             access["caller"]) == ("crash", "message/send", task["id"], "failed",
                                   "anonymous")
     assert any(e["logger"] == "gunicorn.error" for e in entries)
+
+
+# The shipped conf, and a worker slow to reach gunicorn's own signal handlers.
+SLOW_FORK_CONF = """
+import time
+
+exec(compile(open(%(shipped)r).read(), %(shipped)r, "exec"))
+
+
+def post_fork(server, worker):
+    open(%(forked)r, "a").close()
+    time.sleep(2)
+"""
+
+
+def test_a_worker_told_to_stop_while_it_boots_stops_once_booted(tmp_path):
+    # A SIGTERM that reaches a worker between its fork and gunicorn's own
+    # handlers ran the master's and was lost: the worker served on until the
+    # master killed it, graceful_timeout (30 s) later. It happened when the
+    # master started its last worker late under load; post_fork widens that
+    # moment here.
+    project = tmp_path / "project"
+    project.mkdir()
+    forked = tmp_path / "forked"
+    (project / "gunicorn.conf.py").write_text(SLOW_FORK_CONF % {
+        "shipped": os.path.join(REPO_DIR, "gunicorn.conf.py"),
+        "forked": str(forked)})
+    server = ShippedGunicorn(project, "wsgi:app", tmp_path / "a2a.sqlite3",
+                             env={"PYTHONPATH": REPO_DIR})
+    server.start()
+    deadline = time.monotonic() + 20
+    while not forked.exists():
+        assert server.process.poll() is None and time.monotonic() < deadline, \
+            server.log()
+        time.sleep(0.01)
+    server.stop()
+    text = server.log()
+    assert "SIGKILL" not in text
+    assert text.count("Worker exiting") == 2, text
+    assert "Shutting down: Master" in text
 
 
 def test_backup_under_write_load_opens_and_checks(tmp_path):
