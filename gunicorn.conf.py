@@ -5,6 +5,7 @@ reads this file. Command-line options (``--bind``, ``--workers``...) and
 Copy it beside your own app: nothing here is specific to the demo.
 """
 
+import gc
 import glob
 import multiprocessing
 import os
@@ -128,6 +129,11 @@ def post_worker_init(worker):
     from a2a_flask.stopping import deliver_early_stop_signals
 
     deliver_early_stop_signals()
+    # The app is built: what exists now lives as long as the worker. Frozen,
+    # it is left out of every collection; a full one walked all of it while
+    # every call of the worker waited (docs/benchmarks.md, "Collections").
+    gc.collect()
+    gc.freeze()
 
 
 def on_reload(server):
