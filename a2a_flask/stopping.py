@@ -185,9 +185,15 @@ def _note_early_signal(number: int, frame: Any) -> None:
 
 def _note_stop_signals() -> None:
     del _early[:]
-    for number in _STOP_SIGNALS:
-        signal.signal(number, _note_early_signal)
-    _restore_mask()  # what came since the fork is noted now
+    try:
+        for number in _STOP_SIGNALS:
+            signal.signal(number, _note_early_signal)
+    except ValueError:  # pragma: no cover - forked off the main thread
+        pass
+    finally:
+        # Whatever happened above, never a child deaf to SIGTERM; what
+        # came since the fork is noted now.
+        _restore_mask()
 
 
 def deliver_early_stop_signals() -> None:
