@@ -129,7 +129,10 @@ def _kill_cluster(cluster):
     pid = cluster.postmaster_pid()
     children = [int(p) for p in open("/proc/%d/task/%d/children" % (pid, pid)).read().split()]
     for each in [pid] + children:
-        os.kill(each, signal.SIGKILL)
+        try:
+            os.kill(each, signal.SIGKILL)
+        except ProcessLookupError:  # a backend that ended meanwhile (psql's)
+            pass
     deadline = time.monotonic() + 10
     while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
         time.sleep(0.05)
