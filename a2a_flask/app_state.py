@@ -11,6 +11,7 @@ from .auth.callers import reachable
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
 from .logs import RefusalBudget
+from .running import RunningCalls
 from .storage.errors import schema_refusal
 from .waits import TaskWaits
 
@@ -27,6 +28,10 @@ class AppState:
                  call_agent=None):
         self.extension = extension
         self.settings = settings
+        #: The calls this process runs at once (A2A_RUNNING_CALLS).
+        self.running_calls = RunningCalls(
+            storage.RUNNING_CALLS if settings.running_calls is None
+            else settings.running_calls)
         #: The OpenTelemetry spans (A2A_OTEL), else None.
         self.tracing = None
         if settings.otel:

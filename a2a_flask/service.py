@@ -148,7 +148,8 @@ def _wait_for_room(context: CallContext, budget: AnswerBudget,
     thread's storage connection goes back to the pool meanwhile: a call
     waiting here must not keep a small read waiting for a connection."""
     context.storage.release_connection()
-    return budget.reserve(weight)
+    with context.app_state.running_calls.paused():
+        return budget.reserve(weight)
 
 
 def _counted(context: CallContext, record: TaskRecord,
@@ -249,14 +250,16 @@ def _send(context: CallContext, message: dict,
     context.caller.remembered_key = None  # live when the turn was stored
     # The agent may wait seconds on a model: the thread's SQLite connection
     # goes back to the process's pool meanwhile, as before a blocking send
-    # waits; the agent's reads and its outcome take one again.
+    # waits, and the call's place to the next call (A2A_RUNNING_CALLS); the
+    # agent's reads and its outcome take one again.
     storage.release_connection()
     turn = Turn(storage, context.agent, context.caller, start.task_id,
                 start.context_id, message, start.message_seq, metadata,
                 tenant=context.tenant)
     turn._start = start
     try:
-        outcome = run_turn(turn, **context.app_state.turn_options)
+        with context.app_state.running_calls.paused():
+            outcome = run_turn(turn, **context.app_state.turn_options)
     except TurnReadFailed as interrupted:
         raise _interrupted(turn, start, interrupted.failure) from None
     if outcome is None or not start.created:
@@ -346,8 +349,10 @@ def _outcome(context: CallContext, task_id: str,
     while True:
         # No transaction is open while waiting: the enqueue has committed.
         storage.release_connection()  # 1,000 waiting calls need no 1,000
-        if not waits.wait(task_id, None if deadline is None
-                          else deadline - time.monotonic()):
+        with context.app_state.running_calls.paused():
+            woken = waits.wait(task_id, None if deadline is None
+                               else deadline - time.monotonic())
+        if not woken:
             return None
         record = _stored(context, task_id, history_length)
         # Woken by an earlier read, and another message queued a turn since:

@@ -171,7 +171,9 @@ def _refuse(call, exc, notes):
 
 def answer_call(call, agent_name, at_root=False):
     """The response to ``call`` (a ``ProtocolCall``) for agent
-    ``agent_name``, with its access record; refused while the schema is old."""
+    ``agent_name``, with its access record; refused while the schema is old.
+    It runs among the process's running calls (A2A_RUNNING_CALLS); a
+    streamed answer is sent after, holding no place."""
     app_state = current_app_state()
 
     def answer(notes):
@@ -181,9 +183,11 @@ def answer_call(call, agent_name, at_root=False):
             return _refuse(call, problem, notes)
         return _answer(app_state, call, agent_name, at_root, notes)
 
-    return access.logged_call(
-        agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None,
-        app_state.tracing, app_state.refusals)
+    with app_state.running_calls.held():
+        return access.logged_call(
+            agent_name, answer,
+            app_state.metrics.observe_call if app_state.metrics else None,
+            app_state.tracing, app_state.refusals)
 
 
 def add_headers(bp: Blueprint) -> None:

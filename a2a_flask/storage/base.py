@@ -57,3 +57,9 @@ class Storage(TaskStorage, QueueStorage, CredentialStorage, AdminStorage,
     One instance per app; safe to share between threads and (after a fork)
     processes: connections are per thread / pooled per process, opened lazily.
     """
+
+    #: The calls one process runs at once unless A2A_RUNNING_CALLS says
+    #: (``running.RunningCalls``); 0: no limit. A backend whose statements
+    #: wait on another process (PostgreSQL) needs many in flight to keep its
+    #: process busy.
+    RUNNING_CALLS = 0

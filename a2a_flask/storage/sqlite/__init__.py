@@ -27,3 +27,6 @@ class SqliteStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
                     DashboardOperations,
                     CredentialOperations, SqliteConnections, Storage):
     """``Storage`` on one SQLite file."""
+
+    #: Its statements run in this process: two calls at once keep it busy.
+    RUNNING_CALLS = 2

@@ -1,0 +1,155 @@
+"""The calls one process runs at once (A2A_RUNNING_CALLS): the rest wait
+their turn in order of arrival.
+
+Why: a gthread worker runs each connection's call in its own thread, and
+with the interpreter's lock they take turns at it in no order. Eight calls
+of a process in flight each get an eighth of it until they end, and an
+unlucky one waits behind the others again and again: under gthread a short
+call's p99 was several times its p99 under sync workers, at the same
+throughput. Letting ``limit`` calls run and the others wait first come,
+first served halves that tail and keeps the throughput (docs/benchmarks.md,
+"Running calls").
+
+A call gives its place back while it may wait long (``paused``: its agent
+running, a blocking send waiting for a background turn, a read waiting for
+room in the answer budget) and takes it again ahead of new calls, to finish.
+A call that holds its place longer than ``STUCK_SECONDS`` elsewhere (a host
+callback, a busy or failing database, an identity provider) is counted out,
+and a call waiting gets a place of its own: no wait we did not foresee can
+stop the process's other calls for longer than that.
+"""
+
+import collections
+import threading
+import time
+from contextlib import contextmanager
+from typing import Deque, Dict, Iterator, Optional
+
+#: How long a call may hold its place before it is counted out.
+STUCK_SECONDS = 0.05
+
+
+class _Place:
+    """One thread's place: when it was taken, and whether it was counted out
+    (its place then given to a waiting call)."""
+
+    __slots__ = ("taken_at", "stuck", "holding")
+
+    def __init__(self) -> None:
+        self.taken_at = 0.0
+        self.stuck = False
+        self.holding = False
+
+
+class _Waiter:
+    __slots__ = ("woken", "place", "handed")
+
+    def __init__(self, place: _Place) -> None:
+        self.woken = threading.Lock()
+        self.woken.acquire()
+        self.place = place
+        self.handed = False
+
+
+class RunningCalls:
+    """At most ``limit`` calls of this process running at once (0: no
+    limit), each call in ``held()``; the others wait, in order of arrival."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: Calls counted out since the start (``STUCK_SECONDS``).
+        self.stuck = 0
+        self._lock = threading.Lock()
+        self._free = limit
+        self._waiters: Deque[_Waiter] = collections.deque()
+        self._holders: Dict[_Place, None] = {}
+        self._local = threading.local()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """This thread's call runs holding a place, once one is free."""
+        if not self.limit or self._holding() is not None:
+            yield
+            return
+        place = _Place()
+        self._take(place, front=False)
+        self._local.place = place
+        try:
+            yield
+        finally:
+            self._local.place = None
+            self._give_back(place)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """This thread's call gives its place back while it waits, and
+        takes one again ahead of the calls that have not started."""
+        place = self._holding()
+        if place is None or not place.holding:
+            yield
+            return
+        self._give_back(place)
+        try:
+            yield
+        finally:
+            self._take(place, front=True)
+
+    def _holding(self) -> Optional[_Place]:
+        return getattr(self._local, "place", None)
+
+    def _take(self, place: _Place, front: bool) -> None:
+        with self._lock:
+            if self._free > 0 and (front or not self._waiters):
+                self._free -= 1
+                self._hold(place)
+                return
+            waiter = _Waiter(place)
+            if front:
+                self._waiters.appendleft(waiter)
+            else:
+                self._waiters.append(waiter)
+        try:
+            while not waiter.woken.acquire(timeout=STUCK_SECONDS / 2):
+                with self._lock:
+                    self._count_out_stuck()
+        except BaseException:
+            with self._lock:
+                if not waiter.handed:
+                    self._waiters.remove(waiter)
+                    raise
+            self._give_back(place)
+            raise
+
+    def _hold(self, place: _Place) -> None:
+        place.taken_at = time.monotonic()
+        place.stuck = False
+        place.holding = True
+        self._holders[place] = None
+
+    def _give_back(self, place: _Place) -> None:
+        with self._lock:
+            del self._holders[place]
+            place.holding = False
+            if not place.stuck:  # a counted-out place was replaced already
+                self._free += 1
+                self._hand_on()
+
+    def _count_out_stuck(self) -> None:
+        """(Under ``_lock``.) Every holder past ``STUCK_SECONDS`` counted
+        out, its place handed to a waiter."""
+        since = time.monotonic() - STUCK_SECONDS
+        for place in self._holders:
+            if not place.stuck and place.taken_at < since:
+                place.stuck = True
+                self.stuck += 1
+                self._free += 1
+        self._hand_on()
+
+    def _hand_on(self) -> None:
+        """(Under ``_lock``.) Free places to the first waiters."""
+        while self._free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            self._free -= 1
+            self._hold(waiter.place)
+            waiter.handed = True
+            waiter.woken.release()

@@ -1,0 +1,221 @@
+"""The calls one process runs at once (A2A_RUNNING_CALLS, issue 31): the
+others wait in order of arrival; a call gives its place back while its agent
+runs, while a blocking send waits, and takes one again ahead of new calls; a
+call holding its place past ``STUCK_SECONDS`` is counted out so that the
+next one starts. Its effect on p99 under gthread: docs/benchmarks.md."""
+
+import threading
+import time
+
+import pytest
+
+from a2a_flask import running
+from a2a_flask.running import RunningCalls
+from helpers import Rpc
+
+
+def _wait_for(check, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+class _Calls:
+    """Threads each running one call in ``calls.held()``: ``started`` lists
+    their names in the order they got a place; each ends when its gate opens."""
+
+    def __init__(self, calls):
+        self.calls, self.started, self.threads, self.gates = calls, [], [], {}
+
+    def start(self, name, body=None):
+        gate = self.gates[name] = threading.Event()
+
+        def run():
+            with self.calls.held():
+                self.started.append(name)
+                (body or gate.wait)()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+        return thread
+
+    def queued(self, count):
+        _wait_for(lambda: len(self.calls._waiters) == count)
+
+    def end(self, name):
+        self.gates[name].set()
+
+    def join(self):
+        for name in self.gates:
+            self.gates[name].set()
+        for thread in self.threads:
+            thread.join(5)
+            assert not thread.is_alive()
+
+
+@pytest.fixture
+def long_stuck(monkeypatch):
+    """Nothing counted out while a test orders its calls."""
+    monkeypatch.setattr(running, "STUCK_SECONDS", 60.0)
+
+
+def test_calls_past_the_limit_start_in_order_of_arrival(long_stuck):
+    calls = _Calls(RunningCalls(2))
+    calls.start("a")
+    calls.start("b")
+    _wait_for(lambda: len(calls.started) == 2)
+    for i, name in enumerate(["c", "d", "e"]):
+        calls.start(name)
+        calls.queued(i + 1)
+    calls.end("b")
+    _wait_for(lambda: len(calls.started) == 3)
+    calls.end("a")
+    _wait_for(lambda: len(calls.started) == 4)
+    calls.end("c")
+    _wait_for(lambda: len(calls.started) == 5)
+    assert calls.started == ["a", "b", "c", "d", "e"]
+    calls.join()
+    assert calls.calls._free == 2 and not calls.calls._holders
+
+
+def test_a_paused_call_takes_a_place_again_ahead_of_calls_not_started(long_stuck):
+    limit = RunningCalls(1)
+    calls = _Calls(limit)
+    in_pause, resume, order = threading.Event(), threading.Event(), []
+
+    def pausing():
+        with limit.paused():
+            in_pause.set()
+            resume.wait(5)
+        order.append("a again")
+        calls.gates["a"].wait(5)
+
+    calls.start("a", pausing)
+    in_pause.wait(5)
+    calls.start("b")  # gets the place "a" gave back
+    _wait_for(lambda: "b" in calls.started)
+    calls.start("c")
+    calls.queued(1)
+    resume.set()  # "a" waits again, before "c"
+    calls.queued(2)
+    calls.end("b")
+    _wait_for(lambda: order == ["a again"])
+    assert calls.started == ["a", "b"]
+    calls.join()
+    assert calls.started == ["a", "b", "c"]
+    assert limit.stuck == 0 and limit._free == 1
+
+
+def test_a_call_holding_its_place_too_long_is_counted_out():
+    limit = RunningCalls(1)
+    calls = _Calls(limit)
+    calls.start("stuck")
+    _wait_for(lambda: calls.started == ["stuck"])
+    began = time.monotonic()
+    calls.start("next")
+    _wait_for(lambda: len(calls.started) == 2, timeout=2)
+    # Once "stuck" held it STUCK_SECONDS, not until it ends.
+    assert time.monotonic() - began < 10 * running.STUCK_SECONDS
+    assert limit.stuck == 1
+    calls.join()
+    # The counted-out call's place was replaced: the limit is whole again.
+    assert limit._free == 1 and not limit._holders
+
+
+def test_no_limit_runs_every_call_at_once():
+    limit = RunningCalls(0)
+    calls = _Calls(limit)
+    for name in "abcd":
+        calls.start(name)
+    _wait_for(lambda: len(calls.started) == 4)
+    calls.join()
+
+
+def test_a_call_failing_gives_its_place_back():
+    limit = RunningCalls(1)
+    with pytest.raises(RuntimeError):
+        with limit.held():
+            raise RuntimeError("agent failed")
+    assert limit._free == 1 and not limit._holders
+
+
+@pytest.mark.parametrize("backend,limit", [("sqlite", 2), ("postgres", 0)])
+def test_unset_the_limit_is_the_storages(request, make_app, backend, limit):
+    # PostgreSQL's calls wait on the database server: two at a time left
+    # the process idle meanwhile (docs/benchmarks.md, "Running calls").
+    config = {}
+    if backend == "postgres":
+        config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
+    app, _ = make_app(**config)
+    assert app.extensions["a2a"].running_calls.limit == limit
+    app, _ = make_app(A2A_RUNNING_CALLS=3, **config)
+    assert app.extensions["a2a"].running_calls.limit == 3
+
+
+@pytest.mark.parametrize("value", [-1, "two"])
+def test_the_setting_is_checked(make_app, value):
+    with pytest.raises(ValueError, match="A2A_RUNNING_CALLS"):
+        make_app(A2A_RUNNING_CALLS=value)
+
+
+# -- through HTTP: a waiting call leaves its place to the others ------------
+
+def _gated(a2a):
+    gate = a2a.gate = threading.Event()
+    a2a.running = threading.Event()
+
+    def waits(turn):
+        a2a.running.set()
+        gate.wait(10)
+        return "opened " + turn.text
+
+    a2a.add_agent("waits", waits)
+    a2a.add_agent("queued", lambda turn: turn.text, background=True)
+
+
+@pytest.fixture
+def one_at_a_time(make_app):
+    app, a2a = make_app(_gated, A2A_RUNNING_CALLS=1, A2A_BLOCKING_WAIT_SECONDS=1)
+    return app, a2a, app.extensions["a2a"].running_calls
+
+
+def _in_thread(target):
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(target()), daemon=True)
+    thread.start()
+    return thread, answers
+
+
+def test_an_agent_running_in_the_request_leaves_its_place_to_other_calls(one_at_a_time):
+    app, a2a, limit = one_at_a_time
+    thread, answers = _in_thread(
+        lambda: Rpc(app.test_client(), agent="waits").send("hi"))
+    assert a2a.running.wait(5)
+    # The agent waits: another call runs at once, nobody counted out.
+    echo = Rpc(app.test_client(), agent="echo").send("meanwhile")
+    assert echo["status"]["state"] == "completed"
+    assert limit.stuck == 0
+    a2a.gate.set()
+    thread.join(5)
+    assert answers[0]["status"]["state"] == "completed"
+    assert answers[0]["artifacts"][0]["parts"][0]["text"] == "opened hi"
+    assert limit.stuck == 0 and limit._free == 1
+
+
+def test_a_blocking_send_waiting_leaves_its_place_to_other_calls(one_at_a_time):
+    app, _, limit = one_at_a_time
+    waits, waiting = app.extensions["a2a"].task_waits, threading.Event()
+    wait = waits.wait
+    waits.wait = lambda *args: waiting.set() or wait(*args)
+    # No worker: the blocking send waits A2A_BLOCKING_WAIT_SECONDS (1 s).
+    thread, answers = _in_thread(
+        lambda: Rpc(app.test_client(), agent="queued").send("hi"))
+    assert waiting.wait(5)
+    echo = Rpc(app.test_client(), agent="echo").send("meanwhile")
+    assert echo["status"]["state"] == "completed"
+    assert limit.stuck == 0
+    thread.join(5)
+    assert answers[0]["status"]["state"] == "working"
+    assert limit.stuck == 0 and limit._free == 1
