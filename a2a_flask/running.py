@@ -128,6 +128,8 @@ class RunningCalls:
 
     def _give_back(self, place: _Place) -> None:
         with self._lock:
+            if not place.holding:  # its re-take after a pause was interrupted
+                return
             del self._holders[place]
             place.holding = False
             if not place.stuck:  # a counted-out place was replaced already

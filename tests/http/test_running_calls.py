@@ -141,6 +141,35 @@ def test_a_call_failing_gives_its_place_back():
     assert limit._free == 1 and not limit._holders
 
 
+def test_a_call_interrupted_while_it_takes_its_place_again_leaves_none_taken(
+        monkeypatch, long_stuck):
+    class Lock:
+        def __init__(self):
+            self.calls = 0
+
+        def acquire(self, timeout=-1):
+            self.calls += 1
+            if self.calls > 1:  # the wait, not the setup
+                raise KeyboardInterrupt
+
+    class Waiter(running._Waiter):
+        def __init__(self, place):
+            super().__init__(place)
+            self.woken = Lock()
+
+    limit = RunningCalls(1)
+    calls = _Calls(limit)
+    with pytest.raises(KeyboardInterrupt):
+        with limit.held():
+            with limit.paused():
+                calls.start("b")
+                _wait_for(lambda: calls.started == ["b"])
+                monkeypatch.setattr(running, "_Waiter", Waiter)
+    assert not limit._waiters
+    calls.join()
+    assert limit._free == 1 and not limit._holders
+
+
 @pytest.mark.parametrize("backend,limit", [("sqlite", 2), ("postgres", 0)])
 def test_unset_the_limit_is_the_storages(request, make_app, backend, limit):
     # PostgreSQL's calls wait on the database server: two at a time left
