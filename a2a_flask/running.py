@@ -7,8 +7,8 @@ of a process in flight each get an eighth of it until they end, and an
 unlucky one waits behind the others again and again: under gthread a short
 call's p99 was several times its p99 under sync workers, at the same
 throughput. Letting ``limit`` calls run and the others wait first come,
-first served halves that tail and keeps the throughput (docs/benchmarks.md,
-"Running calls").
+first served cuts that tail and keeps the throughput on SQLite
+(docs/benchmarks.md, "Running calls").
 
 A call gives its place back while it may wait long (``paused``: its agent
 running, a blocking send waiting for a background turn, a read waiting for
@@ -27,6 +27,10 @@ from typing import Deque, Dict, Iterator, Optional
 
 #: How long a call may hold its place before it is counted out.
 STUCK_SECONDS = 0.05
+#: How often a waiter far from the head of the line looks for calls to count
+#: out (the first ones look every STUCK_SECONDS / 2): a burst of hundreds
+#: of waiters would otherwise wake tens of thousands of times a second.
+FAR_LOOK_SECONDS = 0.25
 
 
 class _Place:
@@ -42,13 +46,19 @@ class _Place:
 
 
 class _Waiter:
-    __slots__ = ("woken", "place", "handed")
+    """A call waiting for a place: ``woken`` is released when one is handed
+    to it. ``ahead``: the waiters before it when it came, when ``left``
+    (``RunningCalls._left``) had left the line."""
 
-    def __init__(self, place: _Place) -> None:
+    __slots__ = ("woken", "place", "handed", "ahead", "left")
+
+    def __init__(self, place: _Place, ahead: int, left: int) -> None:
         self.woken = threading.Lock()
         self.woken.acquire()
         self.place = place
         self.handed = False
+        self.ahead = ahead
+        self.left = left
 
 
 class RunningCalls:
@@ -62,6 +72,7 @@ class RunningCalls:
         self._lock = threading.Lock()
         self._free = limit
         self._waiters: Deque[_Waiter] = collections.deque()
+        self._left = 0  # waiters that left the line so far
         self._holders: Dict[_Place, None] = {}
         self._local = threading.local()
 
@@ -99,26 +110,33 @@ class RunningCalls:
 
     def _take(self, place: _Place, front: bool) -> None:
         with self._lock:
+            self._count_out_stuck()  # each arrival looks, as waiters do
             if self._free > 0 and (front or not self._waiters):
                 self._free -= 1
                 self._hold(place)
                 return
-            waiter = _Waiter(place)
+            waiter = _Waiter(place, 0 if front else len(self._waiters), self._left)
             if front:
                 self._waiters.appendleft(waiter)
             else:
                 self._waiters.append(waiter)
         try:
-            while not waiter.woken.acquire(timeout=STUCK_SECONDS / 2):
+            while not waiter.woken.acquire(timeout=self._look_every(waiter)):
                 with self._lock:
                     self._count_out_stuck()
         except BaseException:
             with self._lock:
                 if not waiter.handed:
                     self._waiters.remove(waiter)
+                    self._left += 1
                     raise
             self._give_back(place)
             raise
+
+    def _look_every(self, waiter: _Waiter) -> float:
+        # Read without the lock: a guess is enough to pick a pace.
+        ahead = waiter.ahead - (self._left - waiter.left)
+        return STUCK_SECONDS / 2 if ahead < 2 * self.limit else FAR_LOOK_SECONDS
 
     def _hold(self, place: _Place) -> None:
         place.taken_at = time.monotonic()
@@ -151,6 +169,7 @@ class RunningCalls:
         """(Under ``_lock``.) Free places to the first waiters."""
         while self._free > 0 and self._waiters:
             waiter = self._waiters.popleft()
+            self._left += 1
             self._free -= 1
             self._hold(waiter.place)
             waiter.handed = True

@@ -124,6 +124,39 @@ def test_a_call_holding_its_place_too_long_is_counted_out():
     assert limit._free == 1 and not limit._holders
 
 
+def test_a_call_arriving_counts_out_a_stuck_holder_at_once(monkeypatch):
+    # No waiter looked yet: the arrival itself finds the holder stuck.
+    limit = RunningCalls(1)
+    calls = _Calls(limit)
+    calls.start("stuck")
+    _wait_for(lambda: calls.started == ["stuck"])
+    time.sleep(2 * running.STUCK_SECONDS)
+
+    def no_waiting(*args):
+        raise AssertionError("the arrival waited")
+
+    monkeypatch.setattr(running, "_Waiter", no_waiting)
+    with limit.held():
+        assert limit.stuck == 1
+    calls.join()
+    assert limit._free == 1 and not limit._holders
+
+
+def test_only_the_first_waiters_look_often_for_stuck_calls(long_stuck):
+    # Hundreds of waiters each waking every 25 ms would cost a core.
+    limit = RunningCalls(1)
+    calls = _Calls(limit)
+    near, far = running.STUCK_SECONDS / 2, running.FAR_LOOK_SECONDS
+    with limit.held():
+        for i in range(5):
+            calls.start(str(i))
+            calls.queued(i + 1)
+        assert [limit._look_every(w) for w in limit._waiters] == [near, near, far, far, far]
+    _wait_for(lambda: calls.started == ["0"])
+    assert [limit._look_every(w) for w in limit._waiters] == [near, near, far, far]
+    calls.join()
+
+
 def test_no_limit_runs_every_call_at_once():
     limit = RunningCalls(0)
     calls = _Calls(limit)
@@ -153,8 +186,8 @@ def test_a_call_interrupted_while_it_takes_its_place_again_leaves_none_taken(
                 raise KeyboardInterrupt
 
     class Waiter(running._Waiter):
-        def __init__(self, place):
-            super().__init__(place)
+        def __init__(self, *args):
+            super().__init__(*args)
             self.woken = Lock()
 
     limit = RunningCalls(1)
