@@ -126,6 +126,10 @@ def _settings(app_state, environ) -> Dict[str, Any]:
         "max_turn_output_bytes": s.max_turn_output_bytes,
         "busy_timeout_ms": s.busy_timeout_ms,
         "retention": s.retention,
+        # The limit in force (unset: the storage's) and, in this process,
+        # the calls counted out for holding their place too long.
+        "running_calls": app_state.running_calls.limit,
+        "running_calls_stuck": app_state.running_calls.stuck,
     }
 
 
