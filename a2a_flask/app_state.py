@@ -11,7 +11,7 @@ from .auth.callers import reachable
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
 from .logs import RefusalBudget
-from .running import RunningCalls
+from .running import RunningSends
 from .storage.errors import schema_refusal
 from .waits import TaskWaits
 
@@ -28,10 +28,10 @@ class AppState:
                  call_agent=None):
         self.extension = extension
         self.settings = settings
-        #: The calls this process runs at once (A2A_RUNNING_CALLS).
-        self.running_calls = RunningCalls(
-            storage.RUNNING_CALLS if settings.running_calls is None
-            else settings.running_calls)
+        #: The sends this process runs at once (A2A_RUNNING_SENDS).
+        self.running_sends = RunningSends(
+            storage.RUNNING_SENDS if settings.running_sends is None
+            else settings.running_sends)
         #: The OpenTelemetry spans (A2A_OTEL), else None.
         self.tracing = None
         if settings.otel:

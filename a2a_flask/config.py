@@ -37,10 +37,10 @@ DEFAULTS = {
     "A2A_DISABLED_AGENTS": "",
     "A2A_TENANTS": "",  # tenants every agent is served to (docs/tenants.md)
     "A2A_BUSY_TIMEOUT_MS": 5000,  # a write waits this long in all, then "busy"
-    # Calls one process runs at once; the rest wait in order of arrival
+    # Sends one process runs at once; the rest wait in order of arrival
     # (a2a_flask/running.py); 0: no limit; None: the storage's (SQLite 2,
     # PostgreSQL none).
-    "A2A_RUNNING_CALLS": None,
+    "A2A_RUNNING_SENDS": None,
     "A2A_SQLITE_SYNCHRONOUS": "NORMAL",
     "A2A_STALE_TURN_SECONDS": 3600,
     "A2A_HISTORY_LENGTH_DEFAULT": None,  # None: the whole history
@@ -229,8 +229,8 @@ class Settings:
         self.tenants = tenants.parse(get("A2A_TENANTS"), "A2A_TENANTS",
                                      self.url_prefix)
         self.busy_timeout_ms = int(get("A2A_BUSY_TIMEOUT_MS"))
-        #: None: the storage's own (``Storage.RUNNING_CALLS``).
-        self.running_calls = _cap("A2A_RUNNING_CALLS", get("A2A_RUNNING_CALLS"))
+        #: None: the storage's own (``Storage.RUNNING_SENDS``).
+        self.running_sends = _cap("A2A_RUNNING_SENDS", get("A2A_RUNNING_SENDS"))
         self.stale_turn_seconds = int(get("A2A_STALE_TURN_SECONDS"))
         if self.stale_turn_seconds <= 0:
             raise ValueError("A2A_STALE_TURN_SECONDS=%r: expected a number of "

@@ -127,9 +127,9 @@ def _settings(app_state, environ) -> Dict[str, Any]:
         "busy_timeout_ms": s.busy_timeout_ms,
         "retention": s.retention,
         # The limit in force (unset: the storage's) and, in this process,
-        # the calls counted out for holding their place too long.
-        "running_calls": app_state.running_calls.limit,
-        "running_calls_stuck": app_state.running_calls.stuck,
+        # the sends counted out for holding their place too long.
+        "running_sends": app_state.running_sends.limit,
+        "running_sends_stuck": app_state.running_sends.stuck,
     }
 
 

@@ -1,22 +1,22 @@
-"""The calls one process runs at once (A2A_RUNNING_CALLS): the rest wait
-their turn in order of arrival.
+"""The sends (message/send, SendMessage) one process runs at once
+(A2A_RUNNING_SENDS): the rest wait their turn in order of arrival.
 
 Why: a gthread worker runs each connection's call in its own thread, and
-with the interpreter's lock they take turns at it in no order. Eight calls
+with the interpreter's lock they take turns at it in no order. Eight sends
 of a process in flight each get an eighth of it until they end, and an
-unlucky one waits behind the others again and again: under gthread a short
-call's p99 was several times its p99 under sync workers, at the same
-throughput. Letting ``limit`` calls run and the others wait first come,
-first served cuts that tail and keeps the throughput on SQLite
-(docs/benchmarks.md, "Running calls").
+unlucky one waits behind the others again and again: under gthread a send's
+p99 was several times its p99 under sync workers. Letting ``limit`` sends
+run and the others wait first come, first served cuts that tail and keeps
+the throughput on SQLite; for reads, which are shorter, the hand-overs cost
+throughput, and they are not limited (docs/benchmarks.md, "Running sends").
 
-A call gives its place back while it may wait long (``paused``: its agent
-running, a blocking send waiting for a background turn, a read waiting for
-room in the answer budget) and takes it again ahead of new calls, to finish.
-A call that holds its place longer than ``STUCK_SECONDS`` elsewhere (a host
+A send gives its place back while it may wait long (``paused``: its agent
+running, a blocking send waiting for a background turn, waiting for room in
+the answer budget) and takes it again ahead of new sends, to finish. A send
+that holds its place longer than ``STUCK_SECONDS`` elsewhere (a host
 callback, a busy or failing database, an identity provider) is counted out,
-and a call waiting gets a place of its own: no wait we did not foresee can
-stop the process's other calls for longer than that.
+and a send waiting gets a place of its own: no wait we did not foresee can
+stop the process's other sends for longer than that.
 """
 
 import collections
@@ -25,9 +25,9 @@ import time
 from contextlib import nullcontext
 from typing import ContextManager, Deque, Dict, Optional
 
-#: How long a call may hold its place before it is counted out.
+#: How long a send may hold its place before it is counted out.
 STUCK_SECONDS = 0.05
-#: How often a waiter far from the head of the line looks for calls to count
+#: How often a waiter far from the head of the line looks for sends to count
 #: out (the first ones look every STUCK_SECONDS / 2): a burst of hundreds
 #: of waiters would otherwise wake tens of thousands of times a second.
 FAR_LOOK_SECONDS = 0.25
@@ -35,7 +35,7 @@ FAR_LOOK_SECONDS = 0.25
 
 class _Place:
     """One thread's place: when it was taken, and whether it was counted out
-    (its place then given to a waiting call)."""
+    (its place then given to a waiting send)."""
 
     __slots__ = ("taken_at", "stuck", "holding")
 
@@ -46,9 +46,9 @@ class _Place:
 
 
 class _Waiter:
-    """A call waiting for a place: ``woken`` is released when one is handed
+    """A send waiting for a place: ``woken`` is released when one is handed
     to it. ``ahead``: the waiters before it when it came, when ``left``
-    (``RunningCalls._left``) had left the line."""
+    (``RunningSends._left``) had left the line."""
 
     __slots__ = ("woken", "place", "handed", "ahead", "left")
 
@@ -61,13 +61,13 @@ class _Waiter:
         self.left = left
 
 
-class RunningCalls:
-    """At most ``limit`` calls of this process running at once (0: no
-    limit), each call in ``held()``; the others wait, in order of arrival."""
+class RunningSends:
+    """At most ``limit`` sends of this process running at once (0: no
+    limit), each in ``held()``; the others wait, in order of arrival."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        #: Calls counted out since the start (``STUCK_SECONDS``).
+        #: Sends counted out since the start (``STUCK_SECONDS``).
         self.stuck = 0
         self._lock = threading.Lock()
         self._free = limit
@@ -77,13 +77,14 @@ class RunningCalls:
         self._local = threading.local()
 
     def held(self) -> ContextManager[None]:
-        """This thread's call runs holding a place, once one is free."""
-        return _Held(self) if self.limit else _NOTHING
+        """This thread's send runs holding a place, once one is free."""
+        return _Held(self) if self.limit else NOT_HELD
 
     def paused(self) -> ContextManager[None]:
-        """This thread's call gives its place back while it waits, and
-        takes one again ahead of the calls that have not started."""
-        return _Paused(self) if self.limit else _NOTHING
+        """This thread's send gives its place back while it waits, and
+        takes one again ahead of the sends that have not started (a no-op
+        in a thread that holds none: a read, a background turn)."""
+        return _Paused(self) if self.limit else NOT_HELD
 
     def _holding(self) -> Optional[_Place]:
         return getattr(self._local, "place", None)
@@ -158,49 +159,49 @@ class RunningCalls:
             waiter.woken.release()
 
 
-#: ``held()`` and ``paused()`` without a limit.
-_NOTHING: ContextManager[None] = nullcontext()
+#: ``held()`` and ``paused()`` without a limit; a call that is not a send.
+NOT_HELD: ContextManager[None] = nullcontext()
 
 
 class _Held:
-    """``RunningCalls.held()``: a class, not a generator, for the
-    microsecond it saves on every call."""
+    """``RunningSends.held()``: a class, not a generator, for the
+    microsecond it saves on every send."""
 
-    __slots__ = ("_calls", "_place")
+    __slots__ = ("_sends", "_place")
 
-    def __init__(self, calls: RunningCalls) -> None:
-        self._calls = calls
+    def __init__(self, sends: RunningSends) -> None:
+        self._sends = sends
         self._place: Optional[_Place] = None
 
     def __enter__(self) -> None:
-        calls = self._calls
-        if calls._holding() is None:  # else an outer held() has the place
+        sends = self._sends
+        if sends._holding() is None:  # else an outer held() has the place
             place = self._place = _Place()
-            calls._take(place, front=False)
-            calls._local.place = place
+            sends._take(place, front=False)
+            sends._local.place = place
 
     def __exit__(self, *exc_info: object) -> None:
         place = self._place
         if place is not None:
-            self._calls._local.place = None
-            self._calls._give_back(place)
+            self._sends._local.place = None
+            self._sends._give_back(place)
 
 
 class _Paused:
-    """``RunningCalls.paused()``."""
+    """``RunningSends.paused()``."""
 
-    __slots__ = ("_calls", "_place")
+    __slots__ = ("_sends", "_place")
 
-    def __init__(self, calls: RunningCalls) -> None:
-        self._calls = calls
+    def __init__(self, sends: RunningSends) -> None:
+        self._sends = sends
         self._place: Optional[_Place] = None
 
     def __enter__(self) -> None:
-        place = self._calls._holding()
+        place = self._sends._holding()
         if place is not None and place.holding:
             self._place = place
-            self._calls._give_back(place)
+            self._sends._give_back(place)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._place is not None:
-            self._calls._take(self._place, front=True)
+            self._sends._take(self._place, front=True)

@@ -148,8 +148,7 @@ def _wait_for_room(context: CallContext, budget: AnswerBudget,
     thread's storage connection goes back to the pool meanwhile: a call
     waiting here must not keep a small read waiting for a connection."""
     context.storage.release_connection()
-    with context.app_state.running_calls.paused():
-        return budget.reserve(weight)
+    return budget.reserve(weight)
 
 
 def _counted(context: CallContext, record: TaskRecord,
@@ -250,7 +249,7 @@ def _send(context: CallContext, message: dict,
     context.caller.remembered_key = None  # live when the turn was stored
     # The agent may wait seconds on a model: the thread's SQLite connection
     # goes back to the process's pool meanwhile, as before a blocking send
-    # waits, and the call's place to the next call (A2A_RUNNING_CALLS); the
+    # waits, and the send's place to the next send (A2A_RUNNING_SENDS); the
     # agent's reads and its outcome take one again.
     storage.release_connection()
     turn = Turn(storage, context.agent, context.caller, start.task_id,
@@ -258,7 +257,7 @@ def _send(context: CallContext, message: dict,
                 tenant=context.tenant)
     turn._start = start
     try:
-        with context.app_state.running_calls.paused():
+        with context.app_state.running_sends.paused():
             outcome = run_turn(turn, **context.app_state.turn_options)
     except TurnReadFailed as interrupted:
         raise _interrupted(turn, start, interrupted.failure) from None
@@ -349,7 +348,7 @@ def _outcome(context: CallContext, task_id: str,
     while True:
         # No transaction is open while waiting: the enqueue has committed.
         storage.release_connection()  # 1,000 waiting calls need no 1,000
-        with context.app_state.running_calls.paused():
+        with context.app_state.running_sends.paused():
             woken = waits.wait(task_id, None if deadline is None
                                else deadline - time.monotonic())
         if not woken:

@@ -73,16 +73,16 @@ DOCS = {
         "PostgreSQL: its `lock_timeout`, and how long a call waits for a pooled "
         "connection); then it answers \"The storage is busy\", "
         "retryable.",
-    "A2A_RUNNING_CALLS": "How many A2A calls one process runs at once; the "
-        "others wait their turn, in order of arrival. Unset: 2 on SQLite, no "
-        "limit on PostgreSQL (its calls wait on the database server, and 2 "
-        "left the process idle meanwhile). A call gives its place back while "
-        "its agent runs, while a blocking send waits and while a read waits for "
-        "room (`A2A_MAX_ANSWER_BYTES_IN_FLIGHT`), and one that holds it longer "
-        "than 50 ms (a slow host callback, a busy database) is counted out, so "
-        "that the next call starts. Under gthread workers on SQLite this about "
-        "halves a short call's p99 at the same throughput. `0`: no limit. See "
-        "[Serving agents that wait](../serving.md).",
+    "A2A_RUNNING_SENDS": "How many sends (`message/send`, `SendMessage`) one "
+        "process runs at once; the others wait their turn, in order of arrival. "
+        "Unset: 2 on SQLite, no limit on PostgreSQL (its sends wait on the "
+        "database server, and 2 left the process idle meanwhile). A send gives "
+        "its place back while its agent runs and while a blocking send waits, "
+        "and one that holds it longer than 50 ms (a slow host callback, a busy "
+        "database) is counted out, so that the next send starts. Reads are not "
+        "limited. Under gthread workers on SQLite this roughly halves a send's "
+        "p99 at the same throughput. `0`: no limit. See [Serving agents that "
+        "wait](../serving.md).",
     "A2A_SQLITE_SYNCHRONOUS": "SQLite `synchronous`: `NORMAL` survives a crash "
         "of any process; `FULL` also survives a power cut, at a cost per write "
         "(`EXTRA` and `OFF` too).",

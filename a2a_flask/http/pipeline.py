@@ -33,6 +33,7 @@ from ..protocol.errors import as_a2a_error, failure_error
 from ..protocol.call import HEADER, asked_version
 from ..protocol.jsonrpc import JsonRpcCall
 from ..protocol.jsonrpc_versions import BINDINGS
+from ..running import NOT_HELD
 from ..service import CallContext
 from ..storage.errors import StorageError
 from . import access
@@ -132,23 +133,26 @@ def _answer(app_state, call, agent_name, at_root, notes):
     inbound = Inbound(app_state.settings.max_content_length)
     try:
         call.start(inbound)
-        caller = authenticate(app_state, _request(), call.checks_remembered_key)
-        agent = reachable_agent(app_state, agent_name)
-        authorize(caller, agent, app_state.settings.oidc_required_scopes)
-        params = call.params(inbound)
-        tenant = call.tenant(params)
-        authorize_tenant(app_state, caller, agent, tenant, call.named_task(params))
-        context = CallContext(app_state, agent, caller, at_root, tenant)
-        try:
-            result = call.run(context, params)
-            notes.result = result
-            response = call.answer(result, stream=context.answer_held is not None)
-            if context.answer_held is not None:
-                _hold_until_sent(response, context.release_answer)
-            return response
-        except BaseException:
-            context.release_answer()
-            raise
+        # A send runs among the process's running sends, from its caller's
+        # check to its answer (running.py; its error answer is made after).
+        with app_state.running_sends.held() if call.runs_turn else NOT_HELD:
+            caller = authenticate(app_state, _request(), call.checks_remembered_key)
+            agent = reachable_agent(app_state, agent_name)
+            authorize(caller, agent, app_state.settings.oidc_required_scopes)
+            params = call.params(inbound)
+            tenant = call.tenant(params)
+            authorize_tenant(app_state, caller, agent, tenant, call.named_task(params))
+            context = CallContext(app_state, agent, caller, at_root, tenant)
+            try:
+                result = call.run(context, params)
+                notes.result = result
+                response = call.answer(result, stream=context.answer_held is not None)
+                if context.answer_held is not None:
+                    _hold_until_sent(response, context.release_answer)
+                return response
+            except BaseException:
+                context.release_answer()
+                raise
     except (errors.A2AError, StorageError) as exc:
         # A neutral storage outcome (no such task...) too: the call's binding
         # words it for its version (``ProtocolCall.refuse``), here only.
@@ -171,9 +175,7 @@ def _refuse(call, exc, notes):
 
 def answer_call(call, agent_name, at_root=False):
     """The response to ``call`` (a ``ProtocolCall``) for agent
-    ``agent_name``, with its access record; refused while the schema is old.
-    It runs among the process's running calls (A2A_RUNNING_CALLS); a
-    streamed answer is sent after, holding no place."""
+    ``agent_name``, with its access record; refused while the schema is old."""
     app_state = current_app_state()
 
     def answer(notes):
@@ -183,11 +185,9 @@ def answer_call(call, agent_name, at_root=False):
             return _refuse(call, problem, notes)
         return _answer(app_state, call, agent_name, at_root, notes)
 
-    with app_state.running_calls.held():
-        return access.logged_call(
-            agent_name, answer,
-            app_state.metrics.observe_call if app_state.metrics else None,
-            app_state.tracing, app_state.refusals)
+    return access.logged_call(
+        agent_name, answer, app_state.metrics.observe_call if app_state.metrics else None,
+        app_state.tracing, app_state.refusals)
 
 
 def add_headers(bp: Blueprint) -> None:

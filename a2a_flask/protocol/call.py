@@ -59,10 +59,11 @@ class Method:
     version's wire form; neutral storage outcomes it raises are worded by
     the binding that answers, in the pipeline)."""
 
-    __slots__ = ("name", "schema", "run", "checks_remembered_key")
+    __slots__ = ("name", "schema", "run", "checks_remembered_key", "runs_turn")
 
     def __init__(self, name: str, schema: Optional["Schema"],
-                 run: Callable[..., Any], checks_remembered_key: bool = False):
+                 run: Callable[..., Any], checks_remembered_key: bool = False,
+                 runs_turn: bool = False):
         self.name = name
         self.schema = schema
         self.run = run
@@ -70,6 +71,9 @@ class Method:
         #: (``service.get``/``send``: ``remembered_key``): a key remembered live
         #: needs no lookup first.
         self.checks_remembered_key = checks_remembered_key
+        #: A send: it runs among the process's running sends
+        #: (A2A_RUNNING_SENDS).
+        self.runs_turn = runs_turn
 
     def load(self, params: Any) -> Any:
         """The validated params, or ``InvalidParams`` naming the bad field."""
@@ -83,11 +87,11 @@ class Methods(Dict[str, Method]):
     both versions and (1.0) both bindings (HTTP+JSON routes name theirs)."""
 
     def method(self, name: str, schema: Optional["Schema"] = None,
-               checks_remembered_key: bool = False
+               checks_remembered_key: bool = False, runs_turn: bool = False
                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator registering the function as method ``name``."""
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            self[name] = Method(name, schema, func, checks_remembered_key)
+            self[name] = Method(name, schema, func, checks_remembered_key, runs_turn)
             return func
         return register
 
@@ -110,6 +114,9 @@ class ProtocolCall:
     #: so that a key remembered live needs no lookup first
     #: (``auth.callers.authenticate``).
     checks_remembered_key = False
+    #: Whether the call is a send, run among the process's running sends
+    #: (A2A_RUNNING_SENDS); known once ``start`` found its method.
+    runs_turn = False
     #: What the access record reads: the method's name and its params.
     record: Optional[Recorded] = None
 

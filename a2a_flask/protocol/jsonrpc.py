@@ -379,6 +379,7 @@ class JsonRpcCall(ProtocolCall):
         # A method whose storage statement checks the key itself (send, get)
         # may take a key remembered live; any other looks it up first.
         self.checks_remembered_key = self.method.checks_remembered_key
+        self.runs_turn = self.method.runs_turn
 
     def params(self, inbound):
         return self.method.load(self.envelope.params)

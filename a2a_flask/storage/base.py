@@ -58,8 +58,8 @@ class Storage(TaskStorage, QueueStorage, CredentialStorage, AdminStorage,
     processes: connections are per thread / pooled per process, opened lazily.
     """
 
-    #: The calls one process runs at once unless A2A_RUNNING_CALLS says
-    #: (``running.RunningCalls``); 0: no limit. A backend whose statements
+    #: The sends one process runs at once unless A2A_RUNNING_SENDS says
+    #: (``running.RunningSends``); 0: no limit. A backend whose statements
     #: wait on another process (PostgreSQL) needs many in flight to keep its
     #: process busy.
-    RUNNING_CALLS = 0
+    RUNNING_SENDS = 0

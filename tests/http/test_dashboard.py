@@ -202,9 +202,9 @@ def test_the_numbers_are_the_database_s(dash):
     assert body["settings"]["worker_lease_seconds"] == 30
     assert body["settings"]["auth"] == "required"
     # Unset: the storage's (docs/serving.md, "Calls that answer at once").
-    assert body["settings"]["running_calls"] == (
+    assert body["settings"]["running_sends"] == (
         2 if stored["backend"] == "sqlite" else 0)
-    assert body["settings"]["running_calls_stuck"] == 0
+    assert body["settings"]["running_sends_stuck"] == 0
 
 
 def test_a_key_used_just_now_is_not_never(dash, monkeypatch):

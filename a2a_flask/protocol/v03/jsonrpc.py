@@ -44,7 +44,7 @@ def render_task(task: "TaskRecord") -> Dict[str, Any]:
     return view
 
 
-@method("message/send", MESSAGE_SEND_PARAMS, checks_remembered_key=True)
+@method("message/send", MESSAGE_SEND_PARAMS, checks_remembered_key=True, runs_turn=True)
 def message_send(context: CallContext, params: Dict[str, Any]) -> Dict[str, Any]:
     message = params["message"]
     configuration = params.get("configuration") or {}

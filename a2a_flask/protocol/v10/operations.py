@@ -76,7 +76,7 @@ def error_body(exc: errors.A2AError) -> Dict[str, Any]:
 
 # -- operations ---------------------------------------------------------------
 
-@method("SendMessage", schemas.SEND_MESSAGE, checks_remembered_key=True)
+@method("SendMessage", schemas.SEND_MESSAGE, checks_remembered_key=True, runs_turn=True)
 def send_message(context: "CallContext", params: Dict[str, Any]) -> Dict[str, Any]:
     configuration = params.get("configuration") or {}
     if configuration.get("taskPushNotificationConfig") is not None:

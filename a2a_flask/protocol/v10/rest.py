@@ -76,7 +76,7 @@ class Route:
     metrics' name) and how its params are read."""
 
     __slots__ = ("path", "http_method", "name", "schema", "operation", "source",
-                 "respond")
+                 "respond", "runs_turn")
 
     def __init__(self, path, http_method, name, schema=None, source="body",
                  respond=None):
@@ -87,6 +87,7 @@ class Route:
         self.name = name
         method = v10.METHODS[name]
         self.operation = method.run
+        self.runs_turn = method.runs_turn
         #: The method's own schema, unless the route reads a query string.
         self.schema = schema or method.schema
         self.source = source
@@ -132,6 +133,7 @@ class RestCall(ProtocolCall):
         self.route = route
         self.path_args = path_args
         self.record = Envelope(method=route.name, params=dict(path_args))
+        self.runs_turn = route.runs_turn
 
     def start(self, inbound: Any) -> None:
         asked = inbound.asked_version

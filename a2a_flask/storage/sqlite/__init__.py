@@ -28,5 +28,5 @@ class SqliteStorage(QueueOperations, TaskOperations, TaskReads, AdminOperations,
                     CredentialOperations, SqliteConnections, Storage):
     """``Storage`` on one SQLite file."""
 
-    #: Its statements run in this process: two calls at once keep it busy.
-    RUNNING_CALLS = 2
+    #: Its statements run in this process: two sends at once keep it busy.
+    RUNNING_SENDS = 2

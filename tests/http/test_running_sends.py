@@ -1,8 +1,9 @@
-"""The calls one process runs at once (A2A_RUNNING_CALLS, issue 31): the
-others wait in order of arrival; a call gives its place back while its agent
-runs, while a blocking send waits, and takes one again ahead of new calls; a
-call holding its place past ``STUCK_SECONDS`` is counted out so that the
-next one starts. Its effect on p99 under gthread: docs/benchmarks.md."""
+"""The sends one process runs at once (A2A_RUNNING_SENDS, issue 31): the
+others wait in order of arrival; a send gives its place back while its agent
+runs, while a blocking send waits, and takes one again ahead of new sends; a
+send holding its place past ``STUCK_SECONDS`` is counted out so that the
+next one starts; reads are not limited. Its effect on p99 under gthread:
+docs/benchmarks.md, "Running sends"."""
 
 import threading
 import time
@@ -10,7 +11,7 @@ import time
 import pytest
 
 from a2a_flask import running
-from a2a_flask.running import RunningCalls
+from a2a_flask.running import RunningSends
 from helpers import Rpc
 
 
@@ -21,8 +22,8 @@ def _wait_for(check, timeout=5.0):
         time.sleep(0.001)
 
 
-class _Calls:
-    """Threads each running one call in ``calls.held()``: ``started`` lists
+class _Sends:
+    """Threads each running one send in ``calls.held()``: ``started`` lists
     their names in the order they got a place; each ends when its gate opens."""
 
     def __init__(self, calls):
@@ -61,8 +62,8 @@ def long_stuck(monkeypatch):
     monkeypatch.setattr(running, "STUCK_SECONDS", 60.0)
 
 
-def test_calls_past_the_limit_start_in_order_of_arrival(long_stuck):
-    calls = _Calls(RunningCalls(2))
+def test_sends_past_the_limit_start_in_order_of_arrival(long_stuck):
+    calls = _Sends(RunningSends(2))
     calls.start("a")
     calls.start("b")
     _wait_for(lambda: len(calls.started) == 2)
@@ -80,9 +81,9 @@ def test_calls_past_the_limit_start_in_order_of_arrival(long_stuck):
     assert calls.calls._free == 2 and not calls.calls._holders
 
 
-def test_a_paused_call_takes_a_place_again_ahead_of_calls_not_started(long_stuck):
-    limit = RunningCalls(1)
-    calls = _Calls(limit)
+def test_a_paused_send_takes_a_place_again_ahead_of_sends_not_started(long_stuck):
+    limit = RunningSends(1)
+    calls = _Sends(limit)
     in_pause, resume, order = threading.Event(), threading.Event(), []
 
     def pausing():
@@ -108,9 +109,9 @@ def test_a_paused_call_takes_a_place_again_ahead_of_calls_not_started(long_stuck
     assert limit.stuck == 0 and limit._free == 1
 
 
-def test_a_call_holding_its_place_too_long_is_counted_out():
-    limit = RunningCalls(1)
-    calls = _Calls(limit)
+def test_a_send_holding_its_place_too_long_is_counted_out():
+    limit = RunningSends(1)
+    calls = _Sends(limit)
     calls.start("stuck")
     _wait_for(lambda: calls.started == ["stuck"])
     began = time.monotonic()
@@ -124,10 +125,10 @@ def test_a_call_holding_its_place_too_long_is_counted_out():
     assert limit._free == 1 and not limit._holders
 
 
-def test_a_call_arriving_counts_out_a_stuck_holder_at_once(monkeypatch):
+def test_a_send_arriving_counts_out_a_stuck_holder_at_once(monkeypatch):
     # No waiter looked yet: the arrival itself finds the holder stuck.
-    limit = RunningCalls(1)
-    calls = _Calls(limit)
+    limit = RunningSends(1)
+    calls = _Sends(limit)
     calls.start("stuck")
     _wait_for(lambda: calls.started == ["stuck"])
     time.sleep(2 * running.STUCK_SECONDS)
@@ -142,10 +143,10 @@ def test_a_call_arriving_counts_out_a_stuck_holder_at_once(monkeypatch):
     assert limit._free == 1 and not limit._holders
 
 
-def test_only_the_first_waiters_look_often_for_stuck_calls(long_stuck):
+def test_only_the_first_waiters_look_often_for_stuck_sends(long_stuck):
     # Hundreds of waiters each waking every 25 ms would cost a core.
-    limit = RunningCalls(1)
-    calls = _Calls(limit)
+    limit = RunningSends(1)
+    calls = _Sends(limit)
     near, far = running.STUCK_SECONDS / 2, running.FAR_LOOK_SECONDS
     with limit.held():
         for i in range(5):
@@ -157,24 +158,24 @@ def test_only_the_first_waiters_look_often_for_stuck_calls(long_stuck):
     calls.join()
 
 
-def test_no_limit_runs_every_call_at_once():
-    limit = RunningCalls(0)
-    calls = _Calls(limit)
+def test_no_limit_runs_every_send_at_once():
+    limit = RunningSends(0)
+    calls = _Sends(limit)
     for name in "abcd":
         calls.start(name)
     _wait_for(lambda: len(calls.started) == 4)
     calls.join()
 
 
-def test_a_call_failing_gives_its_place_back():
-    limit = RunningCalls(1)
+def test_a_send_failing_gives_its_place_back():
+    limit = RunningSends(1)
     with pytest.raises(RuntimeError):
         with limit.held():
             raise RuntimeError("agent failed")
     assert limit._free == 1 and not limit._holders
 
 
-def test_a_call_interrupted_while_it_takes_its_place_again_leaves_none_taken(
+def test_a_send_interrupted_while_it_takes_its_place_again_leaves_none_taken(
         monkeypatch, long_stuck):
     class Lock:
         def __init__(self):
@@ -190,8 +191,8 @@ def test_a_call_interrupted_while_it_takes_its_place_again_leaves_none_taken(
             super().__init__(*args)
             self.woken = Lock()
 
-    limit = RunningCalls(1)
-    calls = _Calls(limit)
+    limit = RunningSends(1)
+    calls = _Sends(limit)
     with pytest.raises(KeyboardInterrupt):
         with limit.held():
             with limit.paused():
@@ -206,23 +207,23 @@ def test_a_call_interrupted_while_it_takes_its_place_again_leaves_none_taken(
 @pytest.mark.parametrize("backend,limit", [("sqlite", 2), ("postgres", 0)])
 def test_unset_the_limit_is_the_storages(request, make_app, backend, limit):
     # PostgreSQL's calls wait on the database server: two at a time left
-    # the process idle meanwhile (docs/benchmarks.md, "Running calls").
+    # the process idle meanwhile (docs/benchmarks.md, "Running sends").
     config = {}
     if backend == "postgres":
         config["A2A_DATABASE"] = request.getfixturevalue("postgres_url")
     app, _ = make_app(**config)
-    assert app.extensions["a2a"].running_calls.limit == limit
-    app, _ = make_app(A2A_RUNNING_CALLS=3, **config)
-    assert app.extensions["a2a"].running_calls.limit == 3
+    assert app.extensions["a2a"].running_sends.limit == limit
+    app, _ = make_app(A2A_RUNNING_SENDS=3, **config)
+    assert app.extensions["a2a"].running_sends.limit == 3
 
 
 @pytest.mark.parametrize("value", [-1, "two"])
 def test_the_setting_is_checked(make_app, value):
-    with pytest.raises(ValueError, match="A2A_RUNNING_CALLS"):
-        make_app(A2A_RUNNING_CALLS=value)
+    with pytest.raises(ValueError, match="A2A_RUNNING_SENDS"):
+        make_app(A2A_RUNNING_SENDS=value)
 
 
-# -- through HTTP: a waiting call leaves its place to the others ------------
+# -- through HTTP: a waiting send leaves its place to the others ------------
 
 def _gated(a2a):
     gate = a2a.gate = threading.Event()
@@ -239,8 +240,8 @@ def _gated(a2a):
 
 @pytest.fixture
 def one_at_a_time(make_app):
-    app, a2a = make_app(_gated, A2A_RUNNING_CALLS=1, A2A_BLOCKING_WAIT_SECONDS=1)
-    return app, a2a, app.extensions["a2a"].running_calls
+    app, a2a = make_app(_gated, A2A_RUNNING_SENDS=1, A2A_BLOCKING_WAIT_SECONDS=1)
+    return app, a2a, app.extensions["a2a"].running_sends
 
 
 def _in_thread(target):
@@ -250,7 +251,7 @@ def _in_thread(target):
     return thread, answers
 
 
-def test_an_agent_running_in_the_request_leaves_its_place_to_other_calls(one_at_a_time):
+def test_an_agent_running_in_the_request_leaves_its_place_to_other_sends(one_at_a_time):
     app, a2a, limit = one_at_a_time
     thread, answers = _in_thread(
         lambda: Rpc(app.test_client(), agent="waits").send("hi"))
@@ -266,7 +267,7 @@ def test_an_agent_running_in_the_request_leaves_its_place_to_other_calls(one_at_
     assert limit.stuck == 0 and limit._free == 1
 
 
-def test_a_blocking_send_waiting_leaves_its_place_to_other_calls(one_at_a_time):
+def test_a_blocking_send_waiting_leaves_its_place_to_other_sends(one_at_a_time):
     app, _, limit = one_at_a_time
     waits, waiting = app.extensions["a2a"].task_waits, threading.Event()
     wait = waits.wait
@@ -281,3 +282,29 @@ def test_a_blocking_send_waiting_leaves_its_place_to_other_calls(one_at_a_time):
     thread.join(5)
     assert answers[0]["status"]["state"] == "working"
     assert limit.stuck == 0 and limit._free == 1
+
+
+def test_a_read_does_not_wait_for_a_place(one_at_a_time):
+    # Reads are short: handing places over cost them throughput
+    # (docs/benchmarks.md, "Running sends").
+    app, _, limit = one_at_a_time
+    rpc = Rpc(app.test_client(), agent="echo")
+    task = rpc.send("hi")
+    holding, done = threading.Event(), threading.Event()
+
+    def a_send_running():
+        with limit.held():
+            holding.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=a_send_running, daemon=True)
+    thread.start()
+    assert holding.wait(5)
+    for method in ("tasks/get", "tasks/cancel"):
+        status, answer = rpc.call(method, {"id": task["id"]})
+        assert status == 200 and ("result" in answer or "error" in answer)
+    assert rpc.result("tasks/get", {"id": task["id"]})["status"]["state"] == "completed"
+    assert limit.stuck == 0 and not limit._waiters
+    done.set()
+    thread.join(5)
+    assert limit._free == 1
