@@ -80,9 +80,9 @@ DOCS = {
         "its place back while its agent runs and while a blocking send waits, "
         "and one that holds it longer than 50 ms (a slow host callback, a busy "
         "database) is counted out, so that the next send starts. Reads are not "
-        "limited. Under gthread workers on SQLite this roughly halves a send's "
-        "p99 at the same throughput. `0`: no limit. See [Serving agents that "
-        "wait](../serving.md).",
+        "limited. Under gthread workers on SQLite this cuts a send's p99 by a "
+        "third to a half at the same throughput. `0`: no limit. See [Serving "
+        "agents that wait](../serving.md).",
     "A2A_SQLITE_SYNCHRONOUS": "SQLite `synchronous`: `NORMAL` survives a crash "
         "of any process; `FULL` also survives a power cut, at a cost per write "
         "(`EXTRA` and `OFF` too).",
