@@ -109,28 +109,33 @@ def test_a_paused_send_takes_a_place_again_ahead_of_sends_not_started(long_stuck
     assert limit.stuck == 0 and limit._free == 1
 
 
-def test_a_send_holding_its_place_too_long_is_counted_out():
+@pytest.fixture
+def one_stuck():
+    """A limit of one, its place held by a send that does not end until
+    the test is done; afterwards the limit must be whole again (a
+    counted-out send's place was replaced, not lost or doubled)."""
     limit = RunningSends(1)
     calls = _Sends(limit)
     calls.start("stuck")
     _wait_for(lambda: calls.started == ["stuck"])
+    yield limit, calls
+    calls.join()
+    assert limit._free == 1 and not limit._holders
+
+
+def test_a_send_holding_its_place_too_long_is_counted_out(one_stuck):
+    limit, calls = one_stuck
     began = time.monotonic()
     calls.start("next")
     _wait_for(lambda: len(calls.started) == 2, timeout=2)
     # Once "stuck" held it STUCK_SECONDS, not until it ends.
     assert time.monotonic() - began < 10 * running.STUCK_SECONDS
     assert limit.stuck == 1
-    calls.join()
-    # The counted-out call's place was replaced: the limit is whole again.
-    assert limit._free == 1 and not limit._holders
 
 
-def test_a_send_arriving_counts_out_a_stuck_holder_at_once(monkeypatch):
+def test_a_send_arriving_counts_out_a_stuck_holder_at_once(monkeypatch, one_stuck):
     # No waiter looked yet: the arrival itself finds the holder stuck.
-    limit = RunningSends(1)
-    calls = _Sends(limit)
-    calls.start("stuck")
-    _wait_for(lambda: calls.started == ["stuck"])
+    limit, _ = one_stuck
     time.sleep(2 * running.STUCK_SECONDS)
 
     def no_waiting(*args):
@@ -139,8 +144,6 @@ def test_a_send_arriving_counts_out_a_stuck_holder_at_once(monkeypatch):
     monkeypatch.setattr(running, "_Waiter", no_waiting)
     with limit.held():
         assert limit.stuck == 1
-    calls.join()
-    assert limit._free == 1 and not limit._holders
 
 
 def test_only_the_first_waiters_look_often_for_stuck_sends(long_stuck):
