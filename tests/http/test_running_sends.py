@@ -311,3 +311,15 @@ def test_a_read_does_not_wait_for_a_place(one_at_a_time):
     done.set()
     thread.join(5)
     assert limit._free == 1
+
+
+def test_only_the_sends_of_each_binding_take_a_place():
+    from a2a_flask.protocol.v03 import jsonrpc as v03
+    from a2a_flask.protocol.v10 import jsonrpc as v10, rest
+    assert {n for n, m in v03.METHODS.items() if m.runs_turn} == {"message/send"}
+    assert {n for n, m in v10.METHODS.items() if m.runs_turn} == {"SendMessage"}
+    assert {r.name for r in rest.ROUTES if r.runs_turn} == {"SendMessage"}
+    send = next(r for r in rest.ROUTES if r.name == "SendMessage")
+    get = next(r for r in rest.ROUTES if r.name == "GetTask")
+    assert rest.RestCall(send, {}).runs_turn is True
+    assert rest.RestCall(get, {"id": "t"}).runs_turn is False
