@@ -5,6 +5,8 @@ import time
 from types import MappingProxyType
 from typing import TYPE_CHECKING, List, Optional, Set, Tuple
 
+from flask import current_app
+
 from . import errors
 from .answer_budget import AnswerBudget
 from .auth.callers import reachable
@@ -133,3 +135,9 @@ class AppState:
         """The agents that may be talked to now, by name."""
         return [agent for _, agent in sorted(self.extension.agents.items())
                 if reachable(agent, self.settings)]
+
+
+def current_app_state() -> AppState:
+    """The A2A state of the app in context: a request's, or a ``flask a2a``
+    command's."""
+    return current_app._get_current_object().extensions["a2a"]  # type: ignore[attr-defined]

@@ -200,7 +200,7 @@ INDEX_POLICY = "; ".join([
 def index_body() -> Dict[str, Any]:
     """What ``/`` tells, as its JSON: each agent's URLs; where cards are not
     public, only where the list is (it needs credentials)."""
-    from .http.pipeline import current_app_state
+    from .app_state import current_app_state
     from .protocol.cards import base_url
 
     app_state = current_app_state()

@@ -5,7 +5,7 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from .. import urls
-from .common import app_state
+from ..app_state import current_app_state
 from ..protocol.cards import (PROTOCOL_VERSION, PROTOCOL_VERSION_V10, agent_card,
                               v10_reading)
 
@@ -35,7 +35,7 @@ def sign_check() -> None:
     """Verify every card's signature as a 1.0 client would: the card read
     the 1.0 way, its RFC 8785 canonical form, the key named by ``kid`` in
     the JWKS at ``jku``. Exit status 1 when one fails."""
-    state = app_state()
+    state = current_app_state()
     signer = state.card_signer
     if signer is None:
         raise click.ClickException("A2A_CARD_SIGNING_KEY is not set: the cards "

@@ -1,4 +1,4 @@
-"""What every ``flask a2a`` command group shares: the app's A2A state, its
+"""What every ``flask a2a`` command group shares: the app's
 storage, refused operations as one-line errors, tables and JSON output."""
 
 import json
@@ -6,23 +6,17 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import click
-from flask import current_app
 
+from ..app_state import current_app_state
 from ..auth.credentials import CredentialError
 from ..storage.errors import SchemaError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..app_state import AppState
     from ..storage.base import Storage
 
 
-def app_state() -> "AppState":
-    """The A2A state of the current app (``app.extensions["a2a"]``)."""
-    return current_app.extensions["a2a"]
-
-
 def app_storage() -> "Storage":
-    return app_state().storage
+    return current_app_state().storage
 
 
 @contextmanager
@@ -58,7 +52,7 @@ def served_tenant(tenant):
     user of another tenant could act nowhere."""
     if tenant is None:
         return None
-    known = app_state().known_tenants()
+    known = current_app_state().known_tenants()
     if tenant not in known:
         raise click.ClickException(
             "unknown tenant %r; tenants served here (A2A_TENANTS and the "

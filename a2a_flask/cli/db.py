@@ -11,7 +11,8 @@ from flask.cli import AppGroup
 
 from ..storage import open_storage
 from ..storage.errors import schema_refusal
-from .common import app_storage, app_state, unreadable
+from ..app_state import current_app_state
+from .common import app_storage, unreadable
 
 db_cli = AppGroup("db", help="Check, back up and upgrade the database.")
 
@@ -70,7 +71,7 @@ def db_upgrade():
         if not unreadable(storage, exc):
             raise
         raise click.ClickException(str(exc)) from None
-    app_state().schema_current = True
+    current_app_state().schema_current = True
     if before == after:
         click.echo("Schema version %d: up to date." % after)
     else:
@@ -89,7 +90,7 @@ def db_copy(target, batch_size):
     only read; stop the service first, or tasks changed meanwhile are not
     copied. Then point A2A_DATABASE at the copy."""
     source = app_storage()
-    settings = copy.copy(app_state().settings)
+    settings = copy.copy(current_app_state().settings)
     settings.database = target
     destination = open_storage(settings)
     tasks = 0

@@ -4,7 +4,8 @@ import click
 from flask.cli import AppGroup
 from typing import List, Optional, Set, Tuple
 
-from .common import app_state, as_click_error, served_tenant, table
+from ..app_state import current_app_state
+from .common import as_click_error, served_tenant, table
 
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 
@@ -17,7 +18,7 @@ def _scope(agents):
     if not names:
         raise click.ClickException("--agents needs '*' or agent names, "
                                    "comma-separated")
-    known = app_state().extension.agents
+    known = current_app_state().extension.agents
     unknown = sorted(names - set(known))
     if unknown:
         raise click.ClickException("unknown agent %s; registered agents: %s" % (
@@ -47,7 +48,7 @@ def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
         scope = set() if operator else None
     else:
         scope = _scope(agents)
-    key, secret = app_state().credentials.create_key(scope, label, operator,
+    key, secret = current_app_state().credentials.create_key(scope, label, operator,
                                                      served_tenant(tenant))
     if quiet:
         click.echo(secret)
@@ -64,7 +65,7 @@ def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
 @keys_cli.command("list")
 def keys_list() -> None:
     """List API keys (never the keys themselves)."""
-    keys = app_state().credentials.keys()
+    keys = current_app_state().credentials.keys()
     if not keys:
         click.echo("No API keys. Create one with: flask a2a keys create")
         return
@@ -87,6 +88,6 @@ def keys_revoke(key_id: str) -> None:
     its working tasks are canceled (queued background turns never start,
     running ones see turn.canceled)."""
     with as_click_error():
-        canceled = app_state().credentials.revoke_key(key_id)
+        canceled = current_app_state().credentials.revoke_key(key_id)
     click.echo("Revoked API key %s; canceled %d of its working tasks."
                % (key_id, len(canceled)))

@@ -14,7 +14,8 @@ from ..config import parse_age
 from ..protocol.v03.jsonrpc import render_task
 from ..storage.base import TERMINAL_STATES, WAITING_STATES
 from ..storage.common import now_iso
-from .common import app_storage, echo_json, app_state, table
+from ..app_state import current_app_state
+from .common import app_storage, echo_json, table
 
 tasks_cli = AppGroup("tasks", help="List, show, cancel, prune and reassign tasks.")
 
@@ -97,7 +98,7 @@ def _parts_text(parts):
 
 
 def _cutoff(older_than):
-    settings = app_state().settings
+    settings = current_app_state().settings
     older_than = older_than or settings.retention
     if not older_than:
         raise click.UsageError("give --older-than (e.g. 30d) or set A2A_RETENTION")

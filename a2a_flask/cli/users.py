@@ -6,7 +6,8 @@ from typing import Optional
 import click
 from flask.cli import AppGroup
 
-from .common import as_click_error, app_state, served_tenant
+from ..app_state import current_app_state
+from .common import as_click_error, served_tenant
 
 users_cli = AppGroup("users", help="Create, list and delete HTTP Basic users.")
 
@@ -32,7 +33,7 @@ def users_create(name: str, password_stdin: bool, operator: bool,
         password = click.prompt("Password", hide_input=True,
                                 confirmation_prompt=True)
     with as_click_error():
-        app_state().credentials.create_user(name, password, operator, tenant)
+        current_app_state().credentials.create_user(name, password, operator, tenant)
     click.echo("Created %suser %s%s." % ("operator " if operator else "", name,
                                          " (tenant %s)" % tenant if tenant else ""))
 
@@ -40,7 +41,7 @@ def users_create(name: str, password_stdin: bool, operator: bool,
 @users_cli.command("list")
 def users_list() -> None:
     """List the built-in users (an operator's, a tenant's marked so)."""
-    credentials = app_state().credentials
+    credentials = current_app_state().credentials
     users = credentials.users()
     if not users:
         click.echo("No users. Create one with: flask a2a users create NAME")
@@ -56,5 +57,5 @@ def users_list() -> None:
 def users_delete(name: str) -> None:
     """Delete a built-in user."""
     with as_click_error():
-        app_state().credentials.delete_user(name)
+        current_app_state().credentials.delete_user(name)
     click.echo("Deleted user %s." % name)

@@ -4,7 +4,7 @@ import click
 from flask.cli import with_appcontext
 from typing import Optional
 
-from .common import app_state
+from ..app_state import current_app_state
 
 
 @click.command("worker")
@@ -32,14 +32,14 @@ def worker(threads: int, agents: Optional[str], grace: float) -> None:
     if agents is not None:
         names = [name.strip() for name in agents.split(",") if name.strip()]
     try:
-        runner = Worker(app_state(), threads, names, grace)
+        runner = Worker(current_app_state(), threads, names, grace)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if not runner.agents:
         raise click.ClickException(
             "no background agent is registered: register one with "
             "@a2a.agent(..., background=True)")
-    _log_to_stderr(app_state().settings.log_format)
+    _log_to_stderr(current_app_state().settings.log_format)
     signal.signal(signal.SIGTERM, runner.stop_on_signal)
     signal.signal(signal.SIGINT, runner.stop_on_signal)
     runner.run()

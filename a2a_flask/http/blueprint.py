@@ -14,7 +14,8 @@ from .. import urls
 from ..protocol.v10 import rest
 from . import dashboard, discovery
 from .json_fallbacks import add_fallbacks
-from .pipeline import add_headers, answer_call, current_app_state, rpc
+from ..app_state import current_app_state
+from .pipeline import add_headers, answer_call, rpc
 
 
 def _rest_view(route, agent_of, at_root=False):

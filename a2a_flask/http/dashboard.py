@@ -24,7 +24,8 @@ from .. import dashboard, errors, urls
 from ..auth.callers import authenticate
 from ..protocol.jsonrpc import error_response, json_response
 from ..validation import NON_EMPTY, Id, Text, flatten_errors
-from .pipeline import current_app_state, storage_error
+from ..app_state import current_app_state
+from .pipeline import storage_error
 from .try_page import inline_page, page_response, wants_page
 
 if TYPE_CHECKING:  # pragma: no cover

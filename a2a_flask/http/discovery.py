@@ -14,7 +14,8 @@ from ..auth.callers import authenticate, authorize, reachable_agent
 from ..protocol.card_http import asked_form, card_response
 from ..protocol.cards import agent_card, base_url
 from ..protocol.jsonrpc import error_response, json_response
-from .pipeline import current_app_state, storage_error
+from ..app_state import current_app_state
+from .pipeline import storage_error
 from .try_page import page_response, wants_page
 
 if TYPE_CHECKING:  # pragma: no cover

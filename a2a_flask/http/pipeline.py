@@ -22,7 +22,7 @@ out the routes, so that a call enters the pipeline at its view.
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from .. import errors
@@ -33,6 +33,7 @@ from ..protocol.errors import as_a2a_error, failure_error
 from ..protocol.call import HEADER, asked_version
 from ..protocol.jsonrpc import JsonRpcCall
 from ..protocol.jsonrpc_versions import BINDINGS
+from ..app_state import current_app_state
 from ..running import NOT_HELD
 from ..service import CallContext
 from ..storage.errors import StorageError
@@ -40,8 +41,6 @@ from . import access
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
-
-    from ..app_state import AppState
 
 log = logging.getLogger("a2a_flask")
 
@@ -51,11 +50,6 @@ def _request() -> "Request":
     through the proxy first fails on the proxy (an AttributeError built and
     dropped), then looks the request up again; a call reads a dozen."""
     return request._get_current_object()  # type: ignore[attr-defined]
-
-
-def current_app_state() -> "AppState":
-    """The A2A state (``AppState``) of the app serving this request."""
-    return current_app._get_current_object().extensions["a2a"]  # type: ignore[attr-defined]
 
 
 class Inbound:
