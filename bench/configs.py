@@ -87,6 +87,19 @@ METHODS_10 = {"send": "SendMessage", "get": "GetTask"}
 SYNC_ROWS = {"us-sync": "us", "us-pg-sync": "us-pg", "floor-sync": "floor",
              "pg-floor-sync": "pg-floor"}
 SYNC_WORKERS = ["-k", "sync", "--threads", "1"]
+
+
+def round_order(cfgs, rd):
+    """``cfgs`` in the order round ``rd`` runs them: in even rounds each sync
+    row runs before its base row, so that a shipped/sync ratio averages both
+    orders, not one row always run first of its pair."""
+    order = list(cfgs)
+    if rd % 2 == 0:
+        for sync, base in SYNC_ROWS.items():
+            if sync in order and base in order:
+                i, j = order.index(sync), order.index(base)
+                order[i], order[j] = order[j], order[i]
+    return order
 # in-memory stores are per process: a tasks/get can land on a worker that never saw the task
 PER_PROCESS = {"peer-memory", "peer13-memory"}
 

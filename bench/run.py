@@ -36,7 +36,8 @@ import postgres  # noqa: E402
 import processes  # noqa: E402
 import sdk13  # noqa: E402
 from charts import write_charts  # noqa: E402
-from configs import BY_KEY, CONFIGS, LABELS, PER_PROCESS, make_server, release, unavailable  # noqa: E402
+from configs import (BY_KEY, CONFIGS, LABELS, PER_PROCESS, make_server, release,  # noqa: E402
+                     round_order, unavailable)
 from measure import drive, make_pool, probe  # noqa: E402
 from prefill import scale_run  # noqa: E402
 from processes import Auth, cpu_busy, log, on_signal, stop_all  # noqa: E402
@@ -225,7 +226,7 @@ def main(argv=None):
         log("")
         log(header())
         for rd in range(1, args.rounds + 1):
-            for cfg in [c for c in CONFIGS if c in args.only]:
+            for cfg in round_order([c for c in CONFIGS if c in args.only], rd):
                 run_row(ctx, cfg, rd, rows, failures)
         if not args.skip_scale:
             log(f"\n== scale run: US on an empty database vs {args.scale_tasks:,} pre-filled tasks")
