@@ -54,7 +54,8 @@ def parse_args(argv=None):
     p.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
     p.add_argument("--peer-workers", type=int, default=None, help="uvicorn workers of PEER (default: --workers)")
     p.add_argument("--peer-stock-uvicorn", action="store_true",
-                   help="run PEER without the launcher's fix for uvicorn #3149 (no TCP_NODELAY with --workers > 1)")
+                   help="run PEER under uvicorn's own --workers: without the launcher's fix for "
+                        "uvicorn #3149 (no TCP_NODELAY) and its socket per worker")
     p.add_argument("--threads", type=int, default=2, help="wrk threads / Python generator processes (default 2)")
     p.add_argument("--pool", type=int, default=None, help="tasks created for the tasks/get load (default 200)")
     p.add_argument("--max-requests", type=int, default=1_000_000, help="count bound per load (default 1e6)")

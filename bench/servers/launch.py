@@ -15,10 +15,21 @@ every keep-alive answer waits ~40 ms for a delayed ACK (uvicorn issue #3149,
 open for uvicorn 0.54).  Unless ``stock``, the socket is re-created with
 ``IPPROTO_TCP``, as the single-worker path does, so the peer is measured
 without that bug.
+
+uvicorn's workers also share that one listening socket, and a worker's
+accept loop takes every connection that is waiting: the 16 connections of a
+load, opened at once, often all landed on one worker, and the round ran at
+one worker's rate (docs/benchmarks.md, "The SDK's one-worker rounds").
+Unless ``stock``, several workers are therefore run as one uvicorn server
+per process, each on a socket of its own bound with SO_REUSEPORT, so that
+the kernel spreads the connections over them.
 """
 
 import os
+import signal
 import socket
+import sys
+import traceback
 
 
 def engine(path):
@@ -56,6 +67,9 @@ def serve_uvicorn(app_ref, host, port, workers, stock=False):
     import uvicorn
     from uvicorn.config import Config
 
+    if workers > 1 and not stock:
+        _serve_spread(app_ref, host, port, workers)
+        return
     if not stock:
         bind_socket = Config.bind_socket
 
@@ -68,3 +82,54 @@ def serve_uvicorn(app_ref, host, port, workers, stock=False):
         Config.bind_socket = bind_tcp_socket
     uvicorn.run(app_ref, app_dir=os.path.dirname(os.path.abspath(__file__)), host=host,
                 port=port, workers=workers, access_log=False, log_level="warning")
+
+
+def _serve_spread(app_ref, host, port, workers):
+    """``workers`` uvicorn servers, one per forked process, each on its own
+    SO_REUSEPORT socket (TCP, so that TCP_NODELAY is set); this process
+    passes SIGTERM and SIGINT on and waits for them."""
+    children = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                _serve_one(app_ref, host, port)
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(pid)
+
+    def pass_on(signum, frame):
+        for pid in children:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, pass_on)
+    signal.signal(signal.SIGINT, pass_on)
+    for pid in children:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _serve_one(app_ref, host, port):
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(2048)  # uvicorn's default backlog
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:  # as uvicorn.run(app_dir=...) does
+        sys.path.insert(0, here)
+    config = uvicorn.Config(app_ref, host=host, port=port, access_log=False,
+                            log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])

@@ -16,8 +16,9 @@ finds it in the store.
 start, so that several uvicorn workers do not race on ``CREATE TABLE``.
 
 ``python peer.py --serve HOST PORT WORKERS`` runs ``uvicorn.run("peer:app")``
-through ``launch.py``, with its fix for uvicorn #3149 (no TCP_NODELAY with
-several workers); ``--stock`` skips the fix.
+through ``launch.py``: several workers as uvicorn servers in processes of
+their own, each on its own SO_REUSEPORT socket, TCP_NODELAY set (uvicorn
+#3149); ``--stock`` runs uvicorn's own workers.
 """
 
 import asyncio
