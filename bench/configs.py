@@ -87,6 +87,8 @@ METHODS_10 = {"send": "SendMessage", "get": "GetTask"}
 SYNC_ROWS = {"us-sync": "us", "us-pg-sync": "us-pg", "floor-sync": "floor",
              "pg-floor-sync": "pg-floor"}
 SYNC_WORKERS = ["-k", "sync", "--threads", "1"]
+# in-memory stores are per process: a tasks/get can land on a worker that never saw the task
+PER_PROCESS = {"peer-memory", "peer13-memory"}
 
 
 def round_order(cfgs, rd):
@@ -100,8 +102,6 @@ def round_order(cfgs, rd):
                 i, j = order.index(sync), order.index(base)
                 order[i], order[j] = order[j], order[i]
     return order
-# in-memory stores are per process: a tasks/get can land on a worker that never saw the task
-PER_PROCESS = {"peer-memory", "peer13-memory"}
 
 
 def method_label(cfg, mode):

@@ -48,8 +48,8 @@ def keys_create(agents: Optional[str], label: Optional[str], operator: bool,
         scope = set() if operator else None
     else:
         scope = _scope(agents)
-    key, secret = current_app_state().credentials.create_key(scope, label, operator,
-                                                     served_tenant(tenant))
+    key, secret = current_app_state().credentials.create_key(
+        scope, label, operator, served_tenant(tenant))
     if quiet:
         click.echo(secret)
         return
