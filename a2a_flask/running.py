@@ -12,11 +12,11 @@ throughput, and they are not limited (docs/benchmarks.md, "Running sends").
 
 A send gives its place back while it may wait long (``paused``: its agent
 running, a blocking send waiting for a background turn) and takes it again
-ahead of new sends, to finish. A send
-that holds its place longer than ``STUCK_SECONDS`` elsewhere (a host
-callback, a busy or failing database, an identity provider) is counted out,
-and a send waiting gets a place of its own: no wait we did not foresee can
-stop the process's other sends for longer than that.
+ahead of new sends, to finish. A send that holds its place longer than
+``STUCK_SECONDS`` elsewhere (a host callback, a busy or failing database,
+an identity provider) is counted out, and a send waiting gets a place of
+its own: no wait we did not foresee can stop the process's other sends for
+longer than that.
 """
 
 import collections

@@ -201,7 +201,7 @@ def test_the_numbers_are_the_database_s(dash):
         ("input-required", True)) == 1
     assert body["settings"]["worker_lease_seconds"] == 30
     assert body["settings"]["auth"] == "required"
-    # Unset: the storage's (docs/serving.md, "Calls that answer at once").
+    # Unset: the storage's (docs/serving.md, "Sends that answer at once").
     assert body["settings"]["running_sends"] == (
         2 if stored["backend"] == "sqlite" else 0)
     assert body["settings"]["running_sends_stuck"] == 0

@@ -23,17 +23,17 @@ def _wait_for(check, timeout=5.0):
 
 
 class _Sends:
-    """Threads each running one send in ``calls.held()``: ``started`` lists
+    """Threads each running one send in ``limit.held()``: ``started`` lists
     their names in the order they got a place; each ends when its gate opens."""
 
-    def __init__(self, calls):
-        self.calls, self.started, self.threads, self.gates = calls, [], [], {}
+    def __init__(self, limit):
+        self.limit, self.started, self.threads, self.gates = limit, [], [], {}
 
     def start(self, name, body=None):
         gate = self.gates[name] = threading.Event()
 
         def run():
-            with self.calls.held():
+            with self.limit.held():
                 self.started.append(name)
                 (body or gate.wait)()
 
@@ -43,7 +43,7 @@ class _Sends:
         return thread
 
     def queued(self, count):
-        _wait_for(lambda: len(self.calls._waiters) == count)
+        _wait_for(lambda: len(self.limit._waiters) == count)
 
     def end(self, name):
         self.gates[name].set()
@@ -58,32 +58,32 @@ class _Sends:
 
 @pytest.fixture
 def long_stuck(monkeypatch):
-    """Nothing counted out while a test orders its calls."""
+    """Nothing counted out while a test orders its sends."""
     monkeypatch.setattr(running, "STUCK_SECONDS", 60.0)
 
 
 def test_sends_past_the_limit_start_in_order_of_arrival(long_stuck):
-    calls = _Sends(RunningSends(2))
-    calls.start("a")
-    calls.start("b")
-    _wait_for(lambda: len(calls.started) == 2)
+    sends = _Sends(RunningSends(2))
+    sends.start("a")
+    sends.start("b")
+    _wait_for(lambda: len(sends.started) == 2)
     for i, name in enumerate(["c", "d", "e"]):
-        calls.start(name)
-        calls.queued(i + 1)
-    calls.end("b")
-    _wait_for(lambda: len(calls.started) == 3)
-    calls.end("a")
-    _wait_for(lambda: len(calls.started) == 4)
-    calls.end("c")
-    _wait_for(lambda: len(calls.started) == 5)
-    assert calls.started == ["a", "b", "c", "d", "e"]
-    calls.join()
-    assert calls.calls._free == 2 and not calls.calls._holders
+        sends.start(name)
+        sends.queued(i + 1)
+    sends.end("b")
+    _wait_for(lambda: len(sends.started) == 3)
+    sends.end("a")
+    _wait_for(lambda: len(sends.started) == 4)
+    sends.end("c")
+    _wait_for(lambda: len(sends.started) == 5)
+    assert sends.started == ["a", "b", "c", "d", "e"]
+    sends.join()
+    assert sends.limit._free == 2 and not sends.limit._holders
 
 
 def test_a_paused_send_takes_a_place_again_ahead_of_sends_not_started(long_stuck):
     limit = RunningSends(1)
-    calls = _Sends(limit)
+    sends = _Sends(limit)
     in_pause, resume, order = threading.Event(), threading.Event(), []
 
     def pausing():
@@ -91,21 +91,21 @@ def test_a_paused_send_takes_a_place_again_ahead_of_sends_not_started(long_stuck
             in_pause.set()
             resume.wait(5)
         order.append("a again")
-        calls.gates["a"].wait(5)
+        sends.gates["a"].wait(5)
 
-    calls.start("a", pausing)
+    sends.start("a", pausing)
     in_pause.wait(5)
-    calls.start("b")  # gets the place "a" gave back
-    _wait_for(lambda: "b" in calls.started)
-    calls.start("c")
-    calls.queued(1)
+    sends.start("b")  # gets the place "a" gave back
+    _wait_for(lambda: "b" in sends.started)
+    sends.start("c")
+    sends.queued(1)
     resume.set()  # "a" waits again, before "c"
-    calls.queued(2)
-    calls.end("b")
+    sends.queued(2)
+    sends.end("b")
     _wait_for(lambda: order == ["a again"])
-    assert calls.started == ["a", "b"]
-    calls.join()
-    assert calls.started == ["a", "b", "c"]
+    assert sends.started == ["a", "b"]
+    sends.join()
+    assert sends.started == ["a", "b", "c"]
     assert limit.stuck == 0 and limit._free == 1
 
 
@@ -115,19 +115,19 @@ def one_stuck():
     the test is done; afterwards the limit must be whole again (a
     counted-out send's place was replaced, not lost or doubled)."""
     limit = RunningSends(1)
-    calls = _Sends(limit)
-    calls.start("stuck")
-    _wait_for(lambda: calls.started == ["stuck"])
-    yield limit, calls
-    calls.join()
+    sends = _Sends(limit)
+    sends.start("stuck")
+    _wait_for(lambda: sends.started == ["stuck"])
+    yield limit, sends
+    sends.join()
     assert limit._free == 1 and not limit._holders
 
 
 def test_a_send_holding_its_place_too_long_is_counted_out(one_stuck):
-    limit, calls = one_stuck
+    limit, sends = one_stuck
     began = time.monotonic()
-    calls.start("next")
-    _wait_for(lambda: len(calls.started) == 2, timeout=2)
+    sends.start("next")
+    _wait_for(lambda: len(sends.started) == 2, timeout=2)
     # Once "stuck" held it STUCK_SECONDS, not until it ends.
     assert time.monotonic() - began < 10 * running.STUCK_SECONDS
     assert limit.stuck == 1
@@ -149,25 +149,25 @@ def test_a_send_arriving_counts_out_a_stuck_holder_at_once(monkeypatch, one_stuc
 def test_only_the_first_waiters_look_often_for_stuck_sends(long_stuck):
     # Hundreds of waiters each waking every 25 ms would cost a core.
     limit = RunningSends(1)
-    calls = _Sends(limit)
+    sends = _Sends(limit)
     near, far = running.STUCK_SECONDS / 2, running.FAR_LOOK_SECONDS
     with limit.held():
         for i in range(5):
-            calls.start(str(i))
-            calls.queued(i + 1)
+            sends.start(str(i))
+            sends.queued(i + 1)
         assert [limit._look_every(w) for w in limit._waiters] == [near, near, far, far, far]
-    _wait_for(lambda: calls.started == ["0"])
+    _wait_for(lambda: sends.started == ["0"])
     assert [limit._look_every(w) for w in limit._waiters] == [near, near, far, far]
-    calls.join()
+    sends.join()
 
 
 def test_no_limit_runs_every_send_at_once():
     limit = RunningSends(0)
-    calls = _Sends(limit)
+    sends = _Sends(limit)
     for name in "abcd":
-        calls.start(name)
-    _wait_for(lambda: len(calls.started) == 4)
-    calls.join()
+        sends.start(name)
+    _wait_for(lambda: len(sends.started) == 4)
+    sends.join()
 
 
 def test_a_send_failing_gives_its_place_back():
@@ -182,11 +182,11 @@ def test_a_send_interrupted_while_it_takes_its_place_again_leaves_none_taken(
         monkeypatch, long_stuck):
     class Lock:
         def __init__(self):
-            self.calls = 0
+            self.sends = 0
 
         def acquire(self, timeout=-1):
-            self.calls += 1
-            if self.calls > 1:  # the wait, not the setup
+            self.sends += 1
+            if self.sends > 1:  # the wait, not the setup
                 raise KeyboardInterrupt
 
     class Waiter(running._Waiter):
@@ -195,21 +195,21 @@ def test_a_send_interrupted_while_it_takes_its_place_again_leaves_none_taken(
             self.woken = Lock()
 
     limit = RunningSends(1)
-    calls = _Sends(limit)
+    sends = _Sends(limit)
     with pytest.raises(KeyboardInterrupt):
         with limit.held():
             with limit.paused():
-                calls.start("b")
-                _wait_for(lambda: calls.started == ["b"])
+                sends.start("b")
+                _wait_for(lambda: sends.started == ["b"])
                 monkeypatch.setattr(running, "_Waiter", Waiter)
     assert not limit._waiters
-    calls.join()
+    sends.join()
     assert limit._free == 1 and not limit._holders
 
 
 @pytest.mark.parametrize("backend,limit", [("sqlite", 2), ("postgres", 0)])
 def test_unset_the_limit_is_the_storages(request, make_app, backend, limit):
-    # PostgreSQL's calls wait on the database server: two at a time left
+    # PostgreSQL's sends wait on the database server: two at a time left
     # the process idle meanwhile (docs/benchmarks.md, "Running sends").
     config = {}
     if backend == "postgres":
