@@ -146,6 +146,34 @@ def test_refusals_of_the_one_statement_start_write_nothing(sqlite_storage):
                               task_id=waiting.task_id).created is False
 
 
+def test_the_reserve_check_measures_the_disk_again_only_when_it_may_matter(
+        sqlite_storage, monkeypatch):
+    """A send's reserve check reuses a measure of the free space younger than
+    FREE_DISK_SEEN_SECONDS while it found over twice the reserve (statvfs
+    lets the interpreter's lock go); near the reserve, each send measures."""
+    storage = sqlite_storage
+    measured = []
+    free = [10 << 30]
+    monkeypatch.setattr(type(storage), "free_disk_bytes",
+                        lambda self: measured.append(1) or free[0])
+    storage.min_free_disk_bytes = 1 << 30
+    storage.start_turn("alice", "echo", msg("one"))
+    storage.start_turn("alice", "echo", msg("two"))
+    assert len(measured) == 1
+    # Older than FREE_DISK_SEEN_SECONDS: measured again, and refused.
+    monkeypatch.setattr(storage, "FREE_DISK_SEEN_SECONDS", -1.0)
+    free[0] = (1 << 30) - 1
+    with pytest.raises(StorageReserveError):
+        storage.start_turn("alice", "echo", msg("three"))
+    assert len(measured) == 2
+    # Under twice the reserve: each send measures, however young the last.
+    monkeypatch.setattr(storage, "FREE_DISK_SEEN_SECONDS", 3600.0)
+    free[0] = (1 << 30) + 1
+    storage.start_turn("alice", "echo", msg("four"))
+    storage.start_turn("alice", "echo", msg("five"))
+    assert len(measured) == 4
+
+
 def test_a_refused_outcome_writes_nothing(sqlite_storage):
     storage = sqlite_storage
     start = storage.start_turn("alice", "echo", msg("hi"))

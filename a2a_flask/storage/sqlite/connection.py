@@ -85,6 +85,7 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         #: A2A_MIN_FREE_DISK_BYTES: under it new sends are refused and
         #: ``writes_problem`` says so (0: no reserve).
         self.min_free_disk_bytes = int(min_free_disk_bytes)
+        self._free_disk_seen = (float("-inf"), 0)  # (monotonic time, bytes)
 
     # -- connections and transactions ----------------------------------
 
@@ -290,6 +291,27 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         except OSError:
             return -1
         return found.f_bavail * found.f_frsize
+
+    #: How old a measure of the free space the sends' reserve check may reuse,
+    #: in seconds, while it found over twice the reserve free. ``os.statvfs``
+    #: lets the interpreter's lock go, and under gthread each let-go is a
+    #: turn between threads (docs/benchmarks.md); writing the reserve away
+    #: within this would take gigabytes a second.
+    FREE_DISK_SEEN_SECONDS = 0.1
+
+    def at_reserve(self) -> bool:
+        """Whether the disk has less free space than A2A_MIN_FREE_DISK_BYTES
+        (never when it is 0), measured anew when the last measure is older
+        than ``FREE_DISK_SEEN_SECONDS`` or found less than twice it."""
+        reserve = self.min_free_disk_bytes
+        if not reserve:
+            return False
+        now = time.monotonic()
+        seen_at, free = self._free_disk_seen
+        if now - seen_at > self.FREE_DISK_SEEN_SECONDS or free < 2 * reserve:
+            free = self.free_disk_bytes()
+            self._free_disk_seen = (now, free)
+        return free < reserve
 
     #: A checkpoint is due once the last one is this old and this thread has
     #: committed CHECKPOINT_COMMITS times since its own last one: at the

@@ -145,8 +145,7 @@ class TaskOperations(OutcomeWrites):
             # disk the reserve is of.
             deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
             self.write_connection(deadline)
-            reserve = bool(self.min_free_disk_bytes) and \
-                self.free_disk_bytes() < self.min_free_disk_bytes
+            reserve = self.at_reserve()
             try:
                 # The flags as ints: sqlite3 binds an int, a str, None as
                 # they are, a bool through its adaptation protocol, whose
@@ -260,7 +259,7 @@ class TaskOperations(OutcomeWrites):
         space than A2A_MIN_FREE_DISK_BYTES: a new send stops there, so that
         the outcomes of running turns, cancels and ``tasks prune`` (which
         needs room in the WAL to free any) still have it."""
-        if self.min_free_disk_bytes and self.free_disk_bytes() < self.min_free_disk_bytes:
+        if self.at_reserve():
             raise StorageReserveError()
 
     @staticmethod
