@@ -226,6 +226,7 @@ DOCS = {
         "`data.retry` true) before the disk fills, so that reads, cancels, the "
         "answers of turns already running and `flask a2a tasks prune` still "
         "work; `/health` answers 503 with `writes` \"the disk is at its "
-        "free-space reserve\". `0`: no reserve (writes then fail only once "
-        "the disk is full).",
+        "free-space reserve\". While over twice the reserve is free, a send "
+        "may go by a measure up to 0.1 s old. `0`: no reserve (writes then "
+        "fail only once the disk is full).",
 }
