@@ -46,10 +46,16 @@ class HistoryReads(Dialect):
             [context_id, owner, agent, tenant], before_seq, limit)
 
     def message_seq(self, task_id: str, message_id: str, role: str) -> Optional[int]:
-        row = self._one(self._marked(
-            "SELECT seq FROM a2a_messages WHERE task_id = ? AND message_id = ?"
-            " AND role = ? ORDER BY seq DESC LIMIT 1"), (task_id, message_id, role))
+        row = self._latest_message(task_id, message_id, role)
         return row[0] if row else None
+
+    def _latest_message(self, task_id: str, message_id: str, role: str) -> Any:
+        """(seq, context_id) of the task's latest message of ``role`` with
+        that id (a message sent again is stored again), or None."""
+        return self._one(self._marked(
+            "SELECT seq, context_id FROM a2a_messages WHERE task_id = ? AND"
+            " message_id = ? AND role = ? ORDER BY seq DESC LIMIT 1"),
+            (task_id, message_id, role))
 
     def task_state(self, task_id: str) -> Optional[str]:
         row = self._one(self._marked("SELECT state FROM a2a_tasks WHERE id = ?"),

@@ -183,10 +183,8 @@ class TaskOperations(OutcomeWrites):
                 # new task's context is known, and its seq read only should
                 # its turn read history before it (``Storage.message_seq``):
                 # a read a send saves.
-                seq, context_id = self.connection().execute(
-                    "SELECT seq, context_id FROM a2a_messages WHERE task_id = ?"
-                    " AND message_id = ? AND role = ? ORDER BY seq DESC LIMIT 1",
-                    (task_id, message_id, message["role"])).fetchone()
+                seq, context_id = self._latest_message(task_id, message_id,
+                                                       message["role"])
             stored = dict(message, kind="message", taskId=task_id,
                           contextId=context_id)
             return TurnStart(task_id, context_id, stored, seq, created=created,
