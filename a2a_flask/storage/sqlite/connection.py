@@ -302,7 +302,7 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
     def at_reserve(self) -> bool:
         """Whether the disk has less free space than A2A_MIN_FREE_DISK_BYTES
         (never when it is 0), measured anew when the last measure is older
-        than ``FREE_DISK_SEEN_SECONDS`` or found less than twice it."""
+        than ``FREE_DISK_SEEN_SECONDS`` or found less than twice the reserve."""
         reserve = self.min_free_disk_bytes
         if not reserve:
             return False
