@@ -9,7 +9,6 @@ from flask import current_app
 
 from . import errors
 from .answer_budget import AnswerBudget
-from .auth.callers import reachable
 from .auth.credentials import Credentials
 from .auth.throttle import LoginThrottle
 from .logs import RefusalBudget
@@ -131,10 +130,23 @@ class AppState:
             known.update(agent.tenants)
         return known
 
+    def reachable(self, agent: "Agent") -> bool:
+        """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
+        return agent.enabled and agent.name not in self.settings.disabled_agents
+
     def reachable_agents(self) -> List["Agent"]:
         """The agents that may be talked to now, by name."""
         return [agent for _, agent in sorted(self.extension.agents.items())
-                if reachable(agent, self.settings)]
+                if self.reachable(agent)]
+
+    def reachable_agent(self, name: str) -> "Agent":
+        """The agent ``name`` if it may be talked to now, else
+        ``AgentNotFound`` (asked before ``authorize``, which checks that
+        the caller may)."""
+        agent = self.extension.agents.get(name)
+        if agent is None or not self.reachable(agent):
+            raise errors.agent_not_found(name)
+        return agent
 
 
 def current_app_state() -> AppState:

@@ -53,7 +53,7 @@ class CallContext:
         #: Reached as the default agent at /a2a rather than under the prefix.
         self.at_root = at_root
         #: The tenant the call names ('' for none), already checked against
-        #: the caller's (``auth.callers.authorize_tenant``).
+        #: the caller's (``auth.permissions.authorize_tenant``).
         self.tenant = tenant
         #: The bytes of the process's answer budget this call's answer
         #: holds (A2A_MAX_ANSWER_BYTES_IN_FLIGHT), None for a small answer;

@@ -1,4 +1,5 @@
-"""Who is calling: credentials to a ``Caller``, and what a caller may reach.
+"""Who is calling: credentials to a ``Caller`` (what a caller may reach:
+``permissions``), and the schemes the cards say are accepted.
 
 Accepted, in this order: an API key (``Authorization: Bearer`` or the
 ``A2A_API_KEY_HEADER`` header) or, when a bearer token is none, one the host
@@ -305,60 +306,6 @@ def _common_name(subject):
         if sep and name.upper() == "CN" and value:
             return value
     return subject
-
-
-def reachable(agent: "Agent", settings: Any) -> bool:
-    """Registered enabled, and not switched off by A2A_DISABLED_AGENTS."""
-    return agent.enabled and agent.name not in settings.disabled_agents
-
-
-def reachable_agent(app_state: "AppState", name: str) -> "Agent":
-    """The agent ``name`` if it may be talked to now, else ``AgentNotFound``
-    (asked before ``authorize``, which checks that the caller may)."""
-    agent = app_state.extension.agents.get(name)
-    if agent is None or not reachable(agent, app_state.settings):
-        raise errors.agent_not_found(name)
-    return agent
-
-
-def authorize(caller: Caller, agent: "Agent",
-              default_scopes: AbstractSet[str] = frozenset()) -> None:
-    """``ForbiddenError`` unless ``caller`` may talk to ``agent``: a key's
-    agents include it; an access token grants the scopes the agent requires
-    (its ``required_scopes``, else ``default_scopes``:
-    A2A_OIDC_REQUIRED_SCOPES)."""
-    if not caller.may_reach(agent.name):
-        raise errors.ForbiddenError(
-            "These credentials may not talk to agent %s." % agent.name,
-            data={"agent": agent.name})
-    if caller.token_scopes is not None:
-        required = (default_scopes if agent.required_scopes is None
-                    else agent.required_scopes)
-        if not required <= caller.token_scopes:
-            raise errors.InsufficientScopeError(
-                "The access token lacks a scope agent %s requires: %s."
-                % (agent.name, " ".join(sorted(required - caller.token_scopes))),
-                required)
-
-
-def authorize_tenant(app_state: "AppState", caller: Caller, agent: "Agent",
-                     tenant: str, task_id: Optional[str] = None) -> None:
-    """Nothing when ``caller`` may act in ``tenant`` ('' for none) with
-    ``agent``: the agent is served to that tenant and the caller's tenant is
-    that one (with A2A_AUTH=off, any). Otherwise the call is answered as if
-    what it names did not exist: ``TaskNotFoundError`` when it names a task
-    (``task_id``), else the unknown-agent answer. A caller of a tenant no
-    longer served is refused (401): its data stays, its keys act nowhere."""
-    if caller.tenant and caller.tenant not in app_state.known_tenants():
-        raise errors.UnauthenticatedError(
-            "These credentials belong to tenant %r, which this service no "
-            "longer serves." % caller.tenant)
-    served = not tenant or tenant in app_state.agent_tenants(agent)
-    if served and (app_state.settings.auth_off or caller.tenant == tenant):
-        return
-    if task_id is not None:
-        raise errors.TaskNotFoundError(data={"taskId": errors.echo(task_id)})
-    raise errors.agent_not_found(agent.name)
 
 
 def security_requirements(app_state: "AppState", agent: Optional["Agent"] = None

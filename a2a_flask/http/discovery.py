@@ -10,7 +10,8 @@ from flask import request
 from werkzeug.exceptions import NotFound, SecurityError
 
 from .. import errors, urls
-from ..auth.callers import authenticate, authorize, reachable_agent
+from ..auth.callers import authenticate
+from ..auth.permissions import authorize
 from ..protocol.card_http import asked_form, card_response
 from ..protocol.cards import agent_card, base_url
 from ..protocol.jsonrpc import error_response, json_response
@@ -39,7 +40,7 @@ def card(name, at_root=False):
     try:
         caller = (None if app_state.settings.public_cards
                   else authenticate(app_state, request))
-        agent = reachable_agent(app_state, name)
+        agent = app_state.reachable_agent(name)
         if caller is not None:
             authorize(caller, agent, app_state.settings.oidc_required_scopes)
         card = agent_card(app_state, agent, at_root, form=asked_form(request))
@@ -92,7 +93,7 @@ def agent_base(name: str) -> "Response":
     settings = app_state.settings
     if settings.public_cards:
         try:
-            reachable_agent(app_state, name)
+            app_state.reachable_agent(name)
         except errors.AgentNotFoundError:
             raise NotFound() from None
     if settings.try_page and wants_page():

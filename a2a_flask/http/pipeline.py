@@ -27,8 +27,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from .. import errors
 from ..config import REFUSED_BODY_DRAIN_BYTES
-from ..auth.callers import (
-    authenticate, authorize, authorize_tenant, confirm_remembered_key, reachable_agent)
+from ..auth.callers import authenticate, confirm_remembered_key
+from ..auth.permissions import authorize, authorize_tenant
 from ..protocol.errors import as_a2a_error, failure_error
 from ..protocol.call import HEADER, asked_version
 from ..protocol.jsonrpc import JsonRpcCall
@@ -131,7 +131,7 @@ def _answer(app_state, call, agent_name, at_root, notes):
         # check to its answer (running.py; its error answer is made after).
         with app_state.running_sends.held() if call.runs_turn else NOT_HELD:
             caller = authenticate(app_state, _request(), call.checks_remembered_key)
-            agent = reachable_agent(app_state, agent_name)
+            agent = app_state.reachable_agent(agent_name)
             authorize(caller, agent, app_state.settings.oidc_required_scopes)
             params = call.params(inbound)
             tenant = call.tenant(params)
