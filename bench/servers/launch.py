@@ -1,5 +1,5 @@
 """What both PEER servers share: the task store they are given, and running
-their ASGI app under uvicorn with the TCP_NODELAY fix.
+their ASGI app under uvicorn, its workers spread and with TCP_NODELAY.
 
 Used by ``peer.py`` (a2a-sdk 0.3.x) and ``peer13.py`` (a2a-sdk 1.3.x, another
 venv): only names both SDK versions have are imported, and only when called.
@@ -12,17 +12,16 @@ driven through asyncpg); the SDK's defaults otherwise (no pragmas, its pool).
 uvicorn's supervisor for several workers binds the listening socket with
 ``proto`` 0, so asyncio never sets TCP_NODELAY on the accepted connections and
 every keep-alive answer waits ~40 ms for a delayed ACK (uvicorn issue #3149,
-open for uvicorn 0.54).  Unless ``stock``, the socket is re-created with
-``IPPROTO_TCP``, as the single-worker path does, so the peer is measured
-without that bug.
+open for uvicorn 0.54; one worker binds through asyncio and is spared).
+Its workers also share that one socket, and a worker's accept loop takes
+every connection that is waiting: the 16 connections of a load, opened at
+once, often all landed on one worker, and the round ran at one worker's
+rate (docs/benchmarks.md, "The SDK's one-worker rounds").
 
-uvicorn's workers also share that one listening socket, and a worker's
-accept loop takes every connection that is waiting: the 16 connections of a
-load, opened at once, often all landed on one worker, and the round ran at
-one worker's rate (docs/benchmarks.md, "The SDK's one-worker rounds").
 Unless ``stock``, several workers are therefore run as one uvicorn server
-per process, each on a socket of its own bound with SO_REUSEPORT, so that
-the kernel spreads the connections over them.
+per process, each on a socket of its own, made with ``IPPROTO_TCP`` (so
+TCP_NODELAY is set) and bound with SO_REUSEPORT, so that the kernel spreads
+the connections over them. ``stock`` runs uvicorn's own workers, bug and all.
 """
 
 import os
@@ -65,21 +64,10 @@ async def init_db(path):
 
 def serve_uvicorn(app_ref, host, port, workers, stock=False):
     import uvicorn
-    from uvicorn.config import Config
 
     if workers > 1 and not stock:
         _serve_spread(app_ref, host, port, workers)
         return
-    if not stock:
-        bind_socket = Config.bind_socket
-
-        def bind_tcp_socket(self):
-            sock = bind_socket(self)
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.proto == 0:
-                sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-            return sock
-
-        Config.bind_socket = bind_tcp_socket
     uvicorn.run(app_ref, app_dir=os.path.dirname(os.path.abspath(__file__)), host=host,
                 port=port, workers=workers, access_log=False, log_level="warning")
 
