@@ -13,8 +13,6 @@ memory it took is handed back to the system (``give_back_memory``), once no
 large answer has been in flight for a second.
 """
 
-import ctypes
-import ctypes.util
 import threading
 import time
 from collections import deque
@@ -33,10 +31,18 @@ GIVE_BACK_IDLE_SECONDS = 1.0
 
 
 def _malloc_trim() -> Optional[Callable[[int], Any]]:
-    """glibc's ``malloc_trim``, else None (musl, macOS: nothing to call)."""
+    """glibc's ``malloc_trim``, else None (musl, macOS: nothing to call).
+
+    Looked up at the first give-back, not at import: most processes never
+    build a large answer, and ``ctypes`` is memory in every process that
+    imports it (each gunicorn worker, the master, the worker). The
+    process's own symbols (``CDLL(None)``) hold libc's: no search for the
+    library, which ``ctypes.util.find_library`` does by running
+    ``ldconfig``."""
+    import ctypes
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
@@ -44,7 +50,8 @@ def _malloc_trim() -> Optional[Callable[[int], Any]]:
     return trim
 
 
-_TRIM = _malloc_trim()
+#: ``_malloc_trim()`` once looked up (a list: the lookup's None is an answer).
+_TRIM: list = []
 
 
 def give_back_memory() -> bool:
@@ -52,9 +59,12 @@ def give_back_memory() -> bool:
     ``malloc_trim``): a large answer's strings are freed to the heap, which
     otherwise keeps them in the process's RSS. False where there is no such
     call."""
-    if _TRIM is None:
+    if not _TRIM:
+        _TRIM.append(_malloc_trim())
+    trim = _TRIM[0]
+    if trim is None:
         return False
-    _TRIM(0)
+    trim(0)
     return True
 
 

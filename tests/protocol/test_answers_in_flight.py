@@ -10,6 +10,10 @@ client's ``buffered=False``) keeps its share, as one a slow client reads."""
 
 import json
 import logging
+import os
+import platform
+import subprocess
+import sys
 
 import pytest
 
@@ -160,3 +164,32 @@ def test_json_chunks_are_the_bytes_json_dumps_writes():
     assert len(chunks) > 1
     assert b"".join(chunks) == json.dumps(
         value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+SERVE_SMALL = """
+import sys
+from flask import Flask
+from a2a_flask import A2A
+from a2a_flask.answer_budget import give_back_memory
+app = Flask("imports")
+app.config.update(A2A_DATABASE=sys.argv[1], A2A_AUTH="off")
+A2A(app).add_agent("echo", lambda turn: turn.text)
+answer = app.test_client().post("/api/v1/agents/echo/a2a", json={
+    "jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+        "role": "user", "messageId": "m-1", "parts": [{"kind": "text", "text": "hi"}]}}})
+assert answer.get_json()["result"]["status"]["state"] == "completed", answer.data
+print("ctypes" in sys.modules, end=" ")
+print(give_back_memory(), "ctypes" in sys.modules)
+"""
+
+
+def test_only_a_give_back_of_memory_loads_what_it_calls(tmp_path):
+    # ctypes is memory in every process (each gunicorn worker, the master);
+    # looking up malloc_trim through ctypes.util.find_library ran ldconfig
+    # at import. A process that served only small answers never loads it.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", SERVE_SMALL, str(tmp_path / "a.db")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    glibc = platform.libc_ver()[0] == "glibc"
+    assert done.stdout.split() == ["False", str(glibc), "True"]
