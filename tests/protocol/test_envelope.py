@@ -412,3 +412,34 @@ def test_any_json_body_gets_a_valid_json_rpc_answer(make_rpc):
             assert "Traceback" not in response.get_data(as_text=True)
 
     check()
+
+
+envelope_shapes = st.fixed_dictionaries({}, optional={
+    "jsonrpc": maybe(st.sampled_from(["2.0", "1.0", "2.0 "])),
+    "method": maybe(st.text(max_size=6), "tasks/get", "a\x00b", ""),
+    "id": st.one_of(st.integers(), st.text(max_size=4), st.none(), st.booleans(),
+                    json_values),
+    "params": json_values, "other": json_values,
+})
+
+
+@settings(max_examples=500, deadline=None)
+@given(envelope_shapes, st.booleans())
+def test_the_common_envelope_read_without_the_schema_is_what_the_schema_loads(data, strict):
+    # Envelope.parse skips EnvelopeSchema's load for the common call: it must
+    # take only envelopes the schema takes as they are, and read them alike.
+    from a2a_flask.protocol.jsonrpc import ENVELOPE, STRICT_ENVELOPE, Envelope
+    common = Envelope._common(data, strict)
+    if common is None:
+        return
+    call = (STRICT_ENVELOPE if strict else ENVELOPE).load(data)  # raises if refused
+    assert (common.id, common.method, common.params, common.error) == (
+        call.get("id"), call["method"], call.get("params"), None)
+
+
+def test_a_plain_call_takes_the_common_envelope():
+    from a2a_flask.protocol.jsonrpc import Envelope
+    parsed = Envelope.parse(json.dumps(call("tasks/get", {"id": "t"}, id="7")).encode(), True)
+    assert Envelope._common(call("tasks/get", {"id": "t"}, id="7"), True) is not None
+    assert (parsed.id, parsed.method, parsed.params, parsed.error) == (
+        "7", "tasks/get", {"id": "t"}, None)
