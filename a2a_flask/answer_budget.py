@@ -16,7 +16,7 @@ large answer has been in flight for a second.
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Optional
+from typing import Any, Callable, Deque, List, Optional
 
 from . import errors
 
@@ -35,7 +35,7 @@ def _malloc_trim() -> Optional[Callable[[int], Any]]:
 
     Looked up at the first give-back, not at import: most processes never
     build a large answer, and ``ctypes`` is memory in every process that
-    imports it (each gunicorn worker, the master, the worker). The
+    imports it (each gunicorn worker, the master, ``flask a2a worker``). The
     process's own symbols (``CDLL(None)``) hold libc's: no search for the
     library, which ``ctypes.util.find_library`` does by running
     ``ldconfig``."""
@@ -51,7 +51,7 @@ def _malloc_trim() -> Optional[Callable[[int], Any]]:
 
 
 #: ``_malloc_trim()`` once looked up (a list: the lookup's None is an answer).
-_TRIM: list = []
+_TRIM: List[Optional[Callable[[int], Any]]] = []
 
 
 def give_back_memory() -> bool:
