@@ -13,10 +13,11 @@ memory it took is handed back to the system (``give_back_memory``), once no
 large answer has been in flight for a second.
 """
 
+import functools
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, List, Optional
+from typing import Any, Callable, Deque, Optional
 
 from . import errors
 
@@ -30,6 +31,7 @@ GIVE_BACK_AFTER_BYTES = 1024 * 1024
 GIVE_BACK_IDLE_SECONDS = 1.0
 
 
+@functools.lru_cache(maxsize=None)
 def _malloc_trim() -> Optional[Callable[[int], Any]]:
     """glibc's ``malloc_trim``, else None (musl, macOS: nothing to call).
 
@@ -50,18 +52,12 @@ def _malloc_trim() -> Optional[Callable[[int], Any]]:
     return trim
 
 
-#: ``_malloc_trim()`` once looked up (a list: the lookup's None is an answer).
-_TRIM: List[Optional[Callable[[int], Any]]] = []
-
-
 def give_back_memory() -> bool:
     """Hand the free pages of the C heap back to the system (glibc's
     ``malloc_trim``): a large answer's strings are freed to the heap, which
     otherwise keeps them in the process's RSS. False where there is no such
     call."""
-    if not _TRIM:
-        _TRIM.append(_malloc_trim())
-    trim = _TRIM[0]
+    trim = _malloc_trim()  # looked up once (lru_cache)
     if trim is None:
         return False
     trim(0)
