@@ -257,7 +257,7 @@ def _index_html(body):
 def index() -> Response:
     """``GET /``: the demo's agents, a page for a browser, JSON for a client
     asking for ``application/json``."""
-    from .protocol.jsonrpc import json_response
+    from .protocol.json_body import json_response
 
     body = index_body()
     accept = request.accept_mimetypes

@@ -22,7 +22,8 @@ from werkzeug.exceptions import HTTPException
 
 from .. import dashboard, errors, urls
 from ..auth.callers import authenticate
-from ..protocol.jsonrpc import error_response, json_response
+from ..protocol.json_body import json_response
+from ..protocol.jsonrpc import error_response
 from ..validation import NON_EMPTY, Id, Text, flatten_errors
 from ..app_state import current_app_state
 from .pipeline import storage_error

@@ -14,7 +14,8 @@ from ..auth.callers import authenticate
 from ..auth.permissions import authorize
 from ..protocol.card_http import asked_form, card_response
 from ..protocol.cards import agent_card, base_url
-from ..protocol.jsonrpc import error_response, json_response
+from ..protocol.json_body import json_response
+from ..protocol.jsonrpc import error_response
 from ..app_state import current_app_state
 from .pipeline import storage_error
 from .try_page import page_response, wants_page

@@ -17,7 +17,8 @@ from werkzeug.routing import Rule
 
 from .. import errors
 from ..compat import registered_name
-from ..protocol.jsonrpc import error_response, json_response
+from ..protocol.json_body import json_response
+from ..protocol.jsonrpc import error_response
 
 log = logging.getLogger("a2a_flask")
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional
 from flask import request
 
 from .cards import PROTOCOL_VERSION, PROTOCOL_VERSION_V10
-from .jsonrpc import json_response
+from .json_body import json_response
 from .call import HEADER, asked_version
 
 if TYPE_CHECKING:  # pragma: no cover

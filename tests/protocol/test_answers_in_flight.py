@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from a2a_flask import Reply
-from a2a_flask.protocol.jsonrpc import json_chunks
+from a2a_flask.protocol.json_body import json_chunks
 from helpers import message
 
 BUDGET = 512 * 1024

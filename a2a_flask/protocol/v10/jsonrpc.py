@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import errors
 from ..call import Method
-from ..jsonrpc import _json_response
+from ..json_body import json_response
 from . import operations as v10
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +31,6 @@ def error_response(exc: errors.A2AError, request_id: Any = None,
     bare error object with its challenge, as in 0.3)."""
     error = v10.error_body(exc)
     if bare or exc.http_status == 401:
-        return _json_response(error, exc.http_status, exc.headers)
-    return _json_response({"jsonrpc": "2.0", "id": request_id, "error": error},
+        return json_response(error, exc.http_status, exc.headers)
+    return json_response({"jsonrpc": "2.0", "id": request_id, "error": error},
                           exc.http_status, exc.headers)

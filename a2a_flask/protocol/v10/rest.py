@@ -19,7 +19,8 @@ from .. import errors as answers
 from ...validation import load_params
 from ..call import ProtocolCall, version_error
 from ..card_http import card_response
-from ..jsonrpc import Envelope, decode_json, json_chunks
+from ..json_body import decode_json, json_chunks
+from ..jsonrpc import Envelope
 from . import operations as v10
 from . import schemas
 
