@@ -33,13 +33,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import Refusal
 
 
-class JsonRpcId(fields.Field):
+def _is_id(value: Any) -> bool:
     """A JSON-RPC id: a string, an integer or null (a bool is not an integer)."""
+    return value is None or isinstance(value, str) or (
+        isinstance(value, int) and not isinstance(value, bool))
+
+
+class JsonRpcId(fields.Field):
+    """A JSON-RPC id (``_is_id``)."""
 
     def _deserialize(self, value, attr, data, **kwargs):
-        if value is None or isinstance(value, str):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
+        if _is_id(value):
             return value
         raise ValidationError("id must be a string, an integer or null.")
 
@@ -125,7 +129,7 @@ class Envelope:
         tests/protocol/test_envelope.py checks the two agree."""
         method, request_id = data.get("method"), data.get("id")
         if (type(method) is str and "\x00" not in method and "jsonrpc" in data
-                and (request_id is None or type(request_id) in (str, int))
+                and _is_id(request_id)
                 and (not strict or data["jsonrpc"] == "2.0")):
             return cls(request_id, method, data.get("params"))
         return None
