@@ -14,11 +14,12 @@ import gunicorn.config
 
 from a2a_flask.config import DEFAULTS, REFUSED_BODY_DRAIN_BYTES, parse_value
 
-# Imported here, in the master (a2a_flask.config above loads Flask and the
-# package), so that every worker forks with them loaded: a worker recycled
-# by max_requests then starts without ~250 ms of imports, a stall of its
-# connections at every recycle. The backend is imported only when the app
-# is built (storage.open_storage), so nothing else loads it in the master.
+# Imported here, in the master, so that every worker forks with them
+# loaded: the workers share their pages with the master (frozen in
+# on_starting, out of the collections that would copy them), and a worker
+# recycled by max_requests starts without ~250 ms of imports. The storage
+# backend is imported only when the app is built (storage.open_storage).
+import a2a_flask.extension  # noqa: E402,F401  Flask and the service
 import a2a_flask.storage.sqlite  # noqa: E402,F401
 
 bind = "127.0.0.1:8000"  # behind nginx (deploy/nginx-a2a.conf)
@@ -118,6 +119,11 @@ def on_starting(server):
     from a2a_flask.stopping import keep_early_stop_signals
 
     keep_early_stop_signals()
+    # What the master imported is shared with every worker it forks, as long
+    # as nothing writes to its pages: frozen, the workers' collections leave
+    # it alone (docs/benchmarks.md, "The master's imports").
+    gc.collect()
+    gc.freeze()
     metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if metrics_dir:  # counts of a previous run must not add up with ours
         os.makedirs(metrics_dir, exist_ok=True)
