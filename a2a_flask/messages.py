@@ -130,12 +130,26 @@ PART_SCHEMAS = {
 }
 
 
+def _text_alone(part: JSONObject) -> Optional[JSONObject]:
+    """A part that is text alone, the common one (a caller's, an agent's
+    reply), read as TextPartSchema loads it, without the load's machinery;
+    None for any other part (the schemas decide)."""
+    text = part.get("text")
+    if part.get("kind") == "text" and type(text) is str and len(part) == 2 \
+            and "\x00" not in text:
+        return {"kind": "text", "text": text}
+    return None
+
+
 class PartField(fields.Field):
     """A part, checked by the schema its ``kind`` names."""
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, dict):
             raise ValidationError("a part must be an object.")
+        common = _text_alone(value)
+        if common is not None:
+            return common
         kind = value.get("kind")
         schema = PART_SCHEMAS.get(kind) if isinstance(kind, str) else None
         if schema is None:

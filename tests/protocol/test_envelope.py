@@ -443,3 +443,34 @@ def test_a_plain_call_takes_the_common_envelope():
     assert Envelope._common(call("tasks/get", {"id": "t"}, id="7"), True) is not None
     assert (parsed.id, parsed.method, parsed.params, parsed.error) == (
         "7", "tasks/get", {"id": "t"}, None)
+
+
+part_shapes = st.fixed_dictionaries({}, optional={
+    "kind": st.sampled_from(["text", "text", "text", "file", "Text", "", None, 1]),
+    "text": st.one_of(st.sampled_from(["a\x00b", "\x00", "", "hello"]),
+                      st.text(max_size=6), st.integers(), st.none(),
+                      st.binary(max_size=3), json_values),
+    "metadata": json_values, "other": json_values,
+})
+
+
+@settings(max_examples=500, deadline=None)
+@given(part_shapes)
+def test_a_text_part_read_without_the_schema_is_what_the_schema_loads(part):
+    # PartField skips TextPartSchema's load for a part that is text alone:
+    # it must take only parts the schema takes, and read them alike.
+    from a2a_flask.messages import PART_SCHEMAS, _text_alone
+    common = _text_alone(part)
+    if common is None:
+        return
+    assert common == PART_SCHEMAS["text"].load(part)  # raises if refused
+
+
+def test_a_text_part_takes_the_shortcut(monkeypatch):
+    from a2a_flask.messages import PART_SCHEMAS, PartField
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("loaded by the schema")
+    monkeypatch.setattr(PART_SCHEMAS["text"], "load", no_load)
+    assert PartField().deserialize({"kind": "text", "text": "hello"}) == {
+        "kind": "text", "text": "hello"}
