@@ -474,3 +474,39 @@ def test_a_text_part_takes_the_shortcut(monkeypatch):
     monkeypatch.setattr(PART_SCHEMAS["text"], "load", no_load)
     assert PartField().deserialize({"kind": "text", "text": "hello"}) == {
         "kind": "text", "text": "hello"}
+
+
+v10_part_shapes = st.one_of(
+    st.fixed_dictionaries({}, optional={
+        "text": st.one_of(st.sampled_from(["a\x00b", "\x00", "", "hello", None]),
+                          st.text(max_size=6), st.integers(), st.binary(max_size=3),
+                          json_values),
+        "data": json_values, "raw": st.sampled_from(["aGk=", "!"]),
+        "media_type": st.sampled_from(["", "text/plain"]), "other": json_values}),
+    json_values)
+
+
+@settings(max_examples=500, deadline=None)
+@given(v10_part_shapes)
+def test_a_1_0_text_part_read_without_the_schema_is_what_the_schema_loads(part):
+    # The 1.0 binding skips PartSchema's load for a part that is text alone.
+    from a2a_flask.protocol.v10.schemas import PartSchema, _text_alone
+    common = _text_alone(part)
+    if common is None:
+        return
+    assert common == PartSchema().load(part)  # raises if refused
+
+
+def test_a_1_0_text_part_takes_the_shortcut(monkeypatch):
+    from marshmallow import Schema
+
+    from a2a_flask.protocol.v10.schemas import SEND_MESSAGE
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a part loaded by the schema")
+    loaded = SEND_MESSAGE.load({"message": {"role": "ROLE_USER", "messageId": "m",
+                                            "parts": [{"text": "hello"}]}})
+    monkeypatch.setattr(Schema, "load", no_load)
+    field = SEND_MESSAGE.fields["message"].schema.fields["parts"].inner
+    assert field.deserialize({"text": "hello"}) == {"text": "hello"}
+    assert loaded["message"]["parts"] == [{"text": "hello"}]

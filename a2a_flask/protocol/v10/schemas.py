@@ -9,6 +9,7 @@ query strings, where every value is a string.
 import base64
 import binascii
 from datetime import timezone
+from typing import Any, Dict, Optional
 
 from marshmallow import (
     EXCLUDE, Schema, ValidationError, fields, pre_load, validate,
@@ -106,14 +107,37 @@ class PartSchema(_Request):
                 raise ValidationError("not valid base64.", "raw") from None
 
 
+def _text_alone(part: Any) -> Optional[Dict[str, str]]:
+    """A part that is text alone (``{"text": ...}``), the common one, read as
+    PartSchema loads it, without the load's machinery; None for any other
+    part (the schema decides)."""
+    if type(part) is dict and len(part) == 1:
+        text = part.get("text")
+        if type(text) is str and "\x00" not in text:
+            return {"text": text}
+    return None
+
+
+class _Part(fields.Nested):
+    """A part, loaded by PartSchema (text alone: ``_text_alone``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(PartSchema, **kwargs)
+
+    def _deserialize(self, value, attr, data, partial=None, **kwargs):
+        common = _text_alone(value)
+        if common is not None:
+            return common
+        return super()._deserialize(value, attr, data, partial=partial, **kwargs)
+
+
 class MessageSchema(_Request):
     """A 1.0 ``Message`` from a caller."""
 
     messageId = Id(required=True, validate=NON_EMPTY)
     role = Text(required=True, validate=validate.Equal(
         "ROLE_USER", error='must be "ROLE_USER".'))
-    parts = fields.List(fields.Nested(PartSchema), required=True,
-                        validate=NON_EMPTY)
+    parts = fields.List(_Part(), required=True, validate=NON_EMPTY)
     contextId = Id()
     taskId = Id()
     metadata = fields.Dict()
