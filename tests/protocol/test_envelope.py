@@ -454,18 +454,6 @@ part_shapes = st.fixed_dictionaries({}, optional={
 })
 
 
-@settings(max_examples=500, deadline=None)
-@given(part_shapes)
-def test_a_text_part_read_without_the_schema_is_what_the_schema_loads(part):
-    # PartField skips TextPartSchema's load for a part that is text alone:
-    # it must take only parts the schema takes, and read them alike.
-    from a2a_flask.messages import PART_SCHEMAS, _text_alone
-    common = _text_alone(part)
-    if common is None:
-        return
-    assert common == PART_SCHEMAS["text"].load(part)  # raises if refused
-
-
 def test_a_text_part_takes_the_shortcut(monkeypatch):
     from a2a_flask.messages import PART_SCHEMAS, PartField
 
@@ -486,15 +474,20 @@ v10_part_shapes = st.one_of(
     json_values)
 
 
-@settings(max_examples=500, deadline=None)
-@given(v10_part_shapes)
-def test_a_1_0_text_part_read_without_the_schema_is_what_the_schema_loads(part):
-    # The 1.0 binding skips PartSchema's load for a part that is text alone.
-    from a2a_flask.protocol.v10.schemas import PartSchema, _text_alone
-    common = _text_alone(part)
-    if common is None:
-        return
-    assert common == PartSchema().load(part)  # raises if refused
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(part_shapes, v10_part_shapes))
+def test_a_text_part_read_without_the_schema_is_what_the_schema_loads(part):
+    # Both bindings skip their part schema's load for a part that is text
+    # alone: each must take only parts its schema takes, and read them alike.
+    from a2a_flask.messages import PART_SCHEMAS, _text_alone as text_alone_0_3
+    from a2a_flask.protocol.v10.schemas import PartSchema, _text_alone as text_alone_1_0
+    readers = [(text_alone_1_0, PartSchema())]
+    if isinstance(part, dict):  # PartField (0.3) refuses anything else first
+        readers.append((text_alone_0_3, PART_SCHEMAS["text"]))
+    for text_alone, schema in readers:
+        common = text_alone(part)
+        if common is not None:
+            assert common == schema.load(part)  # raises if refused
 
 
 def test_a_1_0_text_part_takes_the_shortcut(monkeypatch):
