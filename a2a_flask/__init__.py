@@ -5,7 +5,9 @@ part of the package (the gunicorn master reading gunicorn.conf.py, a script
 using the client) does not load Flask and the service with it.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .agent import AuthRequired, InputRequired, Reject, Reply, Turn
@@ -25,11 +27,4 @@ __all__ = ["A2A", "A2AError", "AuthRequired", "Caller", "InputRequired",
            "Reject", "Reply", "Turn", "alembic_include_object",
            "config_from_env"]
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    import importlib
-    return getattr(importlib.import_module("." + module, __name__), name)
+__getattr__ = lazy_names(__name__, _LAZY)

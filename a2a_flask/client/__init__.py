@@ -16,8 +16,9 @@ An agent's error answers are raised as the package's wire errors
 are the ``ClientError`` classes below.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_names
 from .errors import (
     AmbiguousOutcome, AnswerTooLarge, CardError, ClientError, TokenError,
     TransportError, WaitTimeout,
@@ -43,11 +44,6 @@ __all__ = [
     "TaskPage", "TokenError", "TransportError", "WaitTimeout"]
 
 
-def __getattr__(name: str) -> Any:
-    # Imported on first use: a2a_flask.testing uses the shapes and errors
-    # above without loading any transport.
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    import importlib
-    return getattr(importlib.import_module("." + module, __name__), name)
+# Imported on first use: a2a_flask.testing uses the shapes and errors above
+# without loading any transport.
+__getattr__ = lazy_names(__name__, _LAZY)
