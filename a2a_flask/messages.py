@@ -16,7 +16,7 @@ from marshmallow import (
     INCLUDE, Schema, ValidationError, fields, post_load, validate, validates_schema,
 )
 
-from .validation import NON_EMPTY, Id, Text
+from .validation import NON_EMPTY, Id, Text, storable
 
 #: base64url's 64 characters in ASCII order: the text of an id sorts as its
 #: bytes do, so ids made later sort later.
@@ -136,7 +136,7 @@ def _text_alone(part: JSONObject) -> Optional[JSONObject]:
     None for any other part (the schemas decide)."""
     text = part.get("text")
     if part.get("kind") == "text" and type(text) is str and len(part) == 2 \
-            and "\x00" not in text:
+            and storable(text):
         return {"kind": "text", "text": text}
     return None
 

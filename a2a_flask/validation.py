@@ -15,13 +15,19 @@ NON_EMPTY = validate.Length(min=1, error="must not be empty.")
 INT_MAX = 2 ** 31 - 1
 
 
+def storable(text: str) -> bool:
+    """Whether every backend can store ``text``: no NUL character (a
+    PostgreSQL text value cannot hold one). ``Text``'s rule, and the
+    shortcuts' that read a common call without a schema's load."""
+    return "\x00" not in text
+
+
 class Text(fields.String):
-    """A string that every backend can store: no NUL character (a
-    PostgreSQL text value cannot hold one)."""
+    """A string that every backend can store (``storable``)."""
 
     def _deserialize(self, value, attr, data, **kwargs):
         text = super()._deserialize(value, attr, data, **kwargs)
-        if "\x00" in text:
+        if not storable(text):
             raise ValidationError("must not contain a NUL character.")
         return text
 

@@ -23,7 +23,7 @@ from flask import Response
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from .. import errors
-from ..validation import Text
+from ..validation import Text, storable
 from .call import Method, ProtocolCall, version_error
 from .errors import Wording, as_a2a_error
 from .json_body import decode_json, json_response
@@ -128,7 +128,7 @@ class Envelope:
         (docs/benchmarks.md, "The envelope and the access record");
         tests/protocol/test_envelope.py checks the two agree."""
         method, request_id = data.get("method"), data.get("id")
-        if (type(method) is str and "\x00" not in method and "jsonrpc" in data
+        if (type(method) is str and storable(method) and "jsonrpc" in data
                 and _is_id(request_id)
                 and (not strict or data["jsonrpc"] == "2.0")):
             return cls(request_id, method, data.get("params"))

@@ -17,7 +17,7 @@ from marshmallow import (
 )
 
 from ...validation import (NON_EMPTY, Id, BoundedInteger, StrictBoolean, StrictInteger,
-                           Text)
+                           Text, storable)
 from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
@@ -113,7 +113,7 @@ def _text_alone(part: Any) -> Optional[Dict[str, str]]:
     part (the schema decides)."""
     if type(part) is dict and len(part) == 1:
         text = part.get("text")
-        if type(text) is str and "\x00" not in text:
+        if type(text) is str and storable(text):
             return {"text": text}
     return None
 
