@@ -503,3 +503,46 @@ def test_a_1_0_text_part_takes_the_shortcut(monkeypatch):
     field = SEND_MESSAGE.fields["message"].schema.fields["parts"].inner
     assert field.deserialize({"text": "hello"}) == {"text": "hello"}
     assert loaded["message"]["parts"] == [{"text": "hello"}]
+
+
+ids = st.one_of(st.sampled_from(["", "t", "a\x00b", "\x00", "x" * 256, "x" * 257,
+                                 "\U0001F600" * 256, "\U0001F600" * 257]),
+                st.text(max_size=6), st.integers(), st.none(), st.booleans(), json_values)
+id_params_shapes = st.one_of(
+    st.fixed_dictionaries({"id": ids}),
+    st.fixed_dictionaries({}, optional={
+        "id": ids, "historyLength": st.one_of(st.integers(-1, 3), json_values),
+        "tenant": st.sampled_from(["", "t", None]), "metadata": json_values,
+        "other": json_values}),
+    json_values)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(id_params_shapes)
+def test_an_id_alone_read_without_the_schema_is_what_the_schema_loads(params):
+    # The params of tasks/get and tasks/cancel, in both bindings, skip their
+    # schema's load when they are an id alone: each schema must take such
+    # params as they are, and read them alike.
+    from marshmallow import Schema
+
+    from a2a_flask.protocol.v03.schemas import TASK_ID_PARAMS, TASK_QUERY_PARAMS
+    from a2a_flask.protocol.v10.schemas import CANCEL_TASK, GET_TASK, GET_TASK_QUERY
+    from a2a_flask.validation import id_alone
+    common = id_alone(params)
+    if common is None:
+        return
+    for schema in (TASK_QUERY_PARAMS, TASK_ID_PARAMS, GET_TASK, CANCEL_TASK, GET_TASK_QUERY):
+        assert common == Schema.load(schema, params)  # raises if refused
+
+
+def test_get_and_cancel_by_an_id_alone_take_the_shortcut(monkeypatch):
+    from marshmallow import Schema
+
+    from a2a_flask.protocol.v03.schemas import TASK_ID_PARAMS, TASK_QUERY_PARAMS
+    from a2a_flask.protocol.v10.schemas import CANCEL_TASK, GET_TASK
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("loaded by the schema")
+    monkeypatch.setattr(Schema, "load", no_load)
+    for schema in (TASK_QUERY_PARAMS, TASK_ID_PARAMS, GET_TASK, CANCEL_TASK):
+        assert schema.load({"id": "task-1"}) == {"id": "task-1"}

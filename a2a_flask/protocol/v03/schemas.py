@@ -4,7 +4,7 @@ import (``validation.load_params`` turns a failure into InvalidParamsError)."""
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from ...messages import StoredMessageSchema
-from ...validation import NON_EMPTY, Id, StrictBoolean, StrictInteger, Text
+from ...validation import IdParams, StrictBoolean, StrictInteger, Text
 
 
 class SendConfigurationSchema(Schema):
@@ -32,13 +32,12 @@ class MessageSendParamsSchema(Schema):
     metadata = fields.Dict(allow_none=True)
 
 
-class TaskIdParamsSchema(Schema):
+class TaskIdParamsSchema(IdParams):
     """``tasks/cancel`` params (0.3)."""
 
     class Meta:
         unknown = EXCLUDE
 
-    id = Id(required=True, validate=NON_EMPTY)
     metadata = fields.Dict(allow_none=True)
 
 

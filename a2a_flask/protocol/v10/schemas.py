@@ -16,8 +16,8 @@ from marshmallow import (
     validates_schema,
 )
 
-from ...validation import (NON_EMPTY, Id, BoundedInteger, StrictBoolean, StrictInteger,
-                           Text, storable)
+from ...validation import (NON_EMPTY, Id, IdParams, BoundedInteger, StrictBoolean,
+                           StrictInteger, Text, storable)
 from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
@@ -164,17 +164,15 @@ class SendMessageRequest(_Request):
     metadata = fields.Dict()
 
 
-class GetTaskRequest(_Request):
+class GetTaskRequest(_Request, IdParams):
     """1.0 ``GetTaskRequest``."""
 
-    id = Id(required=True, validate=NON_EMPTY)
     historyLength = StrictInteger(validate=_NOT_NEGATIVE)
 
 
-class CancelTaskRequest(_Request):
+class CancelTaskRequest(_Request, IdParams):
     """1.0 ``CancelTaskRequest``."""
 
-    id = Id(required=True, validate=NON_EMPTY)
     metadata = fields.Dict()
 
 
