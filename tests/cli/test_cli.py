@@ -138,3 +138,32 @@ def test_users_create_list_delete(tmp_path, make_app):
     assert b"alice" in data
     for password in (b"alice pw 1", b"bob pw 2"):
         assert password not in data
+
+
+LOADED_COMMANDS = r'''
+import sys
+from flask import Flask
+from a2a_flask import A2A
+app = Flask("host")
+app.config["A2A_DATABASE"] = sys.argv[1]
+A2A(app)
+print(sorted(m for m in sys.modules if m.startswith("a2a_flask.cli.")))
+'''
+
+
+def test_a_web_process_imports_no_command_and_help_lists_them_all(tmp_path):
+    # The group imports a command's module when it is named: an app that
+    # only serves (a gunicorn worker) never loads them (about 0.7 MB each).
+    import subprocess
+    import sys
+    loaded = subprocess.run([sys.executable, "-c", LOADED_COMMANDS,
+                             str(tmp_path / "a2a.sqlite3")],
+                            capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+    result = flask_a2a(tmp_path / "a2a.sqlite3", "--help")
+    assert result.returncode == 0, result.stderr
+    listed = re.findall(r"^  (\w+) ", result.stdout.split("Commands:")[1], re.M)
+    assert listed == ["call", "cards", "db", "keys", "tasks", "users", "worker"]
+    unknown = flask_a2a(tmp_path / "a2a.sqlite3", "nothing")
+    assert unknown.returncode == 2
+    assert "No such command" in unknown.stderr and "nothing" in unknown.stderr

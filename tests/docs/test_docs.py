@@ -95,7 +95,9 @@ def test_the_settings_reference_shows_every_setting(site):
 
 
 def _commands(group, prefix):
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # a2a_cli imports its commands when named
+        command = group.get_command(ctx, name)
         yield prefix + " " + name, command
         if isinstance(command, click.Group):
             yield from _commands(command, prefix + " " + name)
