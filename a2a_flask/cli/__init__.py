@@ -8,7 +8,7 @@ them), not when the extension adds the group to an app: a web process never
 runs a command (docs/benchmarks.md, "The master's imports")."""
 
 import importlib
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import click
 from flask.cli import AppGroup
@@ -36,8 +36,7 @@ class _Commands(AppGroup):
         command: Optional[click.Command] = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in _COMMANDS:
             module, name = _COMMANDS[cmd_name]
-            found: Any = getattr(importlib.import_module("." + module, __name__), name)
-            command = found
+            command = getattr(importlib.import_module("." + module, __name__), name)
         return command
 
 
