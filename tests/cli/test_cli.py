@@ -5,6 +5,8 @@ against an app on the same file."""
 import base64
 import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -153,9 +155,8 @@ print(sorted(m for m in sys.modules if m.startswith("a2a_flask.cli.")))
 
 def test_a_web_process_imports_no_command_and_help_lists_them_all(tmp_path):
     # The group imports a command's module when it is named: an app that
-    # only serves (a gunicorn worker) never loads them (about 0.7 MB each).
-    import subprocess
-    import sys
+    # only serves (a gunicorn worker) never loads them (docs/benchmarks.md,
+    # "The master's imports").
     loaded = subprocess.run([sys.executable, "-c", LOADED_COMMANDS,
                              str(tmp_path / "a2a.sqlite3")],
                             capture_output=True, text=True, check=True).stdout
