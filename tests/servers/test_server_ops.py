@@ -172,8 +172,11 @@ def collections():
 '''
 
 
-def _gc_counts(tmp_path):
-    """What GC_APP's /gc tells of a worker of the shipped conf, after a send."""
+@pytest.fixture(scope="module")
+def gc_counts(tmp_path_factory):
+    """What GC_APP's /gc tells of a worker of the shipped conf, after a send
+    (one server for the two tests that read it)."""
+    tmp_path = tmp_path_factory.mktemp("gc")
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(os.path.join(REPO_DIR, "gunicorn.conf.py"), str(project))
@@ -184,23 +187,23 @@ def _gc_counts(tmp_path):
         return requests.get(server.url + "/gc", timeout=10).json()
 
 
-def test_a_worker_leaves_what_it_built_at_boot_out_of_collections(tmp_path):
+def test_a_worker_leaves_what_it_built_at_boot_out_of_collections(gc_counts):
     # A full collection walked every object of the app while every call of
     # the worker waited (20-43 ms a time under load, docs/benchmarks.md).
-    counts = _gc_counts(tmp_path)
+    counts = gc_counts
     # Flask, the package and the app: tens of thousands of objects, frozen;
     # what calls made since is a small part of it.
     assert counts["frozen"] > 20000, counts
     assert counts["tracked"] < counts["frozen"] / 2, counts
 
 
-def test_a_worker_shares_what_the_master_imported(tmp_path):
+def test_a_worker_shares_what_the_master_imported(gc_counts):
     # The master imports Flask and the package before it forks. A worker's
     # first collection (post_worker_init) wrote to every object it walked,
     # copying the pages it shared with the master: about 7 MB more private
     # memory a worker (docs/benchmarks.md, "The master's imports"). Frozen
     # in the master, they stay out of it.
-    counts = _gc_counts(tmp_path)
+    counts = gc_counts
     assert counts["at_import"] > 20000, counts
     # Written pages still shared with the master, against those the worker
     # has alone: about 1 to 1 with the freeze, 1 to 3-5 without.
