@@ -1,8 +1,14 @@
-"""Names of a package imported on first use (PEP 562): the package's
-``__init__`` hands them on without loading what defines them."""
+"""Names imported on first use: a package's names (PEP 562), handed on by
+its ``__init__`` without loading what defines them, and the commands of the
+``flask a2a`` group."""
 
 import importlib
 from typing import Any, Callable, Dict
+
+
+def imported(package: str, module: str, name: str) -> Any:
+    """``name`` from ``package``'s submodule ``module``, imported now."""
+    return getattr(importlib.import_module("." + module, package), name)
 
 
 def lazy_names(package: str, names: Dict[str, str]) -> Callable[[str], Any]:
@@ -12,5 +18,5 @@ def lazy_names(package: str, names: Dict[str, str]) -> Callable[[str], Any]:
         module = names.get(name)
         if module is None:
             raise AttributeError("module %r has no attribute %r" % (package, name))
-        return getattr(importlib.import_module("." + module, package), name)
+        return imported(package, module, name)
     return __getattr__

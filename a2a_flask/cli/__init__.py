@@ -7,11 +7,12 @@ Each module is imported when its command is named (or ``--help`` lists
 them), not when the extension adds the group to an app: a web process never
 runs a command (docs/benchmarks.md, "The master's imports")."""
 
-import importlib
 from typing import Dict, List, Optional, Tuple
 
 import click
 from flask.cli import AppGroup
+
+from ..lazy import imported
 
 #: Command name: (module in this package, the command's name there).
 _COMMANDS: Dict[str, Tuple[str, str]] = {
@@ -36,7 +37,7 @@ class _Commands(AppGroup):
         command: Optional[click.Command] = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in _COMMANDS:
             module, name = _COMMANDS[cmd_name]
-            command = getattr(importlib.import_module("." + module, __name__), name)
+            command = imported(__name__, module, name)
         return command
 
 
