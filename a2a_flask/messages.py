@@ -16,7 +16,7 @@ from marshmallow import (
     INCLUDE, Schema, ValidationError, fields, post_load, validate, validates_schema,
 )
 
-from .validation import NON_EMPTY, Id, Text, storable
+from .validation import NON_EMPTY, Id, Shortcut, Text, plain_id, storable
 
 #: base64url's 64 characters in ASCII order: the text of an id sorts as its
 #: bytes do, so ids made later sort later.
@@ -157,8 +157,36 @@ class PartField(fields.Field):
         return schema.load(value)
 
 
-class StoredMessageSchema(_StoredSchema):
-    """A caller's message, stored and shown as sent."""
+def _plain_message(message: Any) -> Optional[JSONObject]:
+    """A caller's message of text parts alone, with its ids (the common
+    one), read as StoredMessageSchema loads it, in the load's order of
+    members; None for any other message (the schema decides)."""
+    if type(message) is not dict or not _PLAIN_MESSAGE_MEMBERS.issuperset(message) \
+            or message.get("role") != "user" or message.get("kind", "message") != "message":
+        return None
+    parts = message.get("parts")
+    if type(parts) is not list or not parts:
+        return None
+    read = [_text_alone(part) if type(part) is dict else None for part in parts]
+    if None in read:
+        return None
+    loaded: JSONObject = {"kind": "message"} if "kind" in message else {}
+    loaded["role"] = "user"
+    loaded["parts"] = read
+    for name in ("messageId", "contextId", "taskId"):
+        if name in message:
+            if not plain_id(message[name]):
+                return None
+            loaded[name] = message[name]
+    return loaded if "messageId" in loaded else None
+
+
+_PLAIN_MESSAGE_MEMBERS = frozenset(("kind", "role", "parts", "messageId", "contextId", "taskId"))
+
+
+class StoredMessageSchema(_StoredSchema, Shortcut):
+    """A caller's message, stored and shown as sent (a plain one read
+    without the load: ``_plain_message``)."""
 
     class Meta:
         unknown = INCLUDE  # other members: stored as sent
@@ -175,6 +203,8 @@ class StoredMessageSchema(_StoredSchema):
     # Stored and shown as sent: they must be what the A2A schema says they are.
     extensions = fields.List(Text())
     referenceTaskIds = fields.List(Id())
+
+    shortcut = staticmethod(_plain_message)
 
 
 def text_part(text: str) -> JSONObject:

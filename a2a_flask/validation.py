@@ -3,7 +3,7 @@ turning a ValidationError into the A2A error (or sentence) that names the
 first offending field."""
 
 from marshmallow import Schema, ValidationError, fields, validate
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import errors
 
@@ -49,32 +49,59 @@ class Id(Text):
         return text
 
 
+def plain_id(value: Any) -> bool:
+    """Whether ``value`` is an id as ``Id`` loads it (a string of 1 to
+    ``MAX_ID_CHARS`` characters, storable), checked without a field."""
+    return type(value) is str and 0 < len(value) <= MAX_ID_CHARS and storable(value)
+
+
+def member_alone(params: Any, name: str,
+                 read: Callable[[Any], Any]) -> Optional[Dict[str, Any]]:
+    """``params`` that are one member ``name``, as ``read`` reads its value
+    (None: not a common one); None for any other params."""
+    if type(params) is dict and len(params) == 1 and name in params:
+        value = read(params[name])
+        if value is not None:
+            return {name: value}
+    return None
+
+
 def id_alone(params: Any) -> Optional[Dict[str, str]]:
     """``params`` that are an ``Id`` alone (``{"id": ...}``, the common
     params of tasks/get and tasks/cancel) as ``IdParams`` loads them; None
     for any others."""
-    if type(params) is dict and len(params) == 1:
-        task_id = params.get("id")
-        if type(task_id) is str and 0 < len(task_id) <= MAX_ID_CHARS and storable(task_id):
-            return {"id": task_id}
-    return None
+    return member_alone(params, "id", lambda value: value if plain_id(value) else None)
 
 
-class IdParams(Schema):
-    """The params of a call on one task, by its ``id``: when they are the id
-    alone they are read without the load's machinery (``id_alone``, a few
-    microseconds a call, docs/benchmarks.md); any others go to the load,
-    which decides and words the errors."""
+class Shortcut(Schema):
+    """A schema that reads the common form of its input without the load's
+    machinery (``shortcut``: a few microseconds where the load takes tens,
+    docs/benchmarks.md); any other input goes to the load, which decides and
+    words the errors. A shortcut takes only input the load takes as it is,
+    and returns what the load returns."""
 
-    id = Id(required=True, validate=NON_EMPTY)
+    @staticmethod
+    def shortcut(data: Any, /) -> Optional[Dict[str, Any]]:
+        """``data`` as the load reads it when it is the common form; None
+        for any other."""
+        return None
 
     def load(self, data: Any, *, many: Any = None, partial: Any = None,
              unknown: Any = None) -> Any:
-        if many is None and partial is None and unknown is None:
-            common = id_alone(data)
+        # Not many (marshmallow 3.0's Nested passes False), not partial.
+        if not many and not partial and unknown is None:
+            common = self.shortcut(data)
             if common is not None:
                 return common
         return super().load(data, many=many, partial=partial, unknown=unknown)
+
+
+class IdParams(Shortcut):
+    """The params of a call on one task, by its ``id``: read without the
+    load when they are the id alone (``id_alone``)."""
+
+    id = Id(required=True, validate=NON_EMPTY)
+    shortcut = staticmethod(id_alone)
 
 
 class BoundedInteger(fields.Integer):

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from helpers import check_answer, message
@@ -546,3 +546,101 @@ def test_get_and_cancel_by_an_id_alone_take_the_shortcut(monkeypatch):
     monkeypatch.setattr(Schema, "load", no_load)
     for schema in (TASK_QUERY_PARAMS, TASK_ID_PARAMS, GET_TASK, CANCEL_TASK):
         assert schema.load({"id": "task-1"}) == {"id": "task-1"}
+
+
+# A plain message of either binding, as sent, or one member changed (or
+# taken out): many examples take a shortcut, and each way of not being one.
+texts = st.one_of(st.text(max_size=4), st.sampled_from(["", "a\x00b"]))
+names = st.text(min_size=1, max_size=6)
+
+
+def plain(role, part, **optional):
+    return st.fixed_dictionaries({
+        "role": st.just(role), "messageId": names,
+        "parts": st.lists(part, min_size=1, max_size=3)},
+        optional=dict(optional, contextId=names, taskId=names))
+
+
+plain_messages = st.one_of(
+    plain("user", st.fixed_dictionaries({"kind": st.just("text"), "text": texts}),
+          kind=st.just("message")),
+    plain("ROLE_USER", st.fixed_dictionaries({"text": texts})))
+bad_ids = st.one_of(ids, st.sampled_from(["", "a\x00b", "x" * 257, None]))
+changes = st.one_of(
+    st.tuples(st.sampled_from(["role", "messageId", "parts", "kind", "contextId", "taskId"]),
+              st.just(KeyError)),
+    st.tuples(st.sampled_from(["messageId", "contextId", "taskId"]), bad_ids),
+    st.tuples(st.just("role"), st.sampled_from(["user", "ROLE_USER", "agent", "", None, 1])),
+    st.tuples(st.just("kind"), st.sampled_from(["message", "Message", "", None, 1])),
+    st.tuples(st.just("parts"), st.one_of(
+        st.sampled_from([[], None, "hi", 1, [None], ["hi"], [{}]]),
+        st.lists(st.one_of(part_shapes, v10_part_shapes), max_size=2), json_values)),
+    st.tuples(st.sampled_from(["metadata", "message_id", "tenant", "other"]), json_values))
+
+
+def changed(message, change):
+    if change is not None:
+        message = dict(message)
+        name, value = change
+        if value is KeyError:
+            message.pop(name, None)
+        else:
+            message[name] = value
+    return message
+
+
+message_shapes = st.one_of(
+    st.builds(changed, plain_messages, st.one_of(st.none(), changes)), json_values)
+send_params_shapes = st.one_of(
+    st.fixed_dictionaries({"message": message_shapes}),
+    st.fixed_dictionaries({}, optional={
+        "message": message_shapes, "configuration": json_values,
+        "metadata": json_values, "tenant": st.sampled_from(["", "t"])}),
+    json_values)
+
+
+def _send_schemas():
+    from a2a_flask.messages import StoredMessageSchema
+    from a2a_flask.protocol.v03.schemas import MESSAGE_SEND_PARAMS
+    from a2a_flask.protocol.v10.schemas import SEND_MESSAGE, MessageSchema
+    return [(StoredMessageSchema(), MESSAGE_SEND_PARAMS), (MessageSchema(), SEND_MESSAGE)]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(send_params_shapes)
+@example({"message": {"role": "user", "messageId": "m", "parts": 1}})
+@example({"message": {"role": "ROLE_USER", "messageId": "m", "parts": 1}})
+@example({"message": {"role": "user", "messageId": "m", "parts": []}})
+@example({"message": {"role": "ROLE_USER", "messageId": "m", "parts": []}})
+def test_a_plain_message_read_without_the_schema_is_what_the_schema_loads(params):
+    # message/send and SendMessage skip their schemas' load for a message of
+    # text parts with its ids, alone in the params or not: each shortcut must
+    # take only what its schema takes as it is, and read it alike, members in
+    # the same order (they are stored as read).
+    from marshmallow import Schema
+    for message_schema, params_schema in _send_schemas():
+        readings = [(message_schema, params.get("message") if isinstance(params, dict)
+                     else None), (params_schema, params)]
+        for schema, data in readings:
+            common = schema.shortcut(data)
+            if common is None:
+                continue
+            loaded = Schema.load(schema, data)  # raises if refused
+            assert common == loaded
+            inner = common.get("message", common)
+            assert list(inner) == list(loaded.get("message", loaded))
+
+
+def test_a_plain_send_takes_the_shortcut(monkeypatch):
+    from marshmallow import Schema
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("loaded by the schema")
+    sent = [{"kind": "message", "role": "user", "messageId": "m", "contextId": "c",
+             "parts": [{"kind": "text", "text": "hi"}, {"kind": "text", "text": "there"}]},
+            {"role": "ROLE_USER", "messageId": "m", "taskId": "t",
+             "parts": [{"text": "hi"}]}]
+    monkeypatch.setattr(Schema, "load", no_load)
+    for (message_schema, params_schema), plain_message in zip(_send_schemas(), sent):
+        assert params_schema.load({"message": plain_message}) == {"message": plain_message}
+        assert message_schema.load(plain_message) == plain_message

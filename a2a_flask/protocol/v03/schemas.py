@@ -4,7 +4,8 @@ import (``validation.load_params`` turns a failure into InvalidParamsError)."""
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from ...messages import StoredMessageSchema
-from ...validation import IdParams, StrictBoolean, StrictInteger, Text
+from ...validation import (IdParams, Shortcut, StrictBoolean, StrictInteger, Text,
+                           member_alone)
 
 
 class SendConfigurationSchema(Schema):
@@ -21,8 +22,9 @@ class SendConfigurationSchema(Schema):
     pushNotificationConfig = fields.Raw(allow_none=True)
 
 
-class MessageSendParamsSchema(Schema):
-    """``message/send`` params (0.3)."""
+class MessageSendParamsSchema(Shortcut):
+    """``message/send`` params (0.3); a plain message alone is read without
+    the load (``StoredMessageSchema.shortcut``)."""
 
     class Meta:
         unknown = EXCLUDE
@@ -30,6 +32,10 @@ class MessageSendParamsSchema(Schema):
     message = fields.Nested(StoredMessageSchema, required=True)
     configuration = fields.Nested(SendConfigurationSchema, allow_none=True)
     metadata = fields.Dict(allow_none=True)
+
+    @staticmethod
+    def shortcut(data):
+        return member_alone(data, "message", StoredMessageSchema.shortcut)
 
 
 class TaskIdParamsSchema(IdParams):

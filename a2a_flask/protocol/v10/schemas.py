@@ -16,8 +16,9 @@ from marshmallow import (
     validates_schema,
 )
 
-from ...validation import (NON_EMPTY, Id, IdParams, BoundedInteger, StrictBoolean,
-                           StrictInteger, Text, storable)
+from ...validation import (NON_EMPTY, Id, IdParams, BoundedInteger, Shortcut,
+                           StrictBoolean, StrictInteger, Text, member_alone, plain_id,
+                           storable)
 from .convert import STORED_STATES
 
 #: ListTasks pageSize: default and most (docs/protocol.md, ListTasks).
@@ -131,8 +132,37 @@ class _Part(fields.Nested):
         return super()._deserialize(value, attr, data, partial=partial, **kwargs)
 
 
-class MessageSchema(_Request):
-    """A 1.0 ``Message`` from a caller."""
+def _plain_message(message: Any) -> Optional[Dict[str, Any]]:
+    """A caller's message of text parts alone, with its ids (the common
+    one), read as MessageSchema loads it, in the load's order of members;
+    None for any other message (the schema decides)."""
+    if type(message) is not dict or not _PLAIN_MESSAGE_MEMBERS.issuperset(message) \
+            or message.get("role") != "ROLE_USER":
+        return None
+    parts = message.get("parts")
+    if type(parts) is not list or not parts:
+        return None
+    read = [_text_alone(part) for part in parts]
+    if None in read or not plain_id(message.get("messageId")):
+        return None
+    loaded: Dict[str, Any] = {"messageId": message["messageId"], "role": "ROLE_USER",
+                              "parts": read}
+    for name in ("contextId", "taskId"):
+        if name in message:
+            if not plain_id(message[name]):  # "" too: the load's "not given"
+                return None
+            loaded[name] = message[name]
+    return loaded
+
+
+_PLAIN_MESSAGE_MEMBERS = frozenset(("messageId", "role", "parts", "contextId", "taskId"))
+
+
+class MessageSchema(_Request, Shortcut):
+    """A 1.0 ``Message`` from a caller (a plain one read without the load:
+    ``_plain_message``)."""
+
+    shortcut = staticmethod(_plain_message)
 
     messageId = Id(required=True, validate=NON_EMPTY)
     role = Text(required=True, validate=validate.Equal(
@@ -156,12 +186,17 @@ class SendConfigurationSchema(_Request):
     taskPushNotificationConfig = fields.Raw()
 
 
-class SendMessageRequest(_Request):
-    """1.0 ``SendMessageRequest``."""
+class SendMessageRequest(_Request, Shortcut):
+    """1.0 ``SendMessageRequest``; a plain message alone is read without
+    the load (``MessageSchema.shortcut``)."""
 
     message = fields.Nested(MessageSchema, required=True)
     configuration = fields.Nested(SendConfigurationSchema)
     metadata = fields.Dict()
+
+    @staticmethod
+    def shortcut(data: Any) -> Optional[Dict[str, Any]]:
+        return member_alone(data, "message", _plain_message)
 
 
 class GetTaskRequest(_Request, IdParams):
