@@ -162,8 +162,6 @@ class MessageSchema(_Request, Shortcut):
     """A 1.0 ``Message`` from a caller (a plain one read without the load:
     ``_plain_message``)."""
 
-    shortcut = staticmethod(_plain_message)
-
     messageId = Id(required=True, validate=NON_EMPTY)
     role = Text(required=True, validate=validate.Equal(
         "ROLE_USER", error='must be "ROLE_USER".'))
@@ -173,6 +171,8 @@ class MessageSchema(_Request, Shortcut):
     metadata = fields.Dict()
     extensions = fields.List(Text())
     referenceTaskIds = fields.List(Id())
+
+    shortcut = staticmethod(_plain_message)
 
 
 class SendConfigurationSchema(_Request):
