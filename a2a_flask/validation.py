@@ -70,7 +70,9 @@ def id_alone(params: Any) -> Optional[Dict[str, str]]:
     """``params`` that are an ``Id`` alone (``{"id": ...}``, the common
     params of tasks/get and tasks/cancel) as ``IdParams`` loads them; None
     for any others."""
-    return member_alone(params, "id", lambda value: value if plain_id(value) else None)
+    if type(params) is dict and len(params) == 1 and plain_id(params.get("id")):
+        return {"id": params["id"]}
+    return None
 
 
 class Shortcut(Schema):
