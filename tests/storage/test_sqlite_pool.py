@@ -1,7 +1,8 @@
 """A process's SQLite connections are bounded (MAX_CONNECTIONS): a thread
 past the bound waits for one handed back, within A2A_BUSY_TIMEOUT_MS, then
 gets "the storage is busy" with nothing stored; an agent holds none while it
-waits on something else after reading the storage."""
+waits on something else after reading the storage; a thread with none takes
+one for a transaction only once it holds the process's write lock."""
 
 import threading
 import time
@@ -118,11 +119,82 @@ def test_an_agent_holds_no_connection_while_it_waits_after_reading(make_app):
     assert answers[0]["status"]["state"] == "completed"
 
 
+def test_writers_queued_for_the_write_lock_hold_no_connection(tmp_path):
+    # Twelve background turns ending together (``flask a2a worker``) each
+    # took a connection, then queued for the write lock with it: twelve
+    # connections open for one write at a time.
+    storage, opened = _storage(tmp_path, bound=16)
+    writers, start, failures = 12, threading.Barrier(13), []
+
+    def write(n):
+        try:
+            start.wait()
+            storage.insert_user("user%d" % n, "hash")
+            storage.release_connection()  # as each turn's thread does
+        except Exception as exc:  # pragma: no cover - the failure shown below
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    with storage._writer.hold():  # another write in progress
+        for thread in threads:
+            thread.start()
+        start.wait()
+        time.sleep(0.3)  # all queued behind it
+        assert opened == []
+    for thread in threads:
+        thread.join(60)
+    assert failures == []
+    assert len(storage.users()) == writers
+    assert len(opened) <= 2  # 12 before
+
+
+def test_the_write_locks_holder_never_waits_for_a_connection(tmp_path):
+    # The one connection is held by a thread that will want the write lock
+    # next; the lock's holder, waiting for that connection, would hold every
+    # writer of the process until the busy timeout ("the storage is busy").
+    storage, opened = _storage(tmp_path, bound=1, busy_timeout_ms=1000)
+    holding, go, failures = threading.Event(), threading.Event(), []
+
+    def read_then_write():
+        try:
+            storage.task_state("none")  # takes the only connection
+            holding.set()
+            go.wait(30)
+            storage.insert_user("second", "hash")
+            storage.release_connection()
+        except Exception as exc:  # pragma: no cover - the failure shown below
+            failures.append(repr(exc))
+
+    def write():
+        try:
+            storage.insert_user("first", "hash")
+            storage.release_connection()
+        except Exception as exc:  # pragma: no cover - the failure shown below
+            failures.append(repr(exc))
+
+    second = threading.Thread(target=read_then_write)
+    second.start()
+    try:
+        assert holding.wait(30)
+        first = threading.Thread(target=write)
+        first.start()
+        first.join(30)
+        assert failures == []  # "database is locked" before, after the busy timeout
+    finally:
+        go.set()
+        second.join(30)
+    assert failures == []
+    assert len(opened) == 2  # one past the bound, for the lock's holder
+    assert storage._connection_pool()._open == 1  # closed when handed back
+    assert sorted(name for name, _ in storage.users()) == ["first", "second"]
+
+
 def _pool(limit):
     opened = []
 
     def open_connection():
-        opened.append(SimpleNamespace(in_transaction=False))
+        opened.append(SimpleNamespace(in_transaction=False, closed=False))
+        opened[-1].close = lambda conn=opened[-1]: setattr(conn, "closed", True)
         return opened[-1], None
 
     return ConnectionPool(limit, open_connection, writers=1), opened
@@ -190,3 +262,14 @@ def test_a_forked_child_opens_its_own_connection_and_pool(tmp_path):
     assert os.WEXITSTATUS(status) == 0
     assert storage.connection() is parents[0]  # the parent's own, untouched
     assert storage.count_tasks() == 2
+
+
+def test_a_connection_taken_past_the_limit_is_closed_when_handed_back():
+    pool, opened = _pool(1)
+    held = pool.take(time.monotonic() + 30)
+    extra = pool.take(time.monotonic(), past_limit=True)  # no wait, none idle
+    assert extra is not held and len(opened) == 2
+    pool.give_back(extra)
+    assert opened[1].closed and pool._open == 1
+    pool.give_back(held)
+    assert not opened[0].closed and pool.take(time.monotonic(), past_limit=True) is held

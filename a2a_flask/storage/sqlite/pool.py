@@ -1,7 +1,8 @@
 """The SQLite connections of one process, bounded: a thread that needs one
 when ``limit`` are open waits its turn for one handed back, at most until a
 deadline (the busy timeout), then gets "database is locked" (answered as
-"the storage is busy"). No SQL here.
+"the storage is busy"); only the holder of the process's write lock never
+waits (one past the bound). No SQL here.
 
 Why a bound: each connection costs 100-150 KB of malloc arenas that SQLite
 hardly returns after close, and a burst of N calls at once opened about N.
@@ -87,9 +88,12 @@ class WriterSlots:
 
 class ConnectionPool:
     """At most ``limit`` connections open in this process (held by a thread
-    or idle); ``open_connection()`` makes one. Waiters are served first come,
-    first served: a connection handed back goes to the oldest waiter, never
-    to a thread that came later. Made anew in a forked child (``pid``)."""
+    or idle); a ``take`` past it (the write lock's holder, one at a time)
+    opens one more, closed at the next hand-back no thread waits for.
+    ``open_connection()`` makes one. Waiters are
+    served first come, first served: a connection handed back goes to the
+    oldest waiter, never to a thread that came later. Made anew in a forked
+    child (``pid``)."""
 
     def __init__(self, limit, open_connection, writers):
         self.limit = max(1, int(limit))
@@ -107,14 +111,23 @@ class ConnectionPool:
         #: without it, put in place by the next holder of the lock.
         self._returned = collections.deque()
 
-    def take(self, deadline: float) -> Any:
+    def take(self, deadline: float, past_limit: bool = False) -> Any:
         """A (connection, identity): an idle one, a new one while fewer than
         ``limit`` are open, else the next handed back before ``deadline``
-        (``time.monotonic()``; ``ConnectionWaitTimeout`` after it)."""
+        (``time.monotonic()``; ``ConnectionWaitTimeout`` after it).
+
+        ``past_limit``: never wait; with none idle, open one more than
+        ``limit`` (closed when handed back while more are open). For the
+        holder of the process's write lock, which every other writer waits
+        for: it must not wait for a connection held by one of them."""
         with self._lock:
             self._settle_returned()
             waiter = None
-            if self._waiters or self._open >= self.limit and not self._idle:
+            if past_limit:
+                if self._idle:
+                    return self._idle.pop()
+                self._open += 1
+            elif self._waiters or self._open >= self.limit and not self._idle:
                 waiter = _Waiter()
                 self._waiters.append(waiter)
             elif self._idle:
@@ -177,6 +190,9 @@ class ConnectionPool:
             waiter.woken.release()
         elif entry is OPEN:
             self._open -= 1
+        elif self._open > self.limit:  # opened past it (``take``)
+            self._open -= 1
+            _close(entry[0])
         else:
             self._idle.append(entry)
 
@@ -251,7 +267,8 @@ class ConnectionLeases:
     thread-local.
     """
 
-    #: Connections a process opens at most (held by its threads or idle).
+    #: Connections a process keeps open at most (held by its threads or idle;
+    #: one more while the write lock's holder finds none idle).
     #: Each costs 100-150 KB that SQLite hardly returns; with the interpreter
     #: lock one thread runs at a time, and a connection is held only while a
     #: call uses the storage (not while an agent or a blocking send waits).
@@ -271,10 +288,15 @@ class ConnectionLeases:
     #: by a third (docs/benchmarks.md).
     WRITERS = 4
 
-    def connection(self, deadline=None):
+    def holds_connection(self) -> bool:
+        """Whether this thread holds a connection of this process now."""
+        local = self._local
+        return getattr(local, "conn", None) is not None and local.pid == _ThisProcess.pid
+
+    def connection(self, deadline=None, past_limit=False):
         """This thread's connection, taken from the pool on first use (a wait
         past ``deadline``, by default the busy timeout from now: "database
-        is locked").
+        is locked"; ``past_limit``: see ``ConnectionPool.take``).
 
         Keyed by process id too: a connection must never cross a fork (gunicorn
         --preload forks workers after the app is built).
@@ -294,7 +316,7 @@ class ConnectionLeases:
             if deadline is None:
                 deadline = time.monotonic() + self.busy_timeout_ms / 1000.0
             lease.entry = None  # an inherited one is the parent's
-            lease.pool, lease.entry = pool, pool.take(deadline)
+            lease.pool, lease.entry = pool, pool.take(deadline, past_limit)
             conn, local.identity = lease.entry
             local.conn, local.pid = conn, _ThisProcess.pid
             local.generation = self._generation
