@@ -45,7 +45,7 @@ class _Place:
         self.holding = False
 
 
-class _Waiter:
+class _SendWaiter:
     """A send waiting for a place: ``woken`` is released when one is handed
     to it. ``ahead``: the waiters before it when it came, when ``left``
     (``RunningSends._left``) had left the line."""
@@ -71,7 +71,7 @@ class RunningSends:
         self.stuck = 0
         self._lock = threading.Lock()
         self._free = limit
-        self._waiters: Deque[_Waiter] = collections.deque()
+        self._waiters: Deque[_SendWaiter] = collections.deque()
         self._left = 0  # waiters that left the line so far
         self._holders: Dict[_Place, None] = {}
         self._local = threading.local()
@@ -97,7 +97,7 @@ class RunningSends:
                 self._free -= 1
                 self._hold(place, now)
                 return
-            waiter = _Waiter(place, 0 if front else len(self._waiters), self._left)
+            waiter = _SendWaiter(place, 0 if front else len(self._waiters), self._left)
             if front:
                 self._waiters.appendleft(waiter)
             else:
@@ -115,7 +115,7 @@ class RunningSends:
             self._give_back(place)
             raise
 
-    def _look_every(self, waiter: _Waiter) -> float:
+    def _look_every(self, waiter: _SendWaiter) -> float:
         # Read without the lock: a guess is enough to pick a pace.
         ahead = waiter.ahead - (self._left - waiter.left)
         return STUCK_SECONDS / 2 if ahead < 2 * self.limit else FAR_LOOK_SECONDS

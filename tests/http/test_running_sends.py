@@ -141,7 +141,7 @@ def test_a_send_arriving_counts_out_a_stuck_holder_at_once(monkeypatch, one_stuc
     def no_waiting(*args):
         raise AssertionError("the arrival waited")
 
-    monkeypatch.setattr(running, "_Waiter", no_waiting)
+    monkeypatch.setattr(running, "_SendWaiter", no_waiting)
     with limit.held():
         assert limit.stuck == 1
 
@@ -189,7 +189,7 @@ def test_a_send_interrupted_while_it_takes_its_place_again_leaves_none_taken(
             if self.sends > 1:  # the wait, not the setup
                 raise KeyboardInterrupt
 
-    class Waiter(running._Waiter):
+    class Waiter(running._SendWaiter):
         def __init__(self, *args):
             super().__init__(*args)
             self.woken = Lock()
@@ -201,7 +201,7 @@ def test_a_send_interrupted_while_it_takes_its_place_again_leaves_none_taken(
             with limit.paused():
                 sends.start("b")
                 _wait_for(lambda: sends.started == ["b"])
-                monkeypatch.setattr(running, "_Waiter", Waiter)
+                monkeypatch.setattr(running, "_SendWaiter", Waiter)
     assert not limit._waiters
     sends.join()
     assert limit._free == 1 and not limit._holders

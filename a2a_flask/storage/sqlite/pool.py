@@ -30,7 +30,7 @@ class ConnectionWaitTimeout(sqlite3.OperationalError):
     sqlite_errorname = "SQLITE_BUSY"
 
 
-class _Waiter:
+class _ConnectionWaiter:
     """One thread waiting for a connection: woken by the release of ``woken``
     with ``handed`` set (a connection, or OPEN: open a new one)."""
 
@@ -128,7 +128,7 @@ class ConnectionPool:
                     return self._idle.pop()
                 self._open += 1
             elif self._waiters or self._open >= self.limit and not self._idle:
-                waiter = _Waiter()
+                waiter = _ConnectionWaiter()
                 self._waiters.append(waiter)
             elif self._idle:
                 return self._idle.pop()
