@@ -199,7 +199,7 @@ class SqliteConnections(ConnectionLeases, WriteUpkeep):
         # the lock's holder must never wait for one held by those it blocks.
         # A file not opened yet is opened first: its migration takes the lock.
         conn = None
-        if self.holds_connection() or not self._ready:
+        if self._holds_connection() or not self._ready:
             conn = self.connection(deadline)
         with self._writer.hold(deadline):
             if conn is None:

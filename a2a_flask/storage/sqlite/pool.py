@@ -90,10 +90,9 @@ class ConnectionPool:
     """At most ``limit`` connections open in this process (held by a thread
     or idle); a ``take`` past it (the write lock's holder, one at a time)
     opens one more, closed at the next hand-back no thread waits for.
-    ``open_connection()`` makes one. Waiters are
-    served first come, first served: a connection handed back goes to the
-    oldest waiter, never to a thread that came later. Made anew in a forked
-    child (``pid``)."""
+    ``open_connection()`` makes one. Waiters are served first come, first
+    served: a connection handed back goes to the oldest waiter, never to a
+    thread that came later. Made anew in a forked child (``pid``)."""
 
     def __init__(self, limit, open_connection, writers):
         self.limit = max(1, int(limit))
@@ -288,7 +287,7 @@ class ConnectionLeases:
     #: by a third (docs/benchmarks.md).
     WRITERS = 4
 
-    def holds_connection(self) -> bool:
+    def _holds_connection(self) -> bool:
         """Whether this thread holds a connection of this process now."""
         local = self._local
         return getattr(local, "conn", None) is not None and local.pid == _ThisProcess.pid
