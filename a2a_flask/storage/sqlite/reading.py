@@ -8,6 +8,7 @@ forms are read back here (``load_message``, ``load_artifact``: what
 """
 
 import json
+from operator import itemgetter
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from ..base import NoSuchTaskError, TaskRecord
@@ -18,7 +19,12 @@ from ..history import HistoryReads
 def load_message(body: str, task_id: str, context_id: str, message_id: str) -> Message:
     """A message as stored by ``message_body``, or whole (a status message
     absent from the history, kept in its task row)."""
-    message = json.loads(body)
+    return _filled(json.loads(body), task_id, context_id, message_id)
+
+
+def _filled(message: Message, task_id: str, context_id: str,
+            message_id: Optional[str]) -> Message:
+    """A stored message, parsed, with what its row kept out of its body."""
     if "kind" not in message:
         message = dict({"kind": "message"}, **message)
     message.setdefault("messageId", message_id)
@@ -30,6 +36,16 @@ def load_message(body: str, task_id: str, context_id: str, message_id: str) -> M
 
 def load_artifact(body: str, artifact_id: str) -> Artifact:
     return dict({"artifactId": artifact_id}, **json.loads(body))
+
+
+def _unpacked(packed: Optional[str]) -> List[Tuple[str, Any]]:
+    """(id, parsed body) of each row a ``_PACKED`` column holds, by seq; none
+    for NULL (no row)."""
+    if packed is None:
+        return []
+    seqs, ids, bodies = json.loads(packed)
+    return [(row_id, body) for _, row_id, body in sorted(zip(seqs, ids, bodies),
+                                                          key=itemgetter(0))]
 
 
 class TaskReads(HistoryReads):
@@ -71,21 +87,35 @@ class TaskReads(HistoryReads):
     # One statement reads one state of the file: the task row, its artifacts
     # and its last messages as of the same moment, whatever other workers
     # write meanwhile (and one statement costs less than a transaction of four).
+    # Its answer is one row: the artifacts and the messages are each packed
+    # into one JSON text (``_PACKED``), since every row is one more step of
+    # the statement, and each step lets the interpreter's lock go (a turn
+    # between the threads of a gthread worker) and each body was parsed by
+    # a call of its own (docs/benchmarks.md, "A task read as one row").
+    # The ids and bodies come out of one pass in the same order; the seqs
+    # put them in order (an aggregate's order is the rows', not promised).
+    # A body is the JSON ``common.dumps`` wrote: joined by commas, an array.
+    _PACKED = ("(SELECT '[' || json_group_array(seq) || ',' || json_group_array(%s)"
+               " || ',[' || group_concat(body, ',') || ']]' FROM (%s))")
+    # %(with)s: the statement's WITH clause, if any; %(count)s: its first
+    # column; %(history)s: the rows (seq, message_id, body) of the history.
+    _READ_TASK_TEMPLATE = (
+        "%(with)sSELECT %(count)s, t.context_id, t.state, t.status_message,"
+        " t.updated_at, t.metadata, "
+        + _PACKED % ("artifact_id", "SELECT seq, artifact_id, body FROM a2a_artifacts"
+                     " WHERE task_id = :id")
+        + ", " + _PACKED % ("message_id", "%(history)s")
+        + ", CASE WHEN t.status_message IS NULL THEN (SELECT '[' ||"
+        " json_array(message_id) || ',' || body || ']' FROM a2a_messages"
+        " WHERE seq = t.status_seq) END"
+        " FROM a2a_tasks t WHERE t.id = :id AND t.owner = :owner AND t.agent = :agent"
+        " AND t.tenant = :tenant AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
+        " WHERE key_hash = :key AND revoked_at IS NULL))")
     # %(limit)s: how many of the newest messages (``_LIMIT_FITTING``).
-    _READ_TASK_SQL = (
-        "SELECT 0, 0, context_id, state, status_message, updated_at, metadata"
-        " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
-        " AND tenant = :tenant AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
-        " WHERE key_hash = :key AND revoked_at IS NULL))"
-        " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
-        " FROM a2a_artifacts WHERE task_id = :id"
-        " UNION ALL SELECT * FROM (SELECT 2, seq, body, message_id, NULL, NULL,"
-        " NULL FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC"
-        " LIMIT %(limit)s)"
-        " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
-        " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
-        " WHERE t.id = :id"
-        " ORDER BY 1, 2")
+    _READ_TASK_SQL = _READ_TASK_TEMPLATE % {
+        "with": "", "count": "0",
+        "history": "SELECT seq, message_id, body FROM a2a_messages WHERE task_id = :id"
+                   " ORDER BY seq DESC LIMIT %(limit)s"}
     _READ_TASK = _READ_TASK_SQL % {"limit": ":limit"}
 
     # The bytes of :bytes that the task's status, artifacts and metadata
@@ -115,28 +145,18 @@ class TaskReads(HistoryReads):
     # Within :bytes whatever the task holds: the newest messages are sized
     # first (their stored bytes, newest first, no more of them than could
     # fit), and only those that fit beside the task's status, artifacts and
-    # metadata are read; the task row carries how many of its last :limit
-    # there are.
-    _READ_TASK_WITHIN = (
-        "WITH room(bytes) AS (SELECT %(room)s FROM a2a_tasks t WHERE t.id = :id),"
-        " recent(seq, running) AS (SELECT seq, sum(bytes) OVER (ORDER BY seq DESC)"
-        " FROM (SELECT seq, length(CAST(body AS BLOB)) + %(each)d AS bytes"
-        " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :scan))"
-        " SELECT 0, (SELECT count(*) FROM (SELECT 1 FROM a2a_messages"
-        " WHERE task_id = :id LIMIT :limit)), context_id, state, status_message,"
-        " updated_at, metadata"
-        " FROM a2a_tasks WHERE id = :id AND owner = :owner AND agent = :agent"
-        " AND tenant = :tenant AND (:key IS NULL OR EXISTS (SELECT 1 FROM a2a_api_keys"
-        " WHERE key_hash = :key AND revoked_at IS NULL))"
-        " UNION ALL SELECT 1, seq, body, artifact_id, NULL, NULL, NULL"
-        " FROM a2a_artifacts WHERE task_id = :id"
-        " UNION ALL SELECT 2, m.seq, m.body, m.message_id, NULL, NULL, NULL"
-        " FROM recent r JOIN a2a_messages m ON m.seq = r.seq"
-        " WHERE r.running <= (SELECT bytes FROM room)"
-        " UNION ALL SELECT 3, m.seq, m.body, m.message_id, NULL, NULL, NULL"
-        " FROM a2a_tasks t JOIN a2a_messages m ON m.seq = t.status_seq"
-        " WHERE t.id = :id"
-        " ORDER BY 1, 2") % {"room": _ROOM, "each": OVERHEAD}
+    # metadata are read; the row carries how many of its last :limit there are.
+    _READ_TASK_WITHIN = _READ_TASK_TEMPLATE % {
+        "with": (
+            "WITH room(bytes) AS (SELECT %(room)s FROM a2a_tasks t WHERE t.id = :id),"
+            " recent(seq, running) AS (SELECT seq, sum(bytes) OVER (ORDER BY seq DESC)"
+            " FROM (SELECT seq, length(CAST(body AS BLOB)) + %(each)d AS bytes"
+            " FROM a2a_messages WHERE task_id = :id ORDER BY seq DESC LIMIT :scan)) "
+        ) % {"room": _ROOM, "each": OVERHEAD},
+        "count": "(SELECT count(*) FROM (SELECT 1 FROM a2a_messages"
+                 " WHERE task_id = :id LIMIT :limit))",
+        "history": "SELECT m.seq, m.message_id, m.body FROM recent r JOIN a2a_messages m"
+                   " ON m.seq = r.seq WHERE r.running <= (SELECT bytes FROM room)"}
 
     def _read_task(self, task_id, owner, agent, history_length, remembered_key=None,
                    max_bytes=None, tenant=""):
@@ -145,33 +165,36 @@ class TaskReads(HistoryReads):
                   "key": remembered_key, "tenant": tenant}
         conn = self.connection()
         if max_bytes is None:
-            rows = conn.execute(self._READ_TASK, params).fetchall()
+            row = conn.execute(self._READ_TASK, params).fetchone()
         else:
             params.update(bytes=max_bytes, scan=most_messages(max_bytes, history_length))
-            rows = None
+            row, within = None, True
             if limit:
-                rows = conn.execute(self._READ_TASK_FITTING, params).fetchall()
-                # Its history whole, or none read: then within, its count too.
-                if rows and rows[0][0] == 0 and not any(row[0] == 2 for row in rows):
-                    rows = None
-            if rows is None:
-                rows = conn.execute(self._READ_TASK_WITHIN, params).fetchall()
-        if not rows or rows[0][0] != 0:
+                row = conn.execute(self._READ_TASK_FITTING, params).fetchone()
+                # No such task, or its history whole: read. None of its history
+                # read (or none there): within, its count too.
+                within = row is not None and row[7] is None
+            if within:
+                row = conn.execute(self._READ_TASK_WITHIN, params).fetchone()
+        if row is None:
             raise NoSuchTaskError(task_id)
-        _, count, context_id, state, status_message, updated_at, metadata = rows[0]
+        (count, context_id, state, status_message, updated_at, metadata, artifacts,
+         history, status_in_history) = row
         status = None
         if status_message is not None:  # a copy in the row
             status = load_message(status_message, task_id, context_id, None)
-        elif rows[-1][0] == 3:
-            status = load_message(rows[-1][2], task_id, context_id, rows[-1][3])
-        history = [load_message(row[2], task_id, context_id, row[3])
-                   for row in rows if row[0] == 2]
+        elif status_in_history is not None:
+            (message_id,), body = json.loads(status_in_history)
+            status = _filled(body, task_id, context_id, message_id)
+        messages = [_filled(body, task_id, context_id, message_id)
+                    for message_id, body in _unpacked(history)]
         record = TaskRecord(
             task_id, context_id, agent, owner, state, updated_at, status,
-            [load_artifact(row[2], row[3]) for row in rows if row[0] == 1],
-            history, json.loads(metadata) if metadata else None)
+            [dict({"artifactId": artifact_id}, **body)
+             for artifact_id, body in _unpacked(artifacts)],
+            messages, json.loads(metadata) if metadata else None)
         if max_bytes is not None and count:
-            record.history_omitted = count - len(history)
+            record.history_omitted = count - len(messages)
         return record
 
     def history_within(self, task_id: str, history_length: Optional[int],
