@@ -2,7 +2,8 @@
 limited to none unless the last messages it may show all fit
 (``TaskReads._READ_TASK_FITTING``: no temporary table); only a task over the
 budget, or one whose history is empty, is read again with the running sums
-(``_READ_TASK_WITHIN``). Both give the same answer."""
+(``_READ_TASK_WITHIN``). Both give the same answer. A read that shows none
+of the history (historyLength 0, a poll's) sizes none of it."""
 
 import pytest
 
@@ -45,9 +46,17 @@ def test_a_task_that_fits_is_read_with_one_statement(storage):
     task_id = _task(storage, 3)
     task, ran = _statements(storage, lambda: storage.get_task(
         task_id, "alice", "echo", max_bytes=64 * 1024))
-    assert len(ran) == 1 and "THEN" in ran[0] and "OVER (ORDER BY" not in ran[0]
+    assert len(ran) == 1 and "LIMIT CASE WHEN" in ran[0] and "OVER (ORDER BY" not in ran[0]
     assert _answer(task) == (["u0", "a0", "u1", "a1", "u2", "a2"], 0, "a2", ["art"],
                              {"note": "kept"}, "completed")
+
+
+def test_a_task_read_without_its_history_sizes_none_of_it(storage):
+    task_id = _task(storage, 10)
+    task, ran = _statements(storage, lambda: storage.get_task(
+        task_id, "alice", "echo", 0, max_bytes=6 * 1024))
+    assert len(ran) == 1 and "LIMIT CASE WHEN" not in ran[0] and "OVER (" not in ran[0]
+    assert _answer(task) == ([], 0, "a9", ["art"], {"note": "kept"}, "completed")
 
 
 def test_a_task_over_the_budget_is_read_again_within_it(storage):

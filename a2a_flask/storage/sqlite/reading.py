@@ -164,17 +164,16 @@ class TaskReads(HistoryReads):
         params = {"id": task_id, "owner": owner, "agent": agent, "limit": limit,
                   "key": remembered_key, "tenant": tenant}
         conn = self.connection()
-        if max_bytes is None:
+        if max_bytes is None or not limit:
+            # No budget, or no history shown: none of it to size (a poll's
+            # read, historyLength 0).
             row = conn.execute(self._READ_TASK, params).fetchone()
         else:
             params.update(bytes=max_bytes, scan=most_messages(max_bytes, history_length))
-            row, within = None, True
-            if limit:
-                row = conn.execute(self._READ_TASK_FITTING, params).fetchone()
-                # No such task, or its history whole: read. None of its history
-                # read (or none there): within, its count too.
-                within = row is not None and row[7] is None
-            if within:
+            row = conn.execute(self._READ_TASK_FITTING, params).fetchone()
+            # No such task, or its history whole: read. None of its history
+            # read (or none there): within, its count too.
+            if row is not None and row[7] is None:
                 row = conn.execute(self._READ_TASK_WITHIN, params).fetchone()
         if row is None:
             raise NoSuchTaskError(task_id)
