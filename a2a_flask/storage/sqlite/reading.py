@@ -88,10 +88,10 @@ class TaskReads(HistoryReads):
     # and its last messages as of the same moment, whatever other workers
     # write meanwhile (and one statement costs less than a transaction of four).
     # Its answer is one row: the artifacts and the messages are each packed
-    # into one JSON text (``_PACKED``), since every row is one more step of
-    # the statement, and each step lets the interpreter's lock go (a turn
-    # between the threads of a gthread worker) and each body was parsed by
-    # a call of its own (docs/benchmarks.md, "A task read as one row").
+    # into one JSON text (``_PACKED``), parsed by one call. A row each was a
+    # step of the statement each (which lets the interpreter's lock go) and a
+    # parse each: most of the read's CPU for a task with a history
+    # (docs/benchmarks.md, "A task read as one row").
     # The ids and bodies come out of one pass in the same order; the seqs
     # put them in order (an aggregate's order is the rows', not promised).
     # A body is the JSON ``common.dumps`` wrote: joined by commas, an array.
