@@ -35,7 +35,12 @@ def _filled(message: Message, task_id: str, context_id: str,
 
 
 def load_artifact(body: str, artifact_id: str) -> Artifact:
-    return dict({"artifactId": artifact_id}, **json.loads(body))
+    return _artifact(json.loads(body), artifact_id)
+
+
+def _artifact(body: Dict[str, Any], artifact_id: str) -> Artifact:
+    """A stored artifact, parsed, with the id its row kept out of its body."""
+    return dict({"artifactId": artifact_id}, **body)
 
 
 def _unpacked(packed: Optional[str]) -> List[Tuple[str, Any]]:
@@ -189,8 +194,7 @@ class TaskReads(HistoryReads):
                     for message_id, body in _unpacked(history)]
         record = TaskRecord(
             task_id, context_id, agent, owner, state, updated_at, status,
-            [dict({"artifactId": artifact_id}, **body)
-             for artifact_id, body in _unpacked(artifacts)],
+            [_artifact(body, artifact_id) for artifact_id, body in _unpacked(artifacts)],
             messages, json.loads(metadata) if metadata else None)
         if max_bytes is not None and count:
             record.history_omitted = count - len(messages)
