@@ -1,5 +1,6 @@
-"""The bytes of answers one process builds at once: one budget per process
-(A2A_MAX_ANSWER_BYTES_IN_FLIGHT), shared by every thread.
+"""How large answers may be: one answer within A2A_MAX_ANSWER_BYTES
+(``fit``), and the bytes of answers one process builds at once: one budget
+per process (A2A_MAX_ANSWER_BYTES_IN_FLIGHT), shared by every thread.
 
 A2A_MAX_ANSWER_BYTES bounds one answer; a process running 1,024 threads
 (gunicorn's gthread) could still build that many at once. Each large answer
@@ -17,9 +18,11 @@ import functools
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Optional
+from typing import Any, Callable, Deque, Optional, Tuple
 
 from . import errors
+from .storage import records
+from .storage.base import TaskRecord
 
 #: Answers smaller than this skip the budget.
 SMALL_ANSWER_BYTES = 64 * 1024
@@ -162,3 +165,47 @@ class Reservation:
     def release(self) -> None:
         """Give the bytes back (again: nothing)."""
         self.resize(0)
+
+
+# -- one answer within A2A_MAX_ANSWER_BYTES ----------------------------------
+
+#: Task metadata key of an answer that left out the oldest messages of the
+#: task's history to fit A2A_MAX_ANSWER_BYTES: how many it left out.
+HISTORY_OMITTED = "a2a_flask.historyOmitted"
+#: Room kept in an answer for what surrounds the task (JSON-RPC envelope,
+#: the page's own members).
+ENVELOPE_BYTES = 1024
+
+
+def fit(record: TaskRecord, budget: int) -> TaskRecord:
+    """``record`` as an answer of at most ``budget`` bytes may show it: its
+    newest messages that fit, the rest of the history left out and counted
+    in its metadata (``HISTORY_OMITTED``, with those the storage already
+    left out: ``TaskRecord.history_omitted``); status and artifacts whole.
+    A task well under the budget is left as it is, measured cheaply."""
+    return measured_fit(record, budget)[0]
+
+
+def measured_fit(record: TaskRecord, budget: int) -> Tuple[TaskRecord, Optional[int]]:
+    """``fit``, and the rough size of the record it answers when measured
+    on the way (None when not, or changed since)."""
+    history = record.history
+    omitted = record.history_omitted
+    rough = records.rough_task_size(record) if history else None
+    if rough is not None and records.may_exceed(rough, budget):
+        rough = None
+        room = budget - records.FIXED_BYTES - records.size(record.status_message) - sum(
+            records.size(a) for a in record.artifacts or ()) - records.size(record.metadata)
+        kept = 0
+        for message in reversed(history):
+            room -= records.size(message)
+            if room < 0:
+                break
+            kept += 1
+        if kept < len(history):
+            record.history = history[len(history) - kept:]
+            omitted += len(history) - kept
+    if omitted:
+        record.metadata = dict(record.metadata or {}, **{HISTORY_OMITTED: omitted})
+        rough = None
+    return record, rough

@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from . import errors
-from .answer_budget import SMALL_ANSWER_BYTES
+from . import answer_budget, errors
+from .answer_budget import ENVELOPE_BYTES, SMALL_ANSWER_BYTES
 from .agent import Turn, TurnReadFailed, run_turn
 from .agent.engine import store_outcome
 from .auth.callers import KEY_REFUSED
@@ -75,54 +75,12 @@ class CallContext:
         return self.app_state.settings.history_length_default if asked is None else asked
 
 
-#: Task metadata key of an answer that left out the oldest messages of the
-#: task's history to fit A2A_MAX_ANSWER_BYTES: how many it left out.
-HISTORY_OMITTED = "a2a_flask.historyOmitted"
-#: Room kept in an answer for what surrounds the task (JSON-RPC envelope,
-#: the page's own members).
-ENVELOPE_BYTES = 1024
-
-
-def fit(record: TaskRecord, budget: int) -> TaskRecord:
-    """``record`` as an answer of at most ``budget`` bytes may show it: its
-    newest messages that fit, the rest of the history left out and counted
-    in its metadata (``HISTORY_OMITTED``, with those the storage already
-    left out: ``TaskRecord.history_omitted``); status and artifacts whole.
-    A task well under the budget is left as it is, measured cheaply."""
-    return _fit(record, budget)[0]
-
-
-def _fit(record: TaskRecord, budget: int) -> Tuple[TaskRecord, Optional[int]]:
-    """``fit``, and the rough size of the record it answers when measured
-    on the way (None when not, or changed since)."""
-    history = record.history
-    omitted = record.history_omitted
-    rough = records.rough_task_size(record) if history else None
-    if rough is not None and records.may_exceed(rough, budget):
-        rough = None
-        room = budget - records.FIXED_BYTES - records.size(record.status_message) - sum(
-            records.size(a) for a in record.artifacts or ()) - records.size(record.metadata)
-        kept = 0
-        for message in reversed(history):
-            room -= records.size(message)
-            if room < 0:
-                break
-            kept += 1
-        if kept < len(history):
-            record.history = history[len(history) - kept:]
-            omitted += len(history) - kept
-    if omitted:
-        record.metadata = dict(record.metadata or {}, **{HISTORY_OMITTED: omitted})
-        rough = None
-    return record, rough
-
-
 def _budget(context: CallContext) -> int:
     return context.app_state.settings.max_answer_bytes - ENVELOPE_BYTES
 
 
 def _answer(context: CallContext, record: TaskRecord) -> TaskRecord:
-    return fit(record, _budget(context))
+    return answer_budget.fit(record, _budget(context))
 
 
 def _stored(context: CallContext, task_id: str, history_length: Optional[int] = None,
@@ -266,7 +224,7 @@ def _send(context: CallContext, message: dict,
         return _read(context, start.task_id, history_length), None
     # A new task holds exactly what this turn wrote: no need to read it back.
     state, status_message, artifacts, timestamp = outcome
-    return _fit(TaskRecord(
+    return answer_budget.measured_fit(TaskRecord(
         start.task_id, start.context_id, agent_name, owner, state, timestamp,
         status_message, artifacts,
         clamp_history([start.message, status_message], history_length), metadata),
@@ -369,8 +327,8 @@ def get(context: CallContext, task_id: str,
     history_length = context.history_length(history_length)
     # A key taken on trust (auth.authenticate) is checked by the read itself.
     remembered_key = context.caller.remembered_key
-    record, weight = _fit(_stored(context, task_id, history_length, remembered_key),
-                          _budget(context))
+    record, weight = answer_budget.measured_fit(
+        _stored(context, task_id, history_length, remembered_key), _budget(context))
     budget = context.app_state.answer_budget
     if budget is None:
         return record
@@ -419,7 +377,7 @@ def list_tasks(context: CallContext, context_id: Optional[str] = None,
         max_bytes=budget, tenant=context.tenant)
     for index, task in enumerate(page.tasks):
         if index == 0 or task.history_omitted:
-            fit(task, budget)  # the first may be alone over the budget
+            answer_budget.fit(task, budget)  # the first may be alone over the budget
     if context.answer_held is not None:
         weight = sum(records.rough_task_size(task) for task in page.tasks)
         if weight < SMALL_ANSWER_BYTES:

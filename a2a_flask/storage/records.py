@@ -204,7 +204,7 @@ class OperatorView:
 #: Bytes counted per message, part or artifact for its members besides the
 #: content (ids, kind, role...): generous, so that the rough size is not low.
 OVERHEAD = 256
-#: Bytes an answer's task counts besides its parts (as ``service.fit``).
+#: Bytes an answer's task counts besides its parts (as ``answer_budget.fit``).
 FIXED_BYTES = OVERHEAD + 64
 #: How much longer than its rough size an object's JSON may be.
 ESCAPE_FACTOR = 6
