@@ -87,6 +87,35 @@ def test_a_turn_end_to_end_with_the_databases_clock(storage, postgres_url):
     assert storage.finish_turn(start.task_id, "alice", "echo", "failed") is None
 
 
+def test_a_read_that_shows_no_history_sizes_none_of_it(storage, monkeypatch):
+    """A poll's read (historyLength 0, within the answer budget) is the plain
+    read: the within-budget one sizes the newest messages (running sums)
+    and counts them, for a history it will not show."""
+    start = storage.start_turn("alice", "echo", message("hello"))
+    reply = agent_reply(start.task_id, start.context_id)
+    storage.finish_turn(start.task_id, "alice", "echo", "completed", reply)
+    ran = []
+    execute = psycopg.Connection.execute
+
+    def spy(self, query, params=None, **kwargs):
+        ran.append(query)
+        return execute(self, query, params, **kwargs)
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    task = storage.get_task(start.task_id, "alice", "echo", history_length=0,
+                            max_bytes=6 * 1024)
+    monkeypatch.undo()
+    reads = [query for query in ran if "FROM a2a_tasks" in query]
+    assert len(reads) == 1 and "OVER (" not in reads[0] and "count(*)" not in reads[0]
+    assert (task.state, task.history, task.status_message, task.history_omitted) == (
+        "completed", [], reply, 0)
+    # With its history shown, the read sizes it (the test's own check).
+    ran.clear()
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    task = storage.get_task(start.task_id, "alice", "echo", max_bytes=6 * 1024)
+    monkeypatch.undo()
+    assert any("OVER (" in query for query in ran) and len(task.history) == 2
+
+
 def test_a_retry_writes_nothing_and_a_reused_id_is_refused(storage):
     msg = message("once")
     first = storage.start_turn("alice", "echo", msg)

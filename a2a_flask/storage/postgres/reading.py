@@ -78,7 +78,8 @@ class TaskReads(HistoryReads):
         params = {"id": task_id, "owner": owner, "agent": agent,
                   "limit": history_limit(history_length), "key": remembered_key,
                   "tenant": tenant}
-        if max_bytes is not None:
+        if max_bytes is not None and params["limit"] != 0:
+            # No history shown (a poll's read, historyLength 0): none to size.
             sql = self._read_within_sql
             params.update(bytes=max_bytes, scan=most_messages(
                 max_bytes, params["limit"]))
