@@ -181,13 +181,13 @@ def cancel_task(app_state: "AppState", operator: str, task_id: str) -> TaskRecor
     storage = app_state.storage
     canceled = storage.cancel_tasks(task_id=task_id)
     if not canceled:
-        found = storage.show_task(task_id)
-        if found is None:
+        state = storage.task_state(task_id)  # its state alone, not its history
+        if state is None:
             raise OperatorActionError("No task %s." % task_id, http_status=404,
                                       data={"task_id": task_id})
         raise OperatorActionError("Task %s is %s already: nothing to cancel."
-                                  % (task_id, found.state), http_status=409,
-                                  data={"task_id": task_id, "state": found.state})
+                                  % (task_id, state), http_status=409,
+                                  data={"task_id": task_id, "state": state})
     log.warning("operator %s canceled task %s (agent %s, caller %s)",
                 clean(operator), clean(task_id), clean(canceled[0].agent),
                 clean(canceled[0].owner))

@@ -11,6 +11,8 @@ budget, or one whose history is empty, is read again with the running sums
 (``_READ_TASK_WITHIN``). Both give the same answer. A read that shows none
 of the history (historyLength 0, a poll's) sizes none of it."""
 
+import sqlite3
+
 import pytest
 
 from a2a_flask.storage.sqlite import SqliteStorage
@@ -166,3 +168,20 @@ def test_odd_ids_and_texts_come_back_paired_and_in_order(storage, max_bytes):
         [(odd, odd) for odd in ODD[4:]] + [("last", "]")]
     assert task.status_message["messageId"] == ODD[4]
     assert task.status_message["parts"][0]["text"] == ODD[7]
+
+
+@pytest.mark.skipif(not hasattr(sqlite3.Connection, "setlimit"),
+                    reason="Connection.setlimit is Python 3.11's")
+def test_a_task_shown_whole_is_not_bound_by_sqlites_longest_string(storage):
+    """``show_task`` answers the whole history, however long: a history
+    packed into one text stops at SQLite's longest string (1 GB by default,
+    less than A2A_MAX_STORED_BYTES_PER_CALLER lets a task hold), so the
+    operator's read takes it row by row. Here the bound is lowered to what
+    the history holds, on the connection the read uses."""
+    task_id = _task(storage, 40)  # 80 messages of about 1 KB
+    storage.connection().setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 60 * TEXT)
+    task = storage.show_task(task_id)
+    assert len(task.history) == 80 and task.history_omitted == 0
+    assert [m["messageId"] for m in task.history][-2:] == ["u39", "a39"]
+    assert (task.state, task.status_message["messageId"], task.created_at[:2]) == (
+        "completed", "a39", "20")

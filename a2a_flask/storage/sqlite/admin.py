@@ -93,8 +93,18 @@ class AdminOperations(TaskListing):
             (task_id,)).fetchone()
         if row is None:
             return None
-        # fails a stale turn
-        task = self.get_task(task_id, row[3], row[2], tenant=row[10])
+        owner, agent, tenant = row[3], row[2], row[10]
+        self.get_task(task_id, owner, agent, 0, tenant=tenant)  # fails a stale turn
+        # The history row by row, not packed into one text (``_read_task``):
+        # SQLite's longest string (1 GB) is less than a task may hold. One
+        # read transaction: the task and its history as of one moment.
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            task = self._read_task(task_id, owner, agent, 0, tenant=tenant)
+            task.history = self.task_history(task_id)
+        finally:
+            conn.execute("COMMIT")
         task.created_at = row[8]
         return task
 
