@@ -9,7 +9,9 @@ limited to none unless the last messages it may show all fit
 (``TaskReads._READ_TASK_FITTING``: no temporary table); only a task over the
 budget, or one whose history is empty, is read again with the running sums
 (``_READ_TASK_WITHIN``). Both give the same answer. A read that shows none
-of the history (historyLength 0, a poll's) sizes none of it."""
+of the history (historyLength 0, a poll's) sizes none of it. The operator's
+read of a whole task (``show_task``) takes its history row by row: one text
+of it would stop at SQLite's longest string."""
 
 import sqlite3
 
