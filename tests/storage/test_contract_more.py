@@ -100,6 +100,25 @@ def test_show_prune_counts_and_check(make_storage):
     assert storage.start_turn("alice", "echo", msg()).created
 
 
+def test_a_task_pruned_while_shown_is_not_found(make_storage, monkeypatch):
+    # `flask a2a tasks show` beside a prune: the stale turn is failed (as
+    # show_task does), then pruned before the task is read back.
+    storage = make_storage(A2A_STALE_TURN_SECONDS=60)
+    start = storage.start_turn("alice", "echo", msg())
+    set_updated_at(storage, start.task_id, datetime(2000, 1, 1, tzinfo=timezone.utc))
+    fail = storage.fail_stale_turn
+
+    def fail_then_prune(task_id):
+        failed = fail(task_id)
+        set_updated_at(storage, task_id, datetime(2000, 1, 1, tzinfo=timezone.utc))
+        assert sum(b["tasks"] for b in storage.prune("2001-01-01T00:00:00.000Z")) == 1
+        return failed
+
+    monkeypatch.setattr(storage, "fail_stale_turn", fail_then_prune)
+    assert storage.show_task(start.task_id) is None
+    assert storage.task_state(start.task_id) is None
+
+
 def test_reassign_tasks_moves_a_caller_s_tasks_history_and_retries(storage):
     done = finished(storage, owner="key:k1", text="a")
     waiting = finished(storage, "input-required", owner="key:k1", text="b")

@@ -129,6 +129,8 @@ class AdminOperations(TaskListing):
             with self.connection() as conn:
                 task, _ = self._read(conn, self._read_any_sql, task_id, None, None,
                                      None)
+            if task is None:  # pruned since the first read: as never there
+                return None
             task.created_at = created_at
         return task
 

@@ -7,7 +7,7 @@ import os
 import sqlite3
 from typing import Dict, Iterable, Iterator, List, Optional
 
-from ..base import StoredTaskPage, TaskRecord
+from ..base import NoSuchTaskError, StoredTaskPage, TaskRecord
 from ..common import (
     PRUNE_BATCH, encode_cursor, exported_batch, import_rows, reassign_owner, record_reader,
     where_clause,
@@ -94,17 +94,20 @@ class AdminOperations(TaskListing):
         if row is None:
             return None
         owner, agent, tenant = row[3], row[2], row[10]
-        self.get_task(task_id, owner, agent, 0, tenant=tenant)  # fails a stale turn
-        # The history row by row, not packed into one text (``_read_task``):
-        # SQLite's longest string (1 GB) is less than a task may hold. One
-        # read transaction: the task and its history as of one moment.
-        conn = self.connection()
-        conn.execute("BEGIN")
         try:
-            task = self._read_task(task_id, owner, agent, 0, tenant=tenant)
-            task.history = self.task_history(task_id)
-        finally:
-            conn.execute("COMMIT")
+            self.get_task(task_id, owner, agent, 0, tenant=tenant)  # fails a stale turn
+            # The history row by row, not packed into one text (``_read_task``):
+            # SQLite's longest string (1 GB) is less than a task may hold. One
+            # read transaction: the task and its history as of one moment.
+            conn = self.connection()
+            conn.execute("BEGIN")
+            try:
+                task = self._read_task(task_id, owner, agent, 0, tenant=tenant)
+                task.history = self.task_history(task_id)
+            finally:
+                conn.execute("COMMIT")
+        except NoSuchTaskError:  # pruned since the first read: as never there
+            return None
         task.created_at = row[8]
         return task
 
