@@ -209,10 +209,11 @@ def rows(args, tmp, template, keys):
                        mode="blocking" if blocking else "polling")
             table.append(row)
             log("%-16s %s %-8s N=%-4d S=%-3d turns/s %6.1f  median %6.2f s  p99 %6.2f s  "
-                "RSS %6.0f MB (PSS %4.0f)  errors %d %s"
+                "RSS %6.0f MB (PSS %4.0f)  errors %d %s%s"
                 % (name, proto, row["mode"], n, seconds, row["turns_s"], row["median_s"],
                    row["p99_s"], row["rss_mb"], row["pss_mb"], row["errors"],
-                   row["error_samples"][:1]))
+                   row["error_samples"][:1],
+                   "" if blocking else "  send answered p99 %.2f s" % row["send_p99_s"]))
     judge(table)
     return table
 

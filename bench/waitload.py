@@ -98,7 +98,7 @@ def _get_body(task_id, proto):
 
 
 async def _caller(port, path, headers, seconds, blocking, proto, turns, deadline,
-                  times, errors, start):
+                  times, errors, start, answered):
     conn = _Connection(port, dict(headers, **HEADERS[proto]))
     timeout = seconds * 3 + 60
     await start.wait()
@@ -114,6 +114,7 @@ async def _caller(port, path, headers, seconds, blocking, proto, turns, deadline
                 if not task:
                     errors.append("send: HTTP %d %s" % (status, str(body)[:160]))
                     return
+                answered.append(time.monotonic() - began)
                 while not _done(task["status"]["state"]):
                     if time.monotonic() > deadline:
                         errors.append("unfinished at the deadline")
@@ -140,22 +141,25 @@ def run_callers(port, path, headers_per_caller, seconds, blocking, proto="0.3",
     deadline_s = deadline or seconds * (turns + 2) + 60
 
     async def main():
-        times, errors, start = [], [], asyncio.Event()
+        times, errors, start, answered = [], [], asyncio.Event(), []
         end = time.monotonic() + deadline_s
         tasks = [asyncio.ensure_future(_caller(port, path, headers, seconds, blocking,
-                                               proto, turns, end, times, errors, start))
+                                               proto, turns, end, times, errors, start,
+                                               answered))
                  for headers in headers_per_caller]
         await asyncio.sleep(0.2)  # every caller waiting for the start
         start.set()
         await asyncio.gather(*tasks)
-        return times, errors
+        return times, errors, sorted(answered)
 
-    times, errors = asyncio.run(main())
+    times, errors, answered = asyncio.run(main())
     spans = sorted(end - began for began, end in times)
     elapsed = (max(end for _, end in times) - min(began for began, _ in times)
                if times else float("nan"))
     return {"turns": len(times), "turns_s": len(times) / elapsed if times else 0.0,
             "median_s": percentile(spans, 50), "p99_s": percentile(spans, 99),
+            # A polling caller's wait for its send's answer (blocking: the turn).
+            "send_p99_s": percentile(answered, 99) if answered else float("nan"),
             "errors": len(errors), "error_samples": errors[:3]}
 
 
