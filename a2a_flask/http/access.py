@@ -9,9 +9,12 @@ the protocol version of the call (0.3 or 1.0).
 reads the outcome from the answer it made.
 """
 
+import atexit
 import json
 import logging
 import os
+import queue
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
@@ -240,13 +243,109 @@ def _write_record(logger: logging.Logger, text: str, fields: dict, path: str) ->
     line = "%s [%d] [INFO] %s: %s\n" % (_plain_stamp(now), os.getpid(), logger.name, text)
     for handler in handlers:
         target = handler.target if isinstance(handler, SameStreamHandler) else handler
+        # Never wait for the stream's lock: its holder lets the interpreter
+        # go while it writes, and hundreds of calls queued behind it each
+        # waited for the lock and then for the interpreter in turn (gets at
+        # 1,000 connections: docs/benchmarks.md, "The access record's
+        # lock"). A line whose stream is busy is written by LATE_LINES.
+        if not target.lock.acquire(blocking=False):
+            LATE_LINES.put(handler, target, line)
+            continue
         try:
-            target.acquire()
             try:
                 target.stream.write(line)
                 target.stream.flush()
             finally:
-                target.release()
+                target.lock.release()
         except Exception:  # a log line must never break a request
             handler.handleError(logger.makeRecord(logger.name, logging.INFO, path, 0,
                                                   text, (), None, extra=fields))
+
+
+class LateLines:
+    """Access lines whose stream another thread was writing to: written in
+    order by one thread of the process, as soon as it holds the stream's
+    lock, several in one write when they came together. Started at the first
+    such line (each gunicorn worker its own, after the fork); at exit the
+    process waits for what is queued to be written (``flush``)."""
+
+    #: The longest the exit waits for queued lines (a stream stuck for good).
+    FLUSH_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        #: (handler, target, line), or a flush's (None, event, None).
+        self._queue = queue.SimpleQueue()  # type: queue.SimpleQueue[Any]
+        self._thread: Optional[threading.Thread] = None
+        self._starting = threading.Lock()
+        self._flushed_at_exit = False
+
+    def put(self, handler: logging.Handler, target: logging.Handler, line: str) -> None:
+        """``line`` for ``target``'s stream (``handler``'s errors)."""
+        self._queue.put((handler, target, line))
+        if self._thread is None:
+            self._start()
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the lines queued so far are written (at most
+        ``timeout`` s, FLUSH_SECONDS by default); whether they were."""
+        if self._thread is None:
+            return True
+        written = threading.Event()
+        self._queue.put((None, written, None))
+        return written.wait(self.FLUSH_SECONDS if timeout is None else timeout)
+
+    def _start(self) -> None:
+        with self._starting:
+            if self._thread is None:
+                if not self._flushed_at_exit:
+                    atexit.register(self.flush)
+                    self._flushed_at_exit = True
+                thread = threading.Thread(target=self._run, name="a2a-access-lines",
+                                          daemon=True)
+                thread.start()
+                self._thread = thread
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's lines and thread are not its own."""
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._starting = threading.Lock()
+
+    def _run(self) -> None:
+        while True:
+            items = [self._queue.get()]
+            while True:  # and whatever came meanwhile: one write for them all
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._write(items)
+
+    @staticmethod
+    def _write(items: list) -> None:
+        at = 0
+        while at < len(items):
+            handler, target, _ = items[at]
+            if handler is None:  # a flush: the lines before it are written
+                target.set()
+                at += 1
+                continue
+            end = at + 1
+            while end < len(items) and items[end][0] is not None \
+                    and items[end][1] is target:
+                end += 1
+            text = "".join(item[2] for item in items[at:end])
+            at = end
+            try:
+                with target.lock:
+                    target.stream.write(text)
+                    target.stream.flush()
+            except Exception:  # as a line written at once: reported, never raised
+                handler.handleError(logging.makeLogRecord(
+                    {"name": log.name, "msg": text, "levelno": logging.INFO,
+                     "levelname": "INFO"}))
+
+
+#: The process's late lines (``LateLines``).
+LATE_LINES = LateLines()
+os.register_at_fork(after_in_child=LATE_LINES._forked)
