@@ -249,8 +249,9 @@ def _write_record(logger: logging.Logger, text: str, fields: dict, path: str) ->
         # 1,000 connections: docs/benchmarks.md, "The access record's
         # lock"). A line whose stream is busy is written by LATE_LINES.
         if not target.lock.acquire(blocking=False):
-            LATE_LINES.put(handler, target, line)
-            continue
+            if LATE_LINES.put(handler, target, line):
+                continue
+            target.lock.acquire()  # the queue is full: wait, as every line did
         try:
             try:
                 target.stream.write(line)
@@ -271,6 +272,10 @@ class LateLines:
 
     #: The longest the exit waits for queued lines (a stream stuck for good).
     FLUSH_SECONDS = 5.0
+    #: Lines queued at most (about 2.5 MB): past them, as when the stream
+    #: stops taking lines (a full pipe), a call waits for the lock again
+    #: rather than the queue growing without end.
+    MAX_QUEUED = 10000
 
     def __init__(self) -> None:
         #: (handler, target, line), or a flush's (None, event, None).
@@ -279,11 +284,15 @@ class LateLines:
         self._starting = threading.Lock()
         self._flushed_at_exit = False
 
-    def put(self, handler: logging.Handler, target: logging.Handler, line: str) -> None:
-        """``line`` for ``target``'s stream (``handler``'s errors)."""
+    def put(self, handler: logging.Handler, target: logging.Handler, line: str) -> bool:
+        """``line`` queued for ``target``'s stream (``handler``'s errors);
+        False when MAX_QUEUED are queued already (nothing queued)."""
+        if self._queue.qsize() >= self.MAX_QUEUED:
+            return False
         self._queue.put((handler, target, line))
         if self._thread is None:
             self._start()
+        return True
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Wait until the lines queued so far are written (at most

@@ -65,3 +65,19 @@ def test_late_lines_are_written_in_order_once_the_stream_is_free():
         handler.release()
     assert late.flush(timeout=10)
     assert stream.getvalue() == "".join("line %d\n" % n for n in range(5))
+
+
+def test_a_full_queue_takes_no_more_lines():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    late = LateLines()
+    late.MAX_QUEUED = 3
+    handler.acquire()  # the stream takes nothing: the lines stay queued
+    try:
+        queued = [late.put(handler, handler, "line %d\n" % n) for n in range(6)]
+    finally:
+        handler.release()
+    # The thread may hold the first line already: 3 or 4 queued, never all 6.
+    assert queued[:3] == [True] * 3 and queued[-1] is False
+    assert late.flush(timeout=10)
+    assert stream.getvalue() == "".join("line %d\n" % n for n, ok in enumerate(queued) if ok)
