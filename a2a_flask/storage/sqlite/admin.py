@@ -89,11 +89,11 @@ class AdminOperations(TaskListing):
 
     def show_task(self, task_id: str) -> Optional[TaskRecord]:
         row = self.connection().execute(
-            "SELECT %s, tenant FROM a2a_tasks WHERE id = ?" % _COLUMNS,
+            "SELECT owner, agent, tenant, created_at FROM a2a_tasks WHERE id = ?",
             (task_id,)).fetchone()
         if row is None:
             return None
-        owner, agent, tenant = row[3], row[2], row[10]
+        owner, agent, tenant, created_at = row
         try:
             self.get_task(task_id, owner, agent, 0, tenant=tenant)  # fails a stale turn
             # The history row by row, not packed into one text (``_read_task``):
@@ -108,7 +108,7 @@ class AdminOperations(TaskListing):
                 conn.execute("COMMIT")
         except NoSuchTaskError:  # pruned since the first read: as never there
             return None
-        task.created_at = row[8]
+        task.created_at = created_at
         return task
 
     def prunable_tasks(self, cutoff: str) -> List[TaskRecord]:
